@@ -30,7 +30,7 @@ tmp="$here/libs.tmp.$$"
 trap 'rm -rf "$tmp" "$here/target"' EXIT
 for v in $candidates; do
   rm -rf "$tmp"
-  if mvn -q -B -f "$here/pom.xml" -Dkafka.version="$v" \
+  if mvn -q -B -Dstyle.color=never -f "$here/pom.xml" -Dkafka.version="$v" \
        dependency:copy-dependencies -DincludeScope=runtime \
        -DoutputDirectory="$tmp" > "$here/.mvn-$$.log" 2>&1 \
      && [[ -f "$tmp/kafka_2.13-$v.jar" && -f "$tmp/kafka-clients-$v.jar" ]]; then

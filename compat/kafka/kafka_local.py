@@ -40,6 +40,23 @@ JVM_FLAGS = [
 ]
 
 
+def _die_with_parent():
+    """preexec_fn: SIGTERM this child when the Python process that started it dies."""
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+def exit_on_signals():
+    """Turn SIGTERM/SIGHUP into SystemExit so `finally`/`with` cleanup stops Kafka."""
+    def handler(signum, frame):
+        raise SystemExit(128 + signum)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, handler)
+
+
 def ensure_libs():
     """Run fetch-kafka.sh (fast no-op when already done); return the libs dir."""
     out = subprocess.run([os.path.join(HERE, "fetch-kafka.sh")], check=True,
@@ -70,6 +87,17 @@ def random_cluster_id():
         cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         if not cid.startswith("-"):
             return cid
+
+
+def create_topics(bootstrap, topics, config=None, partitions=1):
+    """Create topics with confluent-kafka's AdminClient (imported lazily)."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 4})
+    futures = admin.create_topics(
+        [NewTopic(t, num_partitions=partitions, replication_factor=1, config=dict(config or {}))
+         for t in topics], operation_timeout=30, request_timeout=30)
+    for f in futures.values():
+        f.result(timeout=60)
 
 
 def _metadata_brokers(port, timeout=2.0):
@@ -176,7 +204,8 @@ class LocalKafka:
         out = open(os.path.join(self.workdir, "kafka.out"), "wb")
         self.proc = subprocess.Popen(
             java_cmd("kafka.Kafka", self.config), stdout=out, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=detach)
+            stdin=subprocess.DEVNULL, start_new_session=detach,
+            preexec_fn=None if detach else _die_with_parent)
         out.close()
         self.pid = self.proc.pid
         with open(os.path.join(self.workdir, "kafka.pid"), "w") as f:

@@ -1,0 +1,351 @@
+//! The two sparse indexes of a segment, in Kafka's file formats:
+//!
+//! - `.index` (offset index): 8-byte entries, relative offset (u32 BE) → file position
+//!   (u32 BE) of the batch whose *last* offset is that offset; an entry every
+//!   `index.interval.bytes` of log.
+//! - `.timeindex` (time index): 12-byte entries, timestamp (i64 BE) → relative offset
+//!   (u32 BE) of the batch where the segment's max timestamp first reached that value;
+//!   written beside an offset-index entry when the max timestamp has grown, and at roll.
+//!
+//! Both are sorted on both columns, so a lookup is a binary search. The active segment
+//! keeps its entries in memory (at most `segment.index.bytes` worth) and appends the new
+//! ones to the file at flush; an inactive segment's index is searched in its file with
+//! `pread`, so a partition's memory does not grow with its number of segments.
+//!
+//! Unlike Kafka, Sluice does not preallocate or memory-map index files: a file holds
+//! exactly its entries, which Kafka's tools read the same way.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use crate::error::{IoContext, Result, StorageError};
+
+pub(crate) trait IndexEntry: Copy + std::fmt::Debug {
+    const SIZE: usize;
+    fn decode(bytes: &[u8]) -> Self;
+    fn encode(&self, out: &mut Vec<u8>);
+    fn relative_offset(&self) -> u32;
+}
+
+/// An offset-index entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OffsetEntry {
+    pub relative_offset: u32,
+    pub position: u32,
+}
+
+impl IndexEntry for OffsetEntry {
+    const SIZE: usize = 8;
+    fn decode(bytes: &[u8]) -> Self {
+        OffsetEntry {
+            relative_offset: u32::from_be_bytes(bytes[0..4].try_into().expect("4 bytes")),
+            position: u32::from_be_bytes(bytes[4..8].try_into().expect("4 bytes")),
+        }
+    }
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.relative_offset.to_be_bytes());
+        out.extend_from_slice(&self.position.to_be_bytes());
+    }
+    fn relative_offset(&self) -> u32 {
+        self.relative_offset
+    }
+}
+
+/// A time-index entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeEntry {
+    pub timestamp: i64,
+    pub relative_offset: u32,
+}
+
+impl IndexEntry for TimeEntry {
+    const SIZE: usize = 12;
+    fn decode(bytes: &[u8]) -> Self {
+        TimeEntry {
+            timestamp: i64::from_be_bytes(bytes[0..8].try_into().expect("8 bytes")),
+            relative_offset: u32::from_be_bytes(bytes[8..12].try_into().expect("4 bytes")),
+        }
+    }
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.timestamp.to_be_bytes());
+        out.extend_from_slice(&self.relative_offset.to_be_bytes());
+    }
+    fn relative_offset(&self) -> u32 {
+        self.relative_offset
+    }
+}
+
+/// The in-memory index of the active segment, mirrored to its file at flush.
+#[derive(Debug)]
+pub(crate) struct Index<E: IndexEntry> {
+    path: PathBuf,
+    entries: Vec<E>,
+    /// Entries `..persisted` are in the file as they are in memory.
+    persisted: usize,
+    max_entries: usize,
+}
+
+impl<E: IndexEntry> Index<E> {
+    pub fn empty(path: PathBuf, max_entries: usize) -> Index<E> {
+        Index {
+            path,
+            entries: Vec::new(),
+            persisted: 0,
+            max_entries,
+        }
+    }
+
+    /// Loads every entry of the file, or `None` when it is missing or fails `check`
+    /// (the caller then rebuilds it from the log).
+    pub fn load(
+        path: PathBuf,
+        max_entries: usize,
+        check: impl Fn(&[E]) -> std::result::Result<(), String>,
+    ) -> Result<Option<Index<E>>> {
+        let entries = match read_entries::<E>(&path)? {
+            Some(entries) => entries,
+            None => return Ok(None),
+        };
+        if let Err(reason) = check(&entries) {
+            tracing::warn!(path = %path.display(), %reason, "index is corrupt; rebuilding it");
+            return Ok(None);
+        }
+        let persisted = entries.len();
+        Ok(Some(Index {
+            path,
+            entries,
+            persisted,
+            max_entries: max_entries.max(persisted),
+        }))
+    }
+
+    pub fn entries(&self) -> &[E] {
+        &self.entries
+    }
+
+    pub fn last(&self) -> Option<E> {
+        self.entries.last().copied()
+    }
+
+    pub fn is_full(&self) -> bool {
+        self.entries.len() >= self.max_entries
+    }
+
+    pub fn push(&mut self, entry: E) {
+        debug_assert!(
+            self.entries
+                .last()
+                .is_none_or(|last| last.relative_offset() <= entry.relative_offset()),
+            "index entries must be appended in offset order"
+        );
+        self.entries.push(entry);
+    }
+
+    /// Drops the entries `keep` rejects at the end of the index.
+    pub fn truncate_while(&mut self, drop: impl Fn(&E) -> bool) {
+        while self.entries.last().is_some_and(&drop) {
+            self.entries.pop();
+        }
+        self.persisted = self.persisted.min(self.entries.len());
+    }
+
+    /// Writes unpersisted entries (or the whole file after a truncation) and, with
+    /// `sync`, fsyncs it.
+    pub fn persist(&mut self, sync: bool) -> Result<()> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&self.path)
+            .at(&self.path)?;
+        let length = file.metadata().at(&self.path)?.len();
+        let persisted_bytes = (self.persisted * E::SIZE) as u64;
+        if length != persisted_bytes {
+            file.set_len(persisted_bytes).at(&self.path)?;
+        }
+        if self.persisted < self.entries.len() {
+            let mut out = Vec::with_capacity((self.entries.len() - self.persisted) * E::SIZE);
+            for entry in &self.entries[self.persisted..] {
+                entry.encode(&mut out);
+            }
+            file.write_all_at(&out, persisted_bytes).at(&self.path)?;
+            self.persisted = self.entries.len();
+        }
+        if sync {
+            file.sync_data().at(&self.path)?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads every entry of an index file; `None` when the file is missing or its size is
+/// not a whole number of entries.
+pub(crate) fn read_entries<E: IndexEntry>(path: &Path) -> Result<Option<Vec<E>>> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(StorageError::Io {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    if bytes.len() % E::SIZE != 0 {
+        tracing::warn!(path = %path.display(), size = bytes.len(), "index size is not a multiple of its entry size");
+        return Ok(None);
+    }
+    Ok(Some(bytes.chunks_exact(E::SIZE).map(E::decode).collect()))
+}
+
+/// The last entry of `entries` for which `at_or_before` holds (entries are sorted so that
+/// it holds for a prefix), or `None` when it holds for none.
+pub(crate) fn floor_in_memory<E: IndexEntry>(
+    entries: &[E],
+    at_or_before: impl Fn(&E) -> bool,
+) -> Option<E> {
+    let count = entries.partition_point(at_or_before);
+    count.checked_sub(1).map(|index| entries[index])
+}
+
+/// [`floor_in_memory`] over an index file, with one `pread` per probe: log2(entries)
+/// reads of 8 or 12 bytes. A file whose size is not a whole number of entries is searched
+/// over its whole entries.
+pub(crate) fn floor_in_file<E: IndexEntry>(
+    path: &Path,
+    at_or_before: impl Fn(&E) -> bool,
+) -> Result<Option<E>> {
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(StorageError::Io {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    let count = (file.metadata().at(path)?.len() as usize) / E::SIZE;
+    let mut buffer = [0u8; 16];
+    let mut read = |index: usize| -> Result<E> {
+        file.read_exact_at(&mut buffer[..E::SIZE], (index * E::SIZE) as u64)
+            .at(path)?;
+        Ok(E::decode(&buffer[..E::SIZE]))
+    };
+    // Invariant: entries below `low` satisfy the predicate, entries at or above `high`
+    // do not.
+    let (mut low, mut high) = (0usize, count);
+    let mut best = None;
+    while low < high {
+        let middle = low + (high - low) / 2;
+        let entry = read(middle)?;
+        if at_or_before(&entry) {
+            best = Some(entry);
+            low = middle + 1;
+        } else {
+            high = middle;
+        }
+    }
+    Ok(best)
+}
+
+/// Checks an offset index against its segment: offsets and positions strictly increasing,
+/// positions inside the log, offsets inside the segment's offset range.
+pub(crate) fn check_offset_entries(
+    entries: &[OffsetEntry],
+    log_size_bytes: u64,
+    max_relative_offset: Option<u32>,
+) -> std::result::Result<(), String> {
+    for pair in entries.windows(2) {
+        if pair[1].relative_offset <= pair[0].relative_offset || pair[1].position <= pair[0].position
+        {
+            return Err(format!("entries out of order: {:?} then {:?}", pair[0], pair[1]));
+        }
+    }
+    if let Some(last) = entries.last() {
+        if u64::from(last.position) >= log_size_bytes {
+            return Err(format!(
+                "entry {last:?} points past the log's {log_size_bytes} bytes"
+            ));
+        }
+        if max_relative_offset.is_some_and(|max| last.relative_offset > max) {
+            return Err(format!("entry {last:?} is past the segment's offsets"));
+        }
+    }
+    Ok(())
+}
+
+/// Checks a time index: timestamps and offsets never decreasing, offsets inside the
+/// segment's range.
+pub(crate) fn check_time_entries(
+    entries: &[TimeEntry],
+    max_relative_offset: Option<u32>,
+) -> std::result::Result<(), String> {
+    for pair in entries.windows(2) {
+        if pair[1].timestamp < pair[0].timestamp
+            || pair[1].relative_offset < pair[0].relative_offset
+        {
+            return Err(format!("entries out of order: {:?} then {:?}", pair[0], pair[1]));
+        }
+    }
+    if let Some(last) = entries.last()
+        && max_relative_offset.is_some_and(|max| last.relative_offset > max)
+    {
+        return Err(format!("entry {last:?} is past the segment's offsets"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_and_memory_searches_agree() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("00000000000000000000.index");
+        let mut index = Index::<OffsetEntry>::empty(path.clone(), 1000);
+        for i in 0..100u32 {
+            index.push(OffsetEntry {
+                relative_offset: i * 10 + 5,
+                position: i * 4096,
+            });
+        }
+        index.persist(true).unwrap();
+        for target in 0..1100u32 {
+            let in_memory = floor_in_memory(index.entries(), |e| e.relative_offset <= target);
+            let in_file = floor_in_file::<OffsetEntry>(&path, |e| e.relative_offset <= target)
+                .unwrap();
+            assert_eq!(in_memory, in_file, "target {target}");
+        }
+        index.truncate_while(|e| e.relative_offset >= 500);
+        index.push(OffsetEntry {
+            relative_offset: 600,
+            position: 999_999,
+        });
+        index.persist(false).unwrap();
+        let entries = read_entries::<OffsetEntry>(&path).unwrap().unwrap();
+        assert_eq!(entries.len(), 51);
+        assert_eq!(entries.last().unwrap().relative_offset, 600);
+    }
+
+    #[test]
+    fn checks_reject_disorder_and_overreach() {
+        let ordered = [
+            OffsetEntry { relative_offset: 1, position: 0 },
+            OffsetEntry { relative_offset: 5, position: 100 },
+        ];
+        assert!(check_offset_entries(&ordered, 200, Some(10)).is_ok());
+        assert!(check_offset_entries(&ordered, 100, Some(10)).is_err());
+        assert!(check_offset_entries(&ordered, 200, Some(4)).is_err());
+        let swapped = [ordered[1], ordered[0]];
+        assert!(check_offset_entries(&swapped, 200, None).is_err());
+        let times = [
+            TimeEntry { timestamp: 10, relative_offset: 1 },
+            TimeEntry { timestamp: 5, relative_offset: 2 },
+        ];
+        assert!(check_time_entries(&times, None).is_err());
+    }
+}

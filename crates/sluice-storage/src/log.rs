@@ -1,0 +1,769 @@
+//! The log of one partition (Kafka's `UnifiedLog` + `LocalLog`): an ordered set of
+//! segments in the directory `<topic>-<partition>/`, the offsets that bound it, its
+//! leader-epoch cache and its flush state.
+//!
+//! Offsets: `log_start_offset` ≤ every readable offset < `log_end_offset`. Everything
+//! below `recovery_point` is fsynced; on an unclean start the segments from the one
+//! holding the recovery point onward are recovered (validated, re-indexed, cut at the
+//! first invalid byte).
+//!
+//! Durability promised by [`Log::append_as_leader`]: when it returns, the bytes are in
+//! the operating system's page cache: they survive the process being killed (SIGKILL),
+//! not a machine crash. They survive a machine crash once [`Log::flush`] has returned (or
+//! `flush.messages` / `flush.ms` triggered it): [`LogAppendInfo::flushed`] says which.
+//! Kafka makes the same promise and relies on replication for the rest.
+//!
+//! Concurrency: appends, truncation and retention take `&mut self`; reads and lookups
+//! take `&self`. The broker serializes them per partition.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+use sluice_protocol::record_batch::{
+    self, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, batch_size_at, set_base_offset,
+    set_log_append_time, set_partition_leader_epoch,
+};
+use sluice_protocol::TimestampType;
+
+use crate::checkpoint::{self, TopicId};
+use crate::config::LogConfig;
+use crate::error::{IoContext, Result, StorageError};
+use crate::leader_epoch::{LEADER_EPOCH_CHECKPOINT, LeaderEpochCache};
+use crate::segment::{AppendedBatch, BatchHeader, LogSegment};
+
+/// File name of the topic id record in a partition directory.
+pub const PARTITION_METADATA: &str = "partition.metadata";
+
+/// How to open a log: what the log directory's checkpoints say about it.
+#[derive(Debug, Clone)]
+pub struct LogOpenOptions {
+    /// From `recovery-point-offset-checkpoint` (0 when absent: recover everything).
+    pub recovery_point: i64,
+    /// From `log-start-offset-checkpoint` (0 when absent).
+    pub log_start_offset: i64,
+    /// Whether the log directory held the clean-shutdown marker.
+    pub clean_shutdown: bool,
+    /// The topic id to record in (or check against) `partition.metadata`.
+    pub topic_id: Option<TopicId>,
+    pub now_ms: i64,
+}
+
+impl Default for LogOpenOptions {
+    fn default() -> Self {
+        LogOpenOptions {
+            recovery_point: 0,
+            log_start_offset: 0,
+            clean_shutdown: false,
+            topic_id: None,
+            now_ms: now_ms(),
+        }
+    }
+}
+
+/// The wall clock in milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// What an append did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogAppendInfo {
+    pub first_offset: i64,
+    pub last_offset: i64,
+    /// Largest timestamp appended, and the offset of the batch that carried it.
+    pub max_timestamp: i64,
+    pub offset_of_max_timestamp: i64,
+    /// The broker's time for LogAppendTime topics; -1 under CreateTime (the Produce
+    /// response's `log_append_time_ms`).
+    pub log_append_time_ms: i64,
+    pub record_count: i64,
+    pub size_bytes: u64,
+    /// Whether the records were fsynced before the append returned.
+    pub flushed: bool,
+}
+
+/// What a read returns: whole batches, as stored, in one shared buffer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchData {
+    pub records: Bytes,
+    /// Base offset of the first batch returned (≤ the offset asked for), or the offset
+    /// asked for when nothing is returned.
+    pub first_batch_offset: i64,
+}
+
+/// A segment as `sluice dump-log` and tests see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SegmentInfo {
+    pub base_offset: i64,
+    pub next_offset: i64,
+    pub size_bytes: u64,
+    pub max_timestamp: i64,
+    pub path: PathBuf,
+    pub active: bool,
+}
+
+#[derive(Debug)]
+pub struct Log {
+    dir: PathBuf,
+    config: LogConfig,
+    segments: BTreeMap<i64, LogSegment>,
+    log_start_offset: i64,
+    recovery_point: i64,
+    leader_epochs: LeaderEpochCache,
+    topic_id: Option<TopicId>,
+    unflushed_records: i64,
+    last_flush_ms: i64,
+}
+
+impl Log {
+    /// Opens (or creates) the log in `dir`. On an unclean start, recovers every segment
+    /// from the one holding the recovery point; a recovered segment cut short removes the
+    /// segments after it, as their offsets no longer follow.
+    pub fn open(dir: &Path, config: LogConfig, options: LogOpenOptions) -> Result<Log> {
+        config.validate()?;
+        std::fs::create_dir_all(dir).at(dir)?;
+        let now = options.now_ms;
+        let topic_id = check_topic_id(dir, options.topic_id)?;
+        let base_offsets = list_segments(dir)?;
+        let mut segments = BTreeMap::new();
+        let recover_from = if options.clean_shutdown {
+            i64::MAX
+        } else {
+            // The segment holding the recovery point, and everything after it.
+            base_offsets
+                .iter()
+                .rev()
+                .find(|base| **base <= options.recovery_point)
+                .copied()
+                .unwrap_or(i64::MIN)
+        };
+        let mut cut_at = None;
+        for base in &base_offsets {
+            let base = *base;
+            if let Some(cut) = cut_at {
+                tracing::warn!(dir = %dir.display(), segment = base, after = cut, "deleting a segment after a truncated one");
+                LogSegment::open(dir, base, &config, now)?.delete()?;
+                continue;
+            }
+            let segment = if base >= recover_from {
+                let (segment, truncated) = LogSegment::recover(dir, base, &config, now)?;
+                if truncated > 0 {
+                    tracing::warn!(dir = %dir.display(), segment = base, truncated_bytes = truncated, "recovery truncated a segment");
+                    cut_at = Some(base);
+                }
+                segment
+            } else {
+                LogSegment::open(dir, base, &config, now)?
+            };
+            segments.insert(base, segment);
+        }
+        // An empty segment in the middle (a crash during roll) is dropped.
+        let empty_inner: Vec<i64> = segments
+            .iter()
+            .rev()
+            .skip(1)
+            .filter(|(_, s)| s.size_bytes() == 0)
+            .map(|(base, _)| *base)
+            .collect();
+        for base in empty_inner {
+            if let Some(segment) = segments.remove(&base) {
+                segment.delete()?;
+            }
+        }
+        if segments.is_empty() {
+            let start = options.log_start_offset.max(0);
+            segments.insert(start, LogSegment::create(dir, start, &config, now)?);
+        }
+        let first_base = *segments.keys().next().expect("at least one segment");
+        let (_, active) = segments.iter_mut().next_back().expect("at least one segment");
+        active.activate(&config)?;
+        let log_end_offset = active.next_offset();
+        let log_start_offset = options
+            .log_start_offset
+            .max(first_base)
+            .min(log_end_offset);
+        let mut leader_epochs = LeaderEpochCache::load(dir.join(LEADER_EPOCH_CHECKPOINT))?;
+        leader_epochs.truncate_from_end(log_end_offset)?;
+        leader_epochs.truncate_from_start(log_start_offset)?;
+        checkpoint::sync_dir(dir)?;
+        let log = Log {
+            dir: dir.to_path_buf(),
+            config,
+            segments,
+            log_start_offset,
+            // Recovered segments were fsynced by recovery; clean ones were at shutdown.
+            recovery_point: log_end_offset,
+            leader_epochs,
+            topic_id,
+            unflushed_records: 0,
+            last_flush_ms: now,
+        };
+        log.check_invariants();
+        Ok(log)
+    }
+
+    fn check_invariants(&self) {
+        debug_assert!(self.log_start_offset <= self.log_end_offset());
+        debug_assert!(self.recovery_point <= self.log_end_offset());
+        debug_assert!(
+            self.segments
+                .values()
+                .zip(self.segments.values().skip(1))
+                .all(|(a, b)| a.next_offset() <= b.base_offset()),
+            "segments must not overlap"
+        );
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+    pub fn config(&self) -> &LogConfig {
+        &self.config
+    }
+    /// Replaces the configuration (a topic config change); applies from the next append.
+    pub fn set_config(&mut self, config: LogConfig) -> Result<()> {
+        config.validate()?;
+        self.config = config;
+        Ok(())
+    }
+    pub fn topic_id(&self) -> Option<TopicId> {
+        self.topic_id
+    }
+    pub fn log_start_offset(&self) -> i64 {
+        self.log_start_offset
+    }
+    pub fn log_end_offset(&self) -> i64 {
+        self.active().next_offset()
+    }
+    pub fn recovery_point(&self) -> i64 {
+        self.recovery_point
+    }
+    pub fn size_bytes(&self) -> u64 {
+        self.segments.values().map(LogSegment::size_bytes).sum()
+    }
+    pub fn leader_epochs(&self) -> &LeaderEpochCache {
+        &self.leader_epochs
+    }
+
+    pub fn segments(&self) -> Vec<SegmentInfo> {
+        self.segments
+            .values()
+            .map(|s| SegmentInfo {
+                base_offset: s.base_offset(),
+                next_offset: s.next_offset(),
+                size_bytes: s.size_bytes(),
+                max_timestamp: s.max_timestamp(),
+                path: s.log_path().to_path_buf(),
+                active: s.is_active(),
+            })
+            .collect()
+    }
+
+    fn active(&self) -> &LogSegment {
+        self.segments.values().next_back().expect("a log always has a segment")
+    }
+
+    fn active_mut(&mut self) -> &mut LogSegment {
+        self.segments.values_mut().next_back().expect("a log always has a segment")
+    }
+
+    /// Appends producer batches as the leader: assigns consecutive offsets from the log
+    /// end and the leader epoch in place (and, for LogAppendTime topics, the timestamp).
+    /// `records` must be validated batches (the broker runs
+    /// [`RecordBatch::validate`]); this re-checks each header and CRC.
+    pub fn append_as_leader(
+        &mut self,
+        records: &mut [u8],
+        leader_epoch: i32,
+        now_ms: i64,
+    ) -> Result<LogAppendInfo> {
+        let log_append_time_ms = match self.config.message_timestamp_type {
+            TimestampType::LogAppendTime => now_ms,
+            TimestampType::CreateTime => -1,
+        };
+        let mut next_offset = self.log_end_offset();
+        let first_offset = next_offset;
+        let mut position = 0usize;
+        while position < records.len() {
+            let size = self.check_batch_at(records, position)?;
+            let batch = &mut records[position..position + size];
+            set_base_offset(batch, next_offset);
+            set_partition_leader_epoch(batch, leader_epoch);
+            if log_append_time_ms >= 0 {
+                set_log_append_time(batch, log_append_time_ms);
+            }
+            next_offset += i64::from(BatchHeader::parse(batch).last_offset_delta) + 1;
+            position += size;
+        }
+        if leader_epoch >= 0 {
+            self.leader_epochs.assign(leader_epoch, first_offset)?;
+        }
+        let info = self.append_batches(records, first_offset, log_append_time_ms, now_ms)?;
+        debug_assert_eq!(info.last_offset + 1, next_offset);
+        Ok(info)
+    }
+
+    /// Appends batches replicated from a leader, keeping their offsets and epochs. The
+    /// first must start at the log end offset or later (a gap means the leader's log
+    /// start moved past ours).
+    pub fn append_as_follower(&mut self, records: &[u8], now_ms: i64) -> Result<LogAppendInfo> {
+        let mut position = 0usize;
+        let mut expected = self.log_end_offset();
+        let mut first_offset = None;
+        while position < records.len() {
+            let size = self.check_batch_at(records, position)?;
+            let header = BatchHeader::parse(&records[position..position + RECORD_BATCH_OVERHEAD]);
+            if header.base_offset < expected {
+                return Err(StorageError::UnexpectedAppendOffset {
+                    first_offset: header.base_offset,
+                    log_end_offset: expected,
+                });
+            }
+            first_offset.get_or_insert(header.base_offset);
+            if header.partition_leader_epoch >= 0 {
+                self.leader_epochs
+                    .assign(header.partition_leader_epoch, header.base_offset)?;
+            }
+            expected = header.last_offset() + 1;
+            position += size;
+        }
+        let first_offset = first_offset.ok_or(record_batch::BatchError::Truncated {
+            needed: RECORD_BATCH_OVERHEAD,
+            available: 0,
+        })?;
+        self.append_batches(records, first_offset, -1, now_ms)
+    }
+
+    /// Checks the batch at `position` (header, size limit, CRC); returns its size.
+    fn check_batch_at(&self, records: &[u8], position: usize) -> Result<usize> {
+        let rest = &records[position..];
+        let size = batch_size_at(rest).ok_or(record_batch::BatchError::Truncated {
+            needed: LOG_OVERHEAD,
+            available: rest.len(),
+        })?;
+        if size > self.config.max_message_bytes as usize {
+            return Err(StorageError::BatchTooLarge {
+                size_bytes: size,
+                max_bytes: self.config.max_message_bytes as usize,
+            });
+        }
+        if size > rest.len() {
+            return Err(record_batch::BatchError::Truncated {
+                needed: size,
+                available: rest.len(),
+            }
+            .into());
+        }
+        let view = BorrowedBatch(&rest[..size]);
+        view.check()?;
+        Ok(size)
+    }
+
+    /// Writes batches whose offsets are set, rolling first when the active segment
+    /// cannot take them.
+    fn append_batches(
+        &mut self,
+        records: &[u8],
+        first_offset: i64,
+        log_append_time_ms: i64,
+        now_ms: i64,
+    ) -> Result<LogAppendInfo> {
+        let mut batches = Vec::new();
+        let mut position = 0usize;
+        let mut record_count = 0i64;
+        let mut max_timestamp = -1i64;
+        let mut offset_of_max_timestamp = first_offset;
+        while position < records.len() {
+            let header = BatchHeader::parse(&records[position..position + RECORD_BATCH_OVERHEAD]);
+            record_count += i64::from(header.record_count);
+            if header.max_timestamp > max_timestamp {
+                max_timestamp = header.max_timestamp;
+                offset_of_max_timestamp = header.last_offset();
+            }
+            batches.push(AppendedBatch {
+                offset_in_append: position as u64,
+                size_bytes: header.size_bytes,
+                last_offset: header.last_offset(),
+                max_timestamp: header.max_timestamp,
+            });
+            position += header.size_bytes as usize;
+        }
+        let Some(last) = batches.last().copied() else {
+            return Err(record_batch::BatchError::Truncated {
+                needed: RECORD_BATCH_OVERHEAD,
+                available: 0,
+            }
+            .into());
+        };
+        if self.active().should_roll(
+            &self.config,
+            records.len() as u64,
+            max_timestamp,
+            last.last_offset,
+            now_ms,
+        ) {
+            self.roll(first_offset, now_ms)?;
+        }
+        let config = self.config.clone();
+        self.active_mut().append(&config, records, &batches)?;
+        self.unflushed_records += record_count;
+        let flushed = self.unflushed_records >= self.config.flush_messages;
+        if flushed {
+            self.flush_at(now_ms)?;
+        }
+        self.check_invariants();
+        Ok(LogAppendInfo {
+            first_offset,
+            last_offset: last.last_offset,
+            max_timestamp,
+            offset_of_max_timestamp,
+            log_append_time_ms,
+            record_count,
+            size_bytes: records.len() as u64,
+            flushed,
+        })
+    }
+
+    /// Closes the active segment and starts a new one at the log end offset (Kafka's
+    /// `roll`). An empty active segment is kept rather than rolled.
+    pub fn roll(&mut self, new_base_offset: i64, now_ms: i64) -> Result<()> {
+        let log_end_offset = self.log_end_offset();
+        let new_base = new_base_offset.max(log_end_offset);
+        if self.active().size_bytes() == 0 {
+            return Ok(());
+        }
+        self.active_mut().deactivate()?;
+        self.recovery_point = log_end_offset;
+        let segment = LogSegment::create(&self.dir, new_base, &self.config, now_ms)?;
+        self.segments.insert(new_base, segment);
+        checkpoint::sync_dir(&self.dir)?;
+        tracing::debug!(dir = %self.dir.display(), base_offset = new_base, "rolled a new segment");
+        Ok(())
+    }
+
+    /// Reads whole batches from `start_offset`: the batch containing it first, then as
+    /// many as fit in `max_bytes` and start below `max_offset` (the high watermark, or
+    /// the log end when `None`). When the first batch alone is larger than `max_bytes`,
+    /// it is returned whole if `min_one_batch` (Kafka's rule for fetch v3+).
+    pub fn read(
+        &self,
+        start_offset: i64,
+        max_bytes: u64,
+        max_offset: Option<i64>,
+        min_one_batch: bool,
+    ) -> Result<FetchData> {
+        let log_end_offset = self.log_end_offset();
+        if start_offset < self.log_start_offset || start_offset > log_end_offset {
+            return Err(StorageError::OffsetOutOfRange {
+                offset: start_offset,
+                log_start_offset: self.log_start_offset,
+                log_end_offset,
+            });
+        }
+        let max_offset = max_offset.unwrap_or(log_end_offset).min(log_end_offset);
+        let empty = FetchData {
+            records: Bytes::new(),
+            first_batch_offset: start_offset,
+        };
+        if start_offset >= max_offset {
+            return Ok(empty);
+        }
+        let floor = self
+            .segments
+            .range(..=start_offset)
+            .next_back()
+            .map_or(i64::MIN, |(base, _)| *base);
+        for segment in self.segments.range(floor..).map(|(_, s)| s) {
+            if segment.base_offset() >= max_offset {
+                break;
+            }
+            if let Some(read) = segment.read(start_offset, max_bytes, max_offset, min_one_batch)? {
+                return Ok(FetchData {
+                    records: read.records,
+                    first_batch_offset: read.first_batch_base_offset,
+                });
+            }
+        }
+        Ok(empty)
+    }
+
+    /// The earliest offset whose record timestamp is at least `timestamp`, with that
+    /// timestamp (ListOffsets with a timestamp); `None` when no record is that late.
+    pub fn offset_for_timestamp(&self, timestamp: i64) -> Result<Option<(i64, i64)>> {
+        for segment in self.segments.values() {
+            if segment.max_timestamp() < timestamp || segment.next_offset() <= self.log_start_offset {
+                continue;
+            }
+            if let Some(found) = segment.find_offset_by_timestamp(timestamp, self.log_start_offset)? {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The offset and timestamp of the record with the largest timestamp (ListOffsets
+    /// MAX_TIMESTAMP, KIP-734); the first such record when several share it.
+    pub fn max_timestamp_offset(&self) -> Result<Option<(i64, i64)>> {
+        let mut best: Option<&LogSegment> = None;
+        for segment in self.segments.values() {
+            if segment.next_offset() <= self.log_start_offset {
+                continue;
+            }
+            if best.is_none_or(|b| segment.max_timestamp() > b.max_timestamp()) {
+                best = Some(segment);
+            }
+        }
+        match best {
+            Some(segment) => segment.find_max_timestamp_record(),
+            None => Ok(None),
+        }
+    }
+
+    /// fsyncs everything appended so far and advances the recovery point.
+    pub fn flush(&mut self) -> Result<()> {
+        self.flush_at(now_ms())
+    }
+
+    fn flush_at(&mut self, now_ms: i64) -> Result<()> {
+        self.active_mut().flush()?;
+        self.recovery_point = self.log_end_offset();
+        self.unflushed_records = 0;
+        self.last_flush_ms = now_ms;
+        Ok(())
+    }
+
+    /// Flushes when `flush.ms` has passed since the last flush and there is data to
+    /// flush. Returns whether it flushed. The log manager's scheduler calls this.
+    pub fn flush_if_due(&mut self, now_ms: i64) -> Result<bool> {
+        if self.recovery_point < self.log_end_offset()
+            && now_ms.saturating_sub(self.last_flush_ms) >= self.config.flush_ms
+        {
+            self.flush_at(now_ms)?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// Retention (Kafka's `deleteOldSegments`): deletes whole inactive segments that are
+    /// past `retention.ms`, beyond `retention.bytes`, or wholly below the log start
+    /// offset, oldest first; then advances the log start offset to the first remaining
+    /// segment. Returns how many segments were deleted.
+    pub fn delete_old_segments(&mut self, now_ms: i64) -> Result<usize> {
+        let retention_ms = self.config.retention_ms;
+        let mut excess_bytes = if self.config.retention_bytes >= 0 {
+            self.size_bytes() as i64 - self.config.retention_bytes
+        } else {
+            i64::MIN
+        };
+        let bases: Vec<i64> = self.segments.keys().copied().collect();
+        let mut deleted = 0;
+        for pair in bases.windows(2) {
+            let (base, next_base) = (pair[0], pair[1]);
+            let segment = &self.segments[&base];
+            let below_start = next_base <= self.log_start_offset;
+            let expired =
+                retention_ms >= 0 && now_ms.saturating_sub(segment.largest_timestamp()) > retention_ms;
+            let over_size = excess_bytes != i64::MIN && excess_bytes - segment.size_bytes() as i64 >= 0;
+            if !(below_start || expired || over_size) {
+                break;
+            }
+            if excess_bytes != i64::MIN {
+                excess_bytes -= segment.size_bytes() as i64;
+            }
+            let segment = self.segments.remove(&base).expect("listed above");
+            tracing::info!(dir = %self.dir.display(), base_offset = base, below_start, expired, over_size, "deleting segment");
+            segment.delete()?;
+            deleted += 1;
+        }
+        if deleted > 0 {
+            let first = *self.segments.keys().next().expect("the active segment remains");
+            self.advance_log_start_offset(first)?;
+            checkpoint::sync_dir(&self.dir)?;
+        }
+        Ok(deleted)
+    }
+
+    /// DeleteRecords: moves the log start offset to `offset` (which may not pass the log
+    /// end) and deletes the segments wholly below it. Returns the new log start offset.
+    pub fn delete_records(&mut self, offset: i64) -> Result<i64> {
+        let log_end_offset = self.log_end_offset();
+        if offset > log_end_offset || offset < 0 {
+            return Err(StorageError::OffsetOutOfRange {
+                offset,
+                log_start_offset: self.log_start_offset,
+                log_end_offset,
+            });
+        }
+        if offset > self.log_start_offset {
+            self.advance_log_start_offset(offset)?;
+            self.delete_below_log_start()?;
+        }
+        Ok(self.log_start_offset)
+    }
+
+    fn delete_below_log_start(&mut self) -> Result<()> {
+        let doomed: Vec<i64> = self
+            .segments
+            .keys()
+            .zip(self.segments.keys().skip(1))
+            .filter(|(_, next)| **next <= self.log_start_offset)
+            .map(|(base, _)| *base)
+            .collect();
+        for base in doomed {
+            if let Some(segment) = self.segments.remove(&base) {
+                segment.delete()?;
+            }
+        }
+        checkpoint::sync_dir(&self.dir)
+    }
+
+    fn advance_log_start_offset(&mut self, offset: i64) -> Result<()> {
+        if offset > self.log_start_offset {
+            self.log_start_offset = offset;
+            self.leader_epochs.truncate_from_start(offset)?;
+        }
+        Ok(())
+    }
+
+    /// Removes every record at or after `offset` (a follower diverged from its leader).
+    /// A batch that contains `offset` goes whole, so the log end offset becomes the end
+    /// of the last batch kept, at most `offset`.
+    pub fn truncate_to(&mut self, offset: i64) -> Result<()> {
+        if offset >= self.log_end_offset() {
+            return Ok(());
+        }
+        let first_base = *self.segments.keys().next().expect("a log always has a segment");
+        if offset <= first_base {
+            return self.truncate_fully_and_start_at(offset.max(self.log_start_offset));
+        }
+        let doomed: Vec<i64> = self.segments.range(offset..).map(|(b, _)| *b).collect();
+        for base in doomed {
+            if let Some(segment) = self.segments.remove(&base) {
+                segment.delete()?;
+            }
+        }
+        let config = self.config.clone();
+        self.active_mut().truncate_to(&config, offset)?;
+        let log_end_offset = self.log_end_offset();
+        self.recovery_point = self.recovery_point.min(log_end_offset);
+        self.log_start_offset = self.log_start_offset.min(log_end_offset);
+        self.leader_epochs.truncate_from_end(log_end_offset)?;
+        checkpoint::sync_dir(&self.dir)?;
+        self.check_invariants();
+        Ok(())
+    }
+
+    /// Deletes every segment and restarts the log, empty, at `offset`.
+    pub fn truncate_fully_and_start_at(&mut self, offset: i64) -> Result<()> {
+        for (_, segment) in std::mem::take(&mut self.segments) {
+            segment.delete()?;
+        }
+        let segment = LogSegment::create(&self.dir, offset, &self.config, now_ms())?;
+        self.segments.insert(offset, segment);
+        self.log_start_offset = offset;
+        self.recovery_point = offset;
+        self.leader_epochs.clear()?;
+        checkpoint::sync_dir(&self.dir)?;
+        Ok(())
+    }
+
+    /// Flushes and closes the active segment's handles (a clean shutdown). The log
+    /// stays usable for reads.
+    pub fn close(&mut self) -> Result<()> {
+        self.flush()?;
+        self.active_mut().deactivate()?;
+        let config = self.config.clone();
+        self.active_mut().activate(&config)
+    }
+}
+
+/// A header-level view of one batch in a mutable buffer, without copying it.
+struct BorrowedBatch<'a>(&'a [u8]);
+
+impl BorrowedBatch<'_> {
+    fn check(&self) -> Result<()> {
+        let bytes = self.0;
+        if bytes.len() < RECORD_BATCH_OVERHEAD {
+            return Err(record_batch::BatchError::Truncated {
+                needed: RECORD_BATCH_OVERHEAD,
+                available: bytes.len(),
+            }
+            .into());
+        }
+        let magic = bytes[16] as i8;
+        if magic != record_batch::MAGIC_V2 {
+            return Err(record_batch::BatchError::WrongMagic(magic).into());
+        }
+        let stored = u32::from_be_bytes(bytes[17..21].try_into().expect("4 bytes"));
+        let computed = crc32c::crc32c(&bytes[21..]);
+        if stored != computed {
+            return Err(record_batch::BatchError::CrcMismatch { stored, computed }.into());
+        }
+        let last_offset_delta = i32::from_be_bytes(bytes[23..27].try_into().expect("4 bytes"));
+        let count = i32::from_be_bytes(bytes[57..61].try_into().expect("4 bytes"));
+        if last_offset_delta < 0 || count < 0 || i64::from(count) > i64::from(last_offset_delta) + 1 {
+            return Err(record_batch::BatchError::InvalidRecordCount {
+                count,
+                last_offset_delta,
+            }
+            .into());
+        }
+        Ok(())
+    }
+}
+
+fn check_topic_id(dir: &Path, requested: Option<TopicId>) -> Result<Option<TopicId>> {
+    let path = dir.join(PARTITION_METADATA);
+    let on_disk = checkpoint::read_partition_metadata(&path)?;
+    match (on_disk, requested) {
+        (Some(found), Some(wanted)) if found != wanted => Err(StorageError::InconsistentTopicId {
+            dir: dir.to_path_buf(),
+            on_disk: found.to_string(),
+            requested: wanted.to_string(),
+        }),
+        (None, Some(wanted)) => {
+            checkpoint::write_partition_metadata(&path, wanted)?;
+            Ok(Some(wanted))
+        }
+        (found, _) => Ok(found),
+    }
+}
+
+/// Base offsets of the segments in `dir`, sorted. Leftovers of interrupted work
+/// (`.tmp`, `.cleaned`, `.deleted` files) are removed; index files without a log go too.
+fn list_segments(dir: &Path) -> Result<Vec<i64>> {
+    let mut bases = Vec::new();
+    let mut indexes = Vec::new();
+    for entry in std::fs::read_dir(dir).at(dir)? {
+        let entry = entry.at(dir)?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let path = entry.path();
+        if name.ends_with(".tmp") || name.ends_with(".cleaned") || name.ends_with(".deleted") {
+            tracing::info!(path = %path.display(), "removing a leftover file");
+            std::fs::remove_file(&path).at(&path)?;
+            continue;
+        }
+        let Some((stem, suffix)) = name.split_once('.') else { continue };
+        if stem.len() != 20 || !stem.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(base) = stem.parse::<i64>() else { continue };
+        match suffix {
+            "log" => bases.push(base),
+            "index" | "timeindex" => indexes.push((base, path)),
+            _ => {}
+        }
+    }
+    bases.sort_unstable();
+    for (base, path) in indexes {
+        if bases.binary_search(&base).is_err() {
+            tracing::info!(path = %path.display(), "removing an index without its log");
+            std::fs::remove_file(&path).at(&path)?;
+        }
+    }
+    Ok(bases)
+}

@@ -1,0 +1,811 @@
+//! One segment of a partition log: `{base_offset:020}.log` with its `.index` and
+//! `.timeindex` (Kafka's `LogSegment`).
+//!
+//! The `.log` file is record batches back to back, byte for byte as they were appended.
+//! Only the active (last) segment is written; it keeps its file open and its indexes in
+//! memory. An inactive segment holds no file handle and no index in memory: a read opens
+//! its file, searches its index file with `pread` and closes both, so a partition with
+//! thousands of segments holds a few handles and a few bytes per segment.
+//!
+//! Cost of the hot paths: an append is one `pwrite` of the bytes received plus, every
+//! `index.interval.bytes`, one in-memory index entry (written to the index file at flush).
+//! A read is an index binary search, a header scan of at most `index.interval.bytes` plus
+//! one batch (61-byte `pread`s), and one `pread` of the bytes returned into one buffer
+//! whose slices are handed out: one copy from the page cache, none per record.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use bytes::{Bytes, BytesMut};
+use sluice_protocol::RecordBatch;
+use sluice_protocol::record_batch::{LOG_OVERHEAD, MAGIC_V2, RECORD_BATCH_OVERHEAD};
+
+use crate::config::LogConfig;
+use crate::error::{IoContext, Result, StorageError};
+use crate::index::{
+    self, Index, OffsetEntry, TimeEntry, check_offset_entries, check_time_entries,
+    floor_in_file, floor_in_memory,
+};
+
+/// `{offset:020}` + suffix, as Kafka names segment files.
+pub fn segment_file_name(base_offset: i64, suffix: &str) -> String {
+    format!("{base_offset:020}{suffix}")
+}
+
+pub const LOG_SUFFIX: &str = ".log";
+pub const INDEX_SUFFIX: &str = ".index";
+pub const TIME_INDEX_SUFFIX: &str = ".timeindex";
+
+/// The fields of a batch header the log needs, read from its first 61 bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BatchHeader {
+    pub base_offset: i64,
+    pub size_bytes: u64,
+    pub partition_leader_epoch: i32,
+    pub magic: i8,
+    pub last_offset_delta: i32,
+    pub max_timestamp: i64,
+    pub record_count: i32,
+}
+
+impl BatchHeader {
+    pub fn parse(bytes: &[u8]) -> BatchHeader {
+        let i64_at = |at: usize| i64::from_be_bytes(bytes[at..at + 8].try_into().expect("8"));
+        let i32_at = |at: usize| i32::from_be_bytes(bytes[at..at + 4].try_into().expect("4"));
+        BatchHeader {
+            base_offset: i64_at(0),
+            size_bytes: (i64::from(i32_at(8)) + LOG_OVERHEAD as i64).max(0) as u64,
+            partition_leader_epoch: i32_at(12),
+            magic: bytes[16] as i8,
+            last_offset_delta: i32_at(23),
+            max_timestamp: i64_at(35),
+            record_count: i32_at(57),
+        }
+    }
+
+    pub fn last_offset(&self) -> i64 {
+        self.base_offset.saturating_add(i64::from(self.last_offset_delta))
+    }
+}
+
+/// The placement of one batch of an append, for indexing.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AppendedBatch {
+    /// Position of the batch inside the bytes appended.
+    pub offset_in_append: u64,
+    pub size_bytes: u64,
+    pub last_offset: i64,
+    pub max_timestamp: i64,
+}
+
+/// The state only the active segment has.
+#[derive(Debug)]
+struct Active {
+    file: File,
+    offset_index: Index<OffsetEntry>,
+    time_index: Index<TimeEntry>,
+    bytes_since_last_index_entry: u64,
+}
+
+#[derive(Debug)]
+pub(crate) struct LogSegment {
+    base_offset: i64,
+    log_path: PathBuf,
+    index_path: PathBuf,
+    time_index_path: PathBuf,
+    size_bytes: u64,
+    /// One past the last offset in the segment (`base_offset` when empty).
+    next_offset: i64,
+    /// The largest batch max timestamp (-1 when none), and the last offset of the first
+    /// batch that reached it (Kafka's shallow offset of max timestamp).
+    max_timestamp: i64,
+    offset_of_max_timestamp: i64,
+    /// Max timestamp of the first batch: `segment.ms` counts from it (Kafka's
+    /// `rollingBasedTimestamp`).
+    rolling_based_timestamp: Option<i64>,
+    created_ms: i64,
+    /// Bytes up to which the file is fsynced.
+    flushed_bytes: u64,
+    active: Option<Active>,
+}
+
+/// What a read returns: whole batches, sharing one buffer.
+#[derive(Debug, Clone)]
+pub(crate) struct SegmentRead {
+    pub records: Bytes,
+    pub first_batch_base_offset: i64,
+}
+
+fn open_for_append(path: &Path) -> Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .at(path)
+}
+
+impl LogSegment {
+    fn paths(dir: &Path, base_offset: i64) -> (PathBuf, PathBuf, PathBuf) {
+        (
+            dir.join(segment_file_name(base_offset, LOG_SUFFIX)),
+            dir.join(segment_file_name(base_offset, INDEX_SUFFIX)),
+            dir.join(segment_file_name(base_offset, TIME_INDEX_SUFFIX)),
+        )
+    }
+
+    /// Creates a new, empty, active segment (replacing stale files of that name).
+    pub fn create(dir: &Path, base_offset: i64, config: &LogConfig, now_ms: i64) -> Result<Self> {
+        let (log_path, index_path, time_index_path) = Self::paths(dir, base_offset);
+        let file = File::create(&log_path).at(&log_path)?;
+        for path in [&index_path, &time_index_path] {
+            File::create(path).at(path)?;
+        }
+        Ok(LogSegment {
+            base_offset,
+            size_bytes: 0,
+            next_offset: base_offset,
+            max_timestamp: -1,
+            offset_of_max_timestamp: base_offset,
+            rolling_based_timestamp: None,
+            created_ms: now_ms,
+            flushed_bytes: 0,
+            active: Some(Active {
+                file,
+                offset_index: Index::empty(index_path.clone(), config.max_offset_index_entries()),
+                time_index: Index::empty(
+                    time_index_path.clone(),
+                    config.max_time_index_entries(),
+                ),
+                bytes_since_last_index_entry: 0,
+            }),
+            log_path,
+            index_path,
+            time_index_path,
+        })
+    }
+
+    /// Opens an existing segment whose data is trusted (before the recovery point, or
+    /// after a clean shutdown). Indexes that are missing or fail their checks are rebuilt
+    /// from the log. Reads only the index files and the headers after the last index
+    /// entry.
+    pub fn open(dir: &Path, base_offset: i64, config: &LogConfig, now_ms: i64) -> Result<Self> {
+        let (log_path, index_path, time_index_path) = Self::paths(dir, base_offset);
+        let size_bytes = std::fs::metadata(&log_path).at(&log_path)?.len();
+        let mut segment = LogSegment {
+            base_offset,
+            log_path,
+            index_path,
+            time_index_path,
+            size_bytes,
+            next_offset: base_offset,
+            max_timestamp: -1,
+            offset_of_max_timestamp: base_offset,
+            rolling_based_timestamp: None,
+            created_ms: now_ms,
+            flushed_bytes: size_bytes,
+            active: None,
+        };
+        let file = File::open(&segment.log_path).at(&segment.log_path)?;
+        let offset_entries = index::read_entries::<OffsetEntry>(&segment.index_path)?;
+        let time_entries = index::read_entries::<TimeEntry>(&segment.time_index_path)?;
+        let indexes_valid = match (&offset_entries, &time_entries) {
+            (Some(offsets), Some(times)) => {
+                check_offset_entries(offsets, size_bytes, None).is_ok()
+                    && check_time_entries(times, None).is_ok()
+            }
+            _ => false,
+        };
+        if !indexes_valid {
+            tracing::warn!(segment = %segment.log_path.display(), "index missing or corrupt; rebuilding it");
+            segment.rebuild(config, false)?;
+            return Ok(segment);
+        }
+        let offsets = offset_entries.expect("checked above");
+        let times = time_entries.expect("checked above");
+        // Find the end: scan headers from the last index entry.
+        let start = offsets.last().map_or(0, |e| u64::from(e.position));
+        let mut max_timestamp = times.last().map_or(-1, |e| e.timestamp);
+        let mut offset_of_max = times
+            .last()
+            .map_or(base_offset, |e| base_offset + i64::from(e.relative_offset));
+        let mut next_offset = base_offset;
+        let mut scanned_to = start;
+        for item in HeaderScan::new(&file, start, size_bytes) {
+            let (position, header) = item.at(&segment.log_path)?;
+            if header.max_timestamp > max_timestamp {
+                max_timestamp = header.max_timestamp;
+                offset_of_max = header.last_offset();
+            }
+            next_offset = header.last_offset() + 1;
+            scanned_to = position + header.size_bytes;
+        }
+        if scanned_to != size_bytes {
+            // The tail is not whole batches: the data is not what a clean close leaves.
+            tracing::warn!(segment = %segment.log_path.display(), "segment ends in a partial batch; recovering it");
+            segment.rebuild(config, true)?;
+            return Ok(segment);
+        }
+        let max_relative = u32::try_from((next_offset - 1 - base_offset).max(0)).ok();
+        if check_offset_entries(&offsets, size_bytes, max_relative).is_err()
+            || check_time_entries(&times, max_relative).is_err()
+        {
+            tracing::warn!(segment = %segment.log_path.display(), "index points past the log; rebuilding it");
+            segment.rebuild(config, false)?;
+            return Ok(segment);
+        }
+        segment.next_offset = next_offset;
+        segment.max_timestamp = max_timestamp;
+        segment.offset_of_max_timestamp = offset_of_max;
+        Ok(segment)
+    }
+
+    /// Recovery (Kafka's `LogSegment.recover`): reads every batch, validates its header
+    /// and CRC, rebuilds both indexes, and truncates the file at the first invalid byte.
+    /// Returns the bytes truncated.
+    pub fn recover(dir: &Path, base_offset: i64, config: &LogConfig, now_ms: i64) -> Result<(Self, u64)> {
+        let (log_path, index_path, time_index_path) = Self::paths(dir, base_offset);
+        let size_bytes = std::fs::metadata(&log_path).at(&log_path)?.len();
+        let mut segment = LogSegment {
+            base_offset,
+            log_path,
+            index_path,
+            time_index_path,
+            size_bytes,
+            next_offset: base_offset,
+            max_timestamp: -1,
+            offset_of_max_timestamp: base_offset,
+            rolling_based_timestamp: None,
+            created_ms: now_ms,
+            flushed_bytes: 0,
+            active: None,
+        };
+        let truncated = segment.rebuild(config, true)?;
+        Ok((segment, truncated))
+    }
+
+    /// Rescans the whole log file, rewriting both indexes. With `validate`, every batch's
+    /// CRC is checked and the file is cut at the first invalid batch.
+    fn rebuild(&mut self, config: &LogConfig, validate: bool) -> Result<u64> {
+        let file = open_for_append(&self.log_path)?;
+        let file_size = file.metadata().at(&self.log_path)?.len();
+        let offset_index = Index::<OffsetEntry>::empty(
+            self.index_path.clone(),
+            config.max_offset_index_entries(),
+        );
+        let time_index =
+            Index::<TimeEntry>::empty(self.time_index_path.clone(), config.max_time_index_entries());
+        self.size_bytes = 0;
+        self.next_offset = self.base_offset;
+        self.max_timestamp = -1;
+        self.offset_of_max_timestamp = self.base_offset;
+        self.rolling_based_timestamp = None;
+        let scan_file = file.try_clone().at(&self.log_path)?;
+        let mut active = Active {
+            file,
+            offset_index,
+            time_index,
+            bytes_since_last_index_entry: 0,
+        };
+        let mut valid_bytes = 0u64;
+        let mut buffer = Vec::new();
+        for item in HeaderScan::new(&scan_file, 0, file_size) {
+            let (position, header) = item.at(&self.log_path)?;
+            if let Err(reason) = self.check_batch(&scan_file, position, &header, validate, &mut buffer) {
+                tracing::warn!(segment = %self.log_path.display(), position, %reason, "invalid batch; truncating the segment here");
+                break;
+            }
+            self.index_batch(&mut active, config, position, header.size_bytes, header.last_offset(), header.max_timestamp);
+            self.next_offset = header.last_offset() + 1;
+            valid_bytes = position + header.size_bytes;
+            self.size_bytes = valid_bytes;
+        }
+        let truncated = file_size - valid_bytes;
+        if truncated > 0 {
+            active.file.set_len(valid_bytes).at(&self.log_path)?;
+        }
+        active.file.sync_data().at(&self.log_path)?;
+        self.flushed_bytes = valid_bytes;
+        active.time_index.push_if_newer(self.max_timestamp, self.offset_of_max_timestamp - self.base_offset);
+        active.offset_index.persist(true)?;
+        active.time_index.persist(true)?;
+        Ok(truncated)
+    }
+
+    fn check_batch(
+        &self,
+        file: &File,
+        position: u64,
+        header: &BatchHeader,
+        validate: bool,
+        buffer: &mut Vec<u8>,
+    ) -> std::result::Result<(), String> {
+        if header.magic != MAGIC_V2 {
+            return Err(format!("magic {}", header.magic));
+        }
+        if header.size_bytes < RECORD_BATCH_OVERHEAD as u64 {
+            return Err(format!("batch size {} is below the header size", header.size_bytes));
+        }
+        if header.base_offset < self.next_offset {
+            return Err(format!(
+                "base offset {} does not follow {}",
+                header.base_offset, self.next_offset
+            ));
+        }
+        if header.last_offset_delta < 0
+            || header.last_offset() - self.base_offset > i64::from(i32::MAX)
+        {
+            return Err(format!("last offset delta {}", header.last_offset_delta));
+        }
+        if !validate {
+            return Ok(());
+        }
+        buffer.resize(header.size_bytes as usize, 0);
+        file.read_exact_at(buffer, position)
+            .map_err(|error| format!("read failed: {error}"))?;
+        let batch = RecordBatch::new(Bytes::copy_from_slice(buffer)).map_err(|e| e.to_string())?;
+        batch.validate_header().map_err(|e| e.to_string())
+    }
+
+    /// Updates the max timestamp and, every `index.interval.bytes`, adds index entries,
+    /// exactly as Kafka does on append and on recovery (so both build the same index).
+    fn index_batch(
+        &mut self,
+        active: &mut Active,
+        config: &LogConfig,
+        position: u64,
+        size_bytes: u64,
+        last_offset: i64,
+        max_timestamp: i64,
+    ) {
+        if max_timestamp > self.max_timestamp {
+            self.max_timestamp = max_timestamp;
+            self.offset_of_max_timestamp = last_offset;
+        }
+        if self.rolling_based_timestamp.is_none() {
+            self.rolling_based_timestamp = Some(max_timestamp);
+        }
+        if active.bytes_since_last_index_entry > u64::from(config.index_interval_bytes) {
+            active.offset_index.push(OffsetEntry {
+                relative_offset: (last_offset - self.base_offset) as u32,
+                position: position as u32,
+            });
+            active.time_index.push_if_newer(
+                self.max_timestamp,
+                self.offset_of_max_timestamp - self.base_offset,
+            );
+            active.bytes_since_last_index_entry = 0;
+        }
+        active.bytes_since_last_index_entry += size_bytes;
+    }
+
+    /// Makes this segment the one appended to: opens its file and loads its indexes.
+    pub fn activate(&mut self, config: &LogConfig) -> Result<()> {
+        if self.active.is_some() {
+            return Ok(());
+        }
+        let file = open_for_append(&self.log_path)?;
+        let max_relative = u32::try_from((self.next_offset - 1 - self.base_offset).max(0)).ok();
+        let size = self.size_bytes;
+        let offset_index = Index::load(self.index_path.clone(), config.max_offset_index_entries(), |e| {
+            check_offset_entries(e, size, max_relative)
+        })?;
+        let time_index = Index::load(self.time_index_path.clone(), config.max_time_index_entries(), |e| {
+            check_time_entries(e, max_relative)
+        })?;
+        let (Some(offset_index), Some(time_index)) = (offset_index, time_index) else {
+            drop(file);
+            self.rebuild(config, false)?;
+            return self.activate(config);
+        };
+        let last_entry_position = offset_index.last().map_or(0, |e| u64::from(e.position));
+        let mut first_header = [0u8; RECORD_BATCH_OVERHEAD];
+        if self.size_bytes >= RECORD_BATCH_OVERHEAD as u64 {
+            file.read_exact_at(&mut first_header, 0).at(&self.log_path)?;
+            self.rolling_based_timestamp = Some(BatchHeader::parse(&first_header).max_timestamp);
+        }
+        self.active = Some(Active {
+            file,
+            offset_index,
+            time_index,
+            // Approximate: the bytes since the last entry's batch began.
+            bytes_since_last_index_entry: self.size_bytes - last_entry_position,
+        });
+        Ok(())
+    }
+
+    /// Leaves the active role (at roll or close): adds the final time-index entry, writes
+    /// and fsyncs both indexes and the log, and drops the handles.
+    pub fn deactivate(&mut self) -> Result<()> {
+        self.flush()?;
+        if let Some(mut active) = self.active.take() {
+            if active.time_index.push_if_newer(self.max_timestamp, self.offset_of_max_timestamp - self.base_offset) {
+                active.time_index.persist(true)?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn base_offset(&self) -> i64 {
+        self.base_offset
+    }
+    pub fn next_offset(&self) -> i64 {
+        self.next_offset
+    }
+    pub fn size_bytes(&self) -> u64 {
+        self.size_bytes
+    }
+    pub fn max_timestamp(&self) -> i64 {
+        self.max_timestamp
+    }
+    pub fn is_active(&self) -> bool {
+        self.active.is_some()
+    }
+    pub fn log_path(&self) -> &Path {
+        &self.log_path
+    }
+
+    /// The time retention compares with `retention.ms`: the largest timestamp, or the
+    /// file's modification time when no batch carried one (Kafka's `largestTimestamp`).
+    pub fn largest_timestamp(&self) -> i64 {
+        if self.max_timestamp >= 0 {
+            return self.max_timestamp;
+        }
+        std::fs::metadata(&self.log_path)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_millis() as i64)
+    }
+
+    /// Kafka's `LogSegment.shouldRoll`, except that an empty segment never rolls.
+    pub fn should_roll(
+        &self,
+        config: &LogConfig,
+        append_bytes: u64,
+        append_max_timestamp: i64,
+        append_last_offset: i64,
+        now_ms: i64,
+    ) -> bool {
+        if self.size_bytes == 0 {
+            return false;
+        }
+        let waited_ms = match self.rolling_based_timestamp {
+            Some(first) if first >= 0 => append_max_timestamp.saturating_sub(first),
+            _ => now_ms.saturating_sub(self.created_ms),
+        };
+        let active = self.active.as_ref();
+        self.size_bytes + append_bytes > u64::from(config.segment_bytes)
+            || waited_ms > config.segment_ms - config.segment_jitter_ms
+            || active.is_some_and(|a| a.offset_index.is_full() || a.time_index.is_full())
+            || append_last_offset - self.base_offset > i64::from(i32::MAX)
+    }
+
+    /// Appends whole batches (offsets already assigned) with one write.
+    pub fn append(
+        &mut self,
+        config: &LogConfig,
+        bytes: &[u8],
+        batches: &[AppendedBatch],
+    ) -> Result<()> {
+        let mut active = self.active.take().expect("only the active segment is appended to");
+        let start = self.size_bytes;
+        if let Err(error) = active.file.write_all_at(bytes, start) {
+            // Leave no partial batch behind for a reader; recovery would cut it anyway.
+            let _ = active.file.set_len(start);
+            self.active = Some(active);
+            return Err(StorageError::Io {
+                path: self.log_path.clone(),
+                source: error,
+            });
+        }
+        for batch in batches {
+            debug_assert!(batch.last_offset >= self.next_offset, "offsets must grow");
+            self.index_batch(
+                &mut active,
+                config,
+                start + batch.offset_in_append,
+                batch.size_bytes,
+                batch.last_offset,
+                batch.max_timestamp,
+            );
+            self.next_offset = batch.last_offset + 1;
+        }
+        self.size_bytes += bytes.len() as u64;
+        self.active = Some(active);
+        Ok(())
+    }
+
+    /// fsyncs the log file and writes (and fsyncs) new index entries.
+    pub fn flush(&mut self) -> Result<()> {
+        let Some(active) = self.active.as_mut() else {
+            return Ok(());
+        };
+        if self.flushed_bytes != self.size_bytes {
+            active.file.sync_data().at(&self.log_path)?;
+            self.flushed_bytes = self.size_bytes;
+        }
+        active.offset_index.persist(true)?;
+        active.time_index.persist(true)?;
+        Ok(())
+    }
+
+    /// Runs `f` with a readable handle on the log file: the open one for the active
+    /// segment, a fresh one (closed afterwards) for an inactive segment.
+    fn with_file<T>(&self, f: impl FnOnce(&File) -> Result<T>) -> Result<T> {
+        match &self.active {
+            Some(active) => f(&active.file),
+            None => f(&File::open(&self.log_path).at(&self.log_path)?),
+        }
+    }
+
+    /// Position of the largest offset-index entry at or below `offset`.
+    fn index_position(&self, offset: i64) -> Result<u64> {
+        let relative = (offset - self.base_offset).clamp(0, i64::from(u32::MAX)) as u32;
+        let entry = match &self.active {
+            Some(active) => floor_in_memory(active.offset_index.entries(), |e| e.relative_offset <= relative),
+            None => floor_in_file::<OffsetEntry>(&self.index_path, |e| e.relative_offset <= relative)?,
+        };
+        Ok(entry.map_or(0, |e| u64::from(e.position)))
+    }
+
+    /// The first batch whose last offset is at least `offset`, searching from the index
+    /// position (Kafka's `translateOffset`). A position that does not hold a batch of
+    /// this segment (a damaged index) falls back to a scan from the start.
+    fn translate_offset(&self, file: &File, offset: i64) -> Result<Option<(u64, BatchHeader)>> {
+        let start = self.index_position(offset)?;
+        let found = self.scan_for(file, start, offset)?;
+        if found.is_none() && start > 0 {
+            return self.scan_for(file, 0, offset);
+        }
+        Ok(found)
+    }
+
+    fn scan_for(&self, file: &File, start: u64, offset: i64) -> Result<Option<(u64, BatchHeader)>> {
+        for item in HeaderScan::new(file, start, self.size_bytes) {
+            let (position, header) = item.at(&self.log_path)?;
+            if header.magic != MAGIC_V2 || header.base_offset < self.base_offset {
+                tracing::warn!(segment = %self.log_path.display(), position, "index points at no batch; scanning from the start");
+                return Ok(None);
+            }
+            if header.last_offset() >= offset {
+                return Ok(Some((position, header)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Reads whole batches starting with the one that contains `start_offset`: as many
+    /// as fit in `max_bytes` and start below `max_offset`, or, when the first batch alone
+    /// exceeds `max_bytes` and `min_one_batch` is set, exactly that batch.
+    pub fn read(
+        &self,
+        start_offset: i64,
+        max_bytes: u64,
+        max_offset: i64,
+        min_one_batch: bool,
+    ) -> Result<Option<SegmentRead>> {
+        self.with_file(|file| {
+            let Some((position, first)) = self.translate_offset(file, start_offset)? else {
+                return Ok(None);
+            };
+            if first.base_offset >= max_offset {
+                return Ok(Some(SegmentRead {
+                    records: Bytes::new(),
+                    first_batch_base_offset: first.base_offset,
+                }));
+            }
+            let available = self.size_bytes - position;
+            let length = if first.size_bytes > max_bytes {
+                if !min_one_batch {
+                    return Ok(Some(SegmentRead {
+                        records: Bytes::new(),
+                        first_batch_base_offset: first.base_offset,
+                    }));
+                }
+                first.size_bytes.min(available)
+            } else {
+                max_bytes.min(available)
+            };
+            let mut buffer = BytesMut::zeroed(length as usize);
+            file.read_exact_at(&mut buffer, position).at(&self.log_path)?;
+            let bytes = buffer.freeze();
+            // Keep whole batches below `max_offset`.
+            let mut end = 0usize;
+            while end + RECORD_BATCH_OVERHEAD <= bytes.len() {
+                let header = BatchHeader::parse(&bytes[end..end + RECORD_BATCH_OVERHEAD]);
+                if header.base_offset >= max_offset
+                    || header.size_bytes == 0
+                    || end as u64 + header.size_bytes > bytes.len() as u64
+                {
+                    break;
+                }
+                end += header.size_bytes as usize;
+            }
+            Ok(Some(SegmentRead {
+                records: bytes.slice(..end),
+                first_batch_base_offset: first.base_offset,
+            }))
+        })
+    }
+
+    /// The earliest record at or after `min_offset` whose timestamp is at least
+    /// `timestamp` (Kafka's `findOffsetByTimestamp`): time index, offset index, then the
+    /// records of the batches whose max timestamp reaches it.
+    pub fn find_offset_by_timestamp(&self, timestamp: i64, min_offset: i64) -> Result<Option<(i64, i64)>> {
+        let floor = match &self.active {
+            Some(active) => floor_in_memory(active.time_index.entries(), |e| e.timestamp <= timestamp),
+            None => floor_in_file::<TimeEntry>(&self.time_index_path, |e| e.timestamp <= timestamp)?,
+        };
+        let from_offset = floor
+            .map_or(self.base_offset, |e| self.base_offset + i64::from(e.relative_offset))
+            .max(min_offset);
+        self.scan_records(from_offset, |batch, record_offset, record_timestamp| {
+            (batch.max_timestamp() >= timestamp
+                && record_offset >= min_offset
+                && record_timestamp >= timestamp)
+                .then_some((record_offset, record_timestamp))
+        })
+    }
+
+    /// The offset and timestamp of the first record carrying the segment's max timestamp.
+    pub fn find_max_timestamp_record(&self) -> Result<Option<(i64, i64)>> {
+        if self.max_timestamp < 0 {
+            return Ok(None);
+        }
+        let max = self.max_timestamp;
+        self.scan_records(self.offset_of_max_timestamp, |_, offset, timestamp| {
+            (timestamp == max).then_some((offset, timestamp))
+        })
+    }
+
+    /// Visits the records of the batches from the one containing `from_offset` until
+    /// `visit` returns a value.
+    fn scan_records(
+        &self,
+        from_offset: i64,
+        mut visit: impl FnMut(&RecordBatch, i64, i64) -> Option<(i64, i64)>,
+    ) -> Result<Option<(i64, i64)>> {
+        self.with_file(|file| {
+            let Some((start, _)) = self.translate_offset(file, from_offset)? else {
+                return Ok(None);
+            };
+            for item in HeaderScan::new(file, start, self.size_bytes) {
+                let (position, header) = item.at(&self.log_path)?;
+                let mut buffer = vec![0u8; header.size_bytes as usize];
+                file.read_exact_at(&mut buffer, position).at(&self.log_path)?;
+                let batch = RecordBatch::new(Bytes::from(buffer))?;
+                for record in batch.records()? {
+                    let record = record?;
+                    let offset = batch.base_offset() + i64::from(record.offset_delta);
+                    if let Some(found) = visit(&batch, offset, batch.record_timestamp(&record)) {
+                        return Ok(Some(found));
+                    }
+                }
+            }
+            Ok(None)
+        })
+    }
+
+    /// Removes every batch whose last offset is at or past `offset` (a batch containing
+    /// `offset` goes whole). Returns the bytes removed. The segment becomes active.
+    pub fn truncate_to(&mut self, config: &LogConfig, offset: i64) -> Result<u64> {
+        self.activate(config)?;
+        let Some((cut, _)) = self.with_file(|file| self.translate_offset(file, offset))? else {
+            return Ok(0);
+        };
+        let base = self.base_offset;
+        let active = self.active.as_mut().expect("activated above");
+        active.file.set_len(cut).at(&self.log_path)?;
+        active.offset_index.truncate_while(|e| u64::from(e.position) >= cut);
+        let removed = self.size_bytes - cut;
+        self.size_bytes = cut;
+        self.flushed_bytes = self.flushed_bytes.min(cut);
+        // The new end and max timestamp: headers after the last remaining index entry,
+        // and the time index up to there.
+        let scan_from = active.offset_index.last().map_or(0, |e| u64::from(e.position));
+        let mut next_offset = base;
+        let mut tail_max = (-1i64, base);
+        for item in HeaderScan::new(&active.file, scan_from, cut) {
+            let (_, header) = item.at(&self.log_path)?;
+            next_offset = header.last_offset() + 1;
+            if header.max_timestamp > tail_max.0 {
+                tail_max = (header.max_timestamp, header.last_offset());
+            }
+        }
+        active
+            .time_index
+            .truncate_while(|e| base + i64::from(e.relative_offset) >= next_offset);
+        let indexed_max = active
+            .time_index
+            .last()
+            .map_or((-1, base), |e| (e.timestamp, base + i64::from(e.relative_offset)));
+        (self.max_timestamp, self.offset_of_max_timestamp) =
+            if tail_max.0 > indexed_max.0 { tail_max } else { indexed_max };
+        self.next_offset = next_offset;
+        if cut == 0 {
+            self.rolling_based_timestamp = None;
+        }
+        active.bytes_since_last_index_entry = 0;
+        active.offset_index.persist(true)?;
+        active.time_index.persist(true)?;
+        active.file.sync_data().at(&self.log_path)?;
+        Ok(removed)
+    }
+
+    /// Deletes the segment's files.
+    pub fn delete(self) -> Result<()> {
+        for path in [&self.log_path, &self.index_path, &self.time_index_path] {
+            match std::fs::remove_file(path) {
+                Ok(()) => {}
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => {
+                    return Err(StorageError::Io {
+                        path: path.clone(),
+                        source,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Index<TimeEntry> {
+    /// Appends (timestamp, offset) when the timestamp is larger than the last entry's.
+    fn push_if_newer(&mut self, timestamp: i64, relative_offset: i64) -> bool {
+        if timestamp < 0 || self.last().is_some_and(|last| timestamp <= last.timestamp) {
+            return false;
+        }
+        self.push(TimeEntry {
+            timestamp,
+            relative_offset: relative_offset as u32,
+        });
+        true
+    }
+}
+
+/// Walks batch headers from `position` to `end` with one 61-byte `pread` each. Stops at
+/// the end or at a header that does not fit (a partial tail).
+pub(crate) struct HeaderScan<'a> {
+    file: &'a File,
+    position: u64,
+    end: u64,
+}
+
+impl<'a> HeaderScan<'a> {
+    pub fn new(file: &'a File, position: u64, end: u64) -> Self {
+        HeaderScan {
+            file,
+            position,
+            end,
+        }
+    }
+}
+
+impl Iterator for HeaderScan<'_> {
+    type Item = std::io::Result<(u64, BatchHeader)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.position + RECORD_BATCH_OVERHEAD as u64 > self.end {
+            return None;
+        }
+        let mut buffer = [0u8; RECORD_BATCH_OVERHEAD];
+        if let Err(error) = self.file.read_exact_at(&mut buffer, self.position) {
+            self.position = self.end;
+            return Some(Err(error));
+        }
+        let header = BatchHeader::parse(&buffer);
+        if header.size_bytes < RECORD_BATCH_OVERHEAD as u64
+            || self.position + header.size_bytes > self.end
+        {
+            self.position = self.end;
+            return None;
+        }
+        let position = self.position;
+        self.position += header.size_bytes;
+        Some(Ok((position, header)))
+    }
+}
