@@ -139,7 +139,13 @@ impl LogSegment {
     /// Creates a new, empty, active segment (replacing stale files of that name).
     pub fn create(dir: &Path, base_offset: i64, config: &LogConfig, now_ms: i64) -> Result<Self> {
         let (log_path, index_path, time_index_path) = Self::paths(dir, base_offset);
-        let file = File::create(&log_path).at(&log_path)?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&log_path)
+            .at(&log_path)?;
         for path in [&index_path, &time_index_path] {
             File::create(path).at(path)?;
         }
