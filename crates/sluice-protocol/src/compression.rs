@@ -70,7 +70,9 @@ impl Compression {
 
     /// Parses Kafka's name for a codec.
     pub fn from_name(name: &str) -> Option<Compression> {
-        Compression::ALL.into_iter().find(|codec| codec.name() == name)
+        Compression::ALL
+            .into_iter()
+            .find(|codec| codec.name() == name)
     }
 }
 
@@ -78,10 +80,7 @@ impl Compression {
 #[derive(Debug, thiserror::Error)]
 pub enum CompressionError {
     #[error("{codec} data is corrupt: {reason}")]
-    Corrupt {
-        codec: &'static str,
-        reason: String,
-    },
+    Corrupt { codec: &'static str, reason: String },
     #[error("decompressed {codec} data exceeds the limit of {limit_bytes} bytes")]
     TooLarge {
         codec: &'static str,
@@ -267,7 +266,9 @@ mod tests {
     use proptest::prelude::*;
 
     fn sample(len: usize) -> Vec<u8> {
-        (0..len).map(|i| (i % 251) as u8 ^ (i / 1000) as u8).collect()
+        (0..len)
+            .map(|i| (i % 251) as u8 ^ (i / 1000) as u8)
+            .collect()
     }
 
     #[test]
@@ -289,7 +290,13 @@ mod tests {
             let compressed = compress(codec, &input);
             let error = decompress(codec, &compressed, 1000).unwrap_err();
             assert!(
-                matches!(error, CompressionError::TooLarge { limit_bytes: 1000, .. }),
+                matches!(
+                    error,
+                    CompressionError::TooLarge {
+                        limit_bytes: 1000,
+                        ..
+                    }
+                ),
                 "{}: {error}",
                 codec.name()
             );

@@ -12,6 +12,5 @@ pub mod varint;
 
 pub use compression::{Compression, CompressionError};
 pub use record_batch::{
-    BatchError, Header, NewRecord, Record, RecordBatch, RecordBatchBuilder, TimestampType,
-    batches,
+    BatchError, Header, NewRecord, Record, RecordBatch, RecordBatchBuilder, TimestampType, batches,
 };

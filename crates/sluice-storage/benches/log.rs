@@ -68,9 +68,13 @@ fn config() -> LogConfig {
 
 /// A 1 KiB JSON-like value: compressible roughly as application events are.
 fn value(seed: u64) -> Bytes {
-    let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut state = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     let mut next = || {
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         state >> 33
     };
     let mut out = String::with_capacity(RECORD_VALUE_BYTES + 128);
@@ -119,15 +123,22 @@ fn time_log_appends(root: &Path, batch: &[u8], count: usize, fsync: bool, iters:
         let dir = fresh_dir(root);
         let mut log = Log::open(dir.path(), config(), LogOpenOptions::default()).expect("open log");
         let mut buffer = batch.to_vec();
+        // Untimed: the first append of a leader epoch writes and fsyncs the
+        // leader-epoch checkpoint (once per epoch; `first-append` measures it).
+        log.append_as_leader(&mut buffer, 0, TIMESTAMP)
+            .expect("append");
         let start = Instant::now();
         for _ in 0..count {
-            black_box(log.append_as_leader(&mut buffer, 0, TIMESTAMP).expect("append"));
+            black_box(
+                log.append_as_leader(&mut buffer, 0, TIMESTAMP)
+                    .expect("append"),
+            );
         }
         if fsync {
             log.flush().expect("flush");
         }
         total += start.elapsed();
-        assert_eq!(log.size_bytes(), (batch.len() * count) as u64);
+        assert_eq!(log.size_bytes(), (batch.len() * (count + 1)) as u64);
         drop(log);
         drop(dir);
     }
@@ -140,6 +151,7 @@ fn time_plain_writes(root: &Path, batch: &[u8], count: usize, fsync: bool, iters
     for _ in 0..iters {
         let dir = fresh_dir(root);
         let mut file = File::create(dir.path().join("plain.log")).expect("create file");
+        file.write_all(batch).expect("write"); // untimed, as the log's first append
         let start = Instant::now();
         for _ in 0..count {
             file.write_all(batch).expect("write");
@@ -209,7 +221,8 @@ fn read_fixture(root: &Path, batch: &[u8]) -> ReadFixture {
     let mut log = Log::open(dir.path(), config(), LogOpenOptions::default()).expect("open log");
     let mut buffer = batch.to_vec();
     for _ in 0..DATA_BYTES / batch.len() {
-        log.append_as_leader(&mut buffer, 0, TIMESTAMP).expect("append");
+        log.append_as_leader(&mut buffer, 0, TIMESTAMP)
+            .expect("append");
     }
     log.flush().expect("flush");
     let segments = log.segments();
@@ -233,7 +246,9 @@ fn log_read_all(log: &Log) -> u64 {
     let mut offset = log.log_start_offset();
     let mut delivered = 0u64;
     while offset < end {
-        let data = log.read(offset, READ_CHUNK as u64, None, true).expect("read");
+        let data = log
+            .read(offset, READ_CHUNK as u64, None, true)
+            .expect("read");
         delivered += data.records.len() as u64;
         let last = batches(data.records.clone())
             .last()
@@ -278,13 +293,19 @@ fn read_benches(c: &mut Criterion) {
     let root = bench_root();
     for (name, records) in [("16KiB", 16usize), ("1MiB", 1024)] {
         let fixture = read_fixture(&root, &batch(records, Compression::None));
-        assert_eq!(log_read_all(&fixture.log), fixture.size, "the walk delivers every byte once");
+        assert_eq!(
+            log_read_all(&fixture.log),
+            fixture.size,
+            "the walk delivers every byte once"
+        );
         let mut group = c.benchmark_group(format!("read-{name}"));
         configure(&mut group);
         group.throughput(Throughput::Bytes(fixture.size));
         group.bench_function("log", |b| b.iter(|| log_read_all(&fixture.log)));
         let mut buffer = vec![0u8; READ_CHUNK];
-        group.bench_function("plain", |b| b.iter(|| plain_read(&fixture.segment, &mut buffer)));
+        group.bench_function("plain", |b| {
+            b.iter(|| plain_read(&fixture.segment, &mut buffer))
+        });
         group.bench_function("plain-fresh-buf", |b| {
             b.iter(|| plain_read_fresh_buffers(&fixture.segment, fixture.size))
         });
@@ -317,7 +338,95 @@ fn validate_benches(c: &mut Criterion) {
     group.finish();
 }
 
+/// Sequential criterion runs of `log` then `plain` on a busy machine can land in
+/// different load; this mode runs the two alternately (log, plain, plain, log, ...) for
+/// `rounds` rounds and reports medians and the median of the per-round ratios.
+fn paired(rounds: usize) {
+    let root = bench_root();
+    type Timed<'a> = Box<dyn FnMut() -> Duration + 'a>;
+    let time = |mut f: Box<dyn FnMut() -> u64 + '_>| -> Duration {
+        let start = Instant::now();
+        black_box(f());
+        start.elapsed()
+    };
+    let mib_per_s = |bytes: u64, d: Duration| bytes as f64 / d.as_secs_f64() / MIB as f64;
+    println!();
+    println!("Paired run: {rounds} rounds, log and plain alternated (ABBA); median MiB/s");
+    println!(
+        "{:<20} {:>10} {:>10} {:>10} {:>12}",
+        "pair", "log", "plain", "ratio", "ratio-range"
+    );
+    let report = |name: &str, bytes: u64, mut log: Timed<'_>, mut plain: Timed<'_>| {
+        log();
+        plain();
+        let (mut logs, mut plains, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+        for round in 0..rounds {
+            let (l, p) = if round % 2 == 0 {
+                let l = log();
+                (l, plain())
+            } else {
+                let p = plain();
+                (log(), p)
+            };
+            logs.push(mib_per_s(bytes, l));
+            plains.push(mib_per_s(bytes, p));
+            ratios.push(p.as_secs_f64() / l.as_secs_f64());
+        }
+        let median = |v: &mut Vec<f64>| {
+            v.sort_by(|a, b| a.total_cmp(b));
+            v[v.len() / 2]
+        };
+        let (l, p, r) = (median(&mut logs), median(&mut plains), median(&mut ratios));
+        let (lo, hi) = (ratios[rounds / 4], ratios[rounds * 3 / 4]);
+        println!(
+            "{name:<20} {l:>10.0} {p:>10.0} {:>9.0}% {:>5.0}-{:<5.0}%",
+            r * 100.0,
+            lo * 100.0,
+            hi * 100.0
+        );
+    };
+    for (name, records) in [("16KiB", 16usize), ("1MiB", 1024)] {
+        let batch = batch(records, Compression::None);
+        let count = DATA_BYTES / batch.len();
+        let bytes = (batch.len() * count) as u64;
+        for fsync in [false, true] {
+            let suffix = if fsync { "-fsync" } else { "" };
+            report(
+                &format!("append-{name}{suffix}"),
+                bytes,
+                Box::new(|| time_log_appends(&root, &batch, count, fsync, 1)),
+                Box::new(|| time_plain_writes(&root, &batch, count, fsync, 1)),
+            );
+        }
+    }
+    for (name, records) in [("16KiB", 16usize), ("1MiB", 1024)] {
+        let fixture = read_fixture(&root, &batch(records, Compression::None));
+        let mut buffer = vec![0u8; READ_CHUNK];
+        let log = &fixture.log;
+        let segment = &fixture.segment;
+        report(
+            &format!("read-{name}"),
+            fixture.size,
+            Box::new(|| time(Box::new(|| log_read_all(log)))),
+            Box::new(|| time(Box::new(|| plain_read(segment, &mut buffer)))),
+        );
+        report(
+            &format!("read-{name} (fresh)"),
+            fixture.size,
+            Box::new(|| time(Box::new(|| log_read_all(log)))),
+            Box::new(|| time(Box::new(|| plain_read_fresh_buffers(segment, fixture.size)))),
+        );
+    }
+}
+
 fn main() {
+    if let Some(arg) = std::env::args().find(|a| a.starts_with("--paired")) {
+        let rounds = arg
+            .strip_prefix("--paired=")
+            .map_or(20, |n| n.parse().expect("--paired=ROUNDS"));
+        paired(rounds.max(4));
+        return;
+    }
     let mut criterion = Criterion::default().configure_from_args();
     append_benches(&mut criterion);
     read_benches(&mut criterion);

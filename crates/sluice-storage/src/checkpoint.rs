@@ -206,8 +206,14 @@ mod tests {
 
         let path = dir.path().join("leader-epoch-checkpoint");
         write_leader_epoch_checkpoint(&path, &[(0, 0), (3, 150)]).unwrap();
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "0\n2\n0 0\n3 150\n");
-        assert_eq!(read_leader_epoch_checkpoint(&path).unwrap(), vec![(0, 0), (3, 150)]);
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "0\n2\n0 0\n3 150\n"
+        );
+        assert_eq!(
+            read_leader_epoch_checkpoint(&path).unwrap(),
+            vec![(0, 0), (3, 150)]
+        );
 
         let path = dir.path().join("partition.metadata");
         // Kafka's own example id from a partition.metadata file.
@@ -224,13 +230,26 @@ mod tests {
     fn malformed_files_are_typed_errors() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("checkpoint");
-        for text in ["", "1\n0\n", "0\n2\na 0 1\n", "0\n1\na zero 1\n", "0\n1\na 0\n"] {
+        for text in [
+            "",
+            "1\n0\n",
+            "0\n2\na 0 1\n",
+            "0\n1\na zero 1\n",
+            "0\n1\na 0\n",
+        ] {
             std::fs::write(&path, text).unwrap();
             assert!(
-                matches!(read_offset_checkpoint(&path), Err(StorageError::Corrupt { .. })),
+                matches!(
+                    read_offset_checkpoint(&path),
+                    Err(StorageError::Corrupt { .. })
+                ),
                 "{text:?}"
             );
         }
-        assert!(read_offset_checkpoint(&dir.path().join("missing")).unwrap().is_empty());
+        assert!(
+            read_offset_checkpoint(&dir.path().join("missing"))
+                .unwrap()
+                .is_empty()
+        );
     }
 }

@@ -68,13 +68,21 @@ impl LogConfig {
         // old versions); tests need small segments, so Sluice accepts any size that holds a
         // batch header.
         if self.segment_bytes < 61 {
-            return Err(invalid("segment.bytes", self.segment_bytes, "must be at least 61"));
+            return Err(invalid(
+                "segment.bytes",
+                self.segment_bytes,
+                "must be at least 61",
+            ));
         }
         if self.segment_ms < 1 {
             return Err(invalid("segment.ms", self.segment_ms, "must be at least 1"));
         }
         if self.segment_jitter_ms < 0 {
-            return Err(invalid("segment.jitter.ms", self.segment_jitter_ms, "must be at least 0"));
+            return Err(invalid(
+                "segment.jitter.ms",
+                self.segment_jitter_ms,
+                "must be at least 0",
+            ));
         }
         if self.segment_index_bytes < 12 {
             return Err(invalid(
@@ -84,10 +92,18 @@ impl LogConfig {
             ));
         }
         if self.retention_ms < -1 {
-            return Err(invalid("retention.ms", self.retention_ms, "must be -1 or at least 0"));
+            return Err(invalid(
+                "retention.ms",
+                self.retention_ms,
+                "must be -1 or at least 0",
+            ));
         }
         if self.flush_messages < 1 {
-            return Err(invalid("flush.messages", self.flush_messages, "must be at least 1"));
+            return Err(invalid(
+                "flush.messages",
+                self.flush_messages,
+                "must be at least 1",
+            ));
         }
         if self.flush_ms < 0 {
             return Err(invalid("flush.ms", self.flush_ms, "must be at least 0"));

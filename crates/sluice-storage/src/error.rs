@@ -22,7 +22,9 @@ pub enum StorageError {
     },
     /// A follower appended batches whose offsets do not continue the log (Kafka's
     /// UnexpectedAppendOffsetException).
-    #[error("append at offset {first_offset} does not continue the log end offset {log_end_offset}")]
+    #[error(
+        "append at offset {first_offset} does not continue the log end offset {log_end_offset}"
+    )]
     UnexpectedAppendOffset {
         first_offset: i64,
         log_end_offset: i64,

@@ -259,9 +259,13 @@ pub(crate) fn check_offset_entries(
     max_relative_offset: Option<u32>,
 ) -> std::result::Result<(), String> {
     for pair in entries.windows(2) {
-        if pair[1].relative_offset <= pair[0].relative_offset || pair[1].position <= pair[0].position
+        if pair[1].relative_offset <= pair[0].relative_offset
+            || pair[1].position <= pair[0].position
         {
-            return Err(format!("entries out of order: {:?} then {:?}", pair[0], pair[1]));
+            return Err(format!(
+                "entries out of order: {:?} then {:?}",
+                pair[0], pair[1]
+            ));
         }
     }
     if let Some(last) = entries.last() {
@@ -287,7 +291,10 @@ pub(crate) fn check_time_entries(
         if pair[1].timestamp < pair[0].timestamp
             || pair[1].relative_offset < pair[0].relative_offset
         {
-            return Err(format!("entries out of order: {:?} then {:?}", pair[0], pair[1]));
+            return Err(format!(
+                "entries out of order: {:?} then {:?}",
+                pair[0], pair[1]
+            ));
         }
     }
     if let Some(last) = entries.last()
@@ -316,8 +323,8 @@ mod tests {
         index.persist(true).unwrap();
         for target in 0..1100u32 {
             let in_memory = floor_in_memory(index.entries(), |e| e.relative_offset <= target);
-            let in_file = floor_in_file::<OffsetEntry>(&path, |e| e.relative_offset <= target)
-                .unwrap();
+            let in_file =
+                floor_in_file::<OffsetEntry>(&path, |e| e.relative_offset <= target).unwrap();
             assert_eq!(in_memory, in_file, "target {target}");
         }
         index.truncate_while(|e| e.relative_offset >= 500);
@@ -334,8 +341,14 @@ mod tests {
     #[test]
     fn checks_reject_disorder_and_overreach() {
         let ordered = [
-            OffsetEntry { relative_offset: 1, position: 0 },
-            OffsetEntry { relative_offset: 5, position: 100 },
+            OffsetEntry {
+                relative_offset: 1,
+                position: 0,
+            },
+            OffsetEntry {
+                relative_offset: 5,
+                position: 100,
+            },
         ];
         assert!(check_offset_entries(&ordered, 200, Some(10)).is_ok());
         assert!(check_offset_entries(&ordered, 100, Some(10)).is_err());
@@ -343,8 +356,14 @@ mod tests {
         let swapped = [ordered[1], ordered[0]];
         assert!(check_offset_entries(&swapped, 200, None).is_err());
         let times = [
-            TimeEntry { timestamp: 10, relative_offset: 1 },
-            TimeEntry { timestamp: 5, relative_offset: 2 },
+            TimeEntry {
+                timestamp: 10,
+                relative_offset: 1,
+            },
+            TimeEntry {
+                timestamp: 5,
+                relative_offset: 2,
+            },
         ];
         assert!(check_time_entries(&times, None).is_err());
     }

@@ -145,7 +145,10 @@ mod tests {
             assert_eq!(cache.end_offset_for(epoch, 50), expected, "epoch {epoch}");
         }
         // Survives a reload.
-        assert_eq!(LeaderEpochCache::load(path.clone()).unwrap().entries(), cache.entries());
+        assert_eq!(
+            LeaderEpochCache::load(path.clone()).unwrap().entries(),
+            cache.entries()
+        );
         cache.truncate_from_end(30).unwrap();
         assert_eq!(cache.entries(), &[(0, 0), (2, 10)]);
         cache.truncate_from_start(12).unwrap();

@@ -20,11 +20,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
-use sluice_protocol::record_batch::{
-    self, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, batch_size_at, set_base_offset,
-    set_log_append_time, set_partition_leader_epoch,
-};
 use sluice_protocol::TimestampType;
+use sluice_protocol::record_batch::{
+    self, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, batch_size_at, set_base_offset, set_log_append_time,
+    set_partition_leader_epoch,
+};
 
 use crate::checkpoint::{self, TopicId};
 use crate::config::LogConfig;
@@ -178,13 +178,13 @@ impl Log {
             segments.insert(start, LogSegment::create(dir, start, &config, now)?);
         }
         let first_base = *segments.keys().next().expect("at least one segment");
-        let (_, active) = segments.iter_mut().next_back().expect("at least one segment");
+        let (_, active) = segments
+            .iter_mut()
+            .next_back()
+            .expect("at least one segment");
         active.activate(&config)?;
         let log_end_offset = active.next_offset();
-        let log_start_offset = options
-            .log_start_offset
-            .max(first_base)
-            .min(log_end_offset);
+        let log_start_offset = options.log_start_offset.max(first_base).min(log_end_offset);
         let mut leader_epochs = LeaderEpochCache::load(dir.join(LEADER_EPOCH_CHECKPOINT))?;
         leader_epochs.truncate_from_end(log_end_offset)?;
         leader_epochs.truncate_from_start(log_start_offset)?;
@@ -263,11 +263,17 @@ impl Log {
     }
 
     fn active(&self) -> &LogSegment {
-        self.segments.values().next_back().expect("a log always has a segment")
+        self.segments
+            .values()
+            .next_back()
+            .expect("a log always has a segment")
     }
 
     fn active_mut(&mut self) -> &mut LogSegment {
-        self.segments.values_mut().next_back().expect("a log always has a segment")
+        self.segments
+            .values_mut()
+            .next_back()
+            .expect("a log always has a segment")
     }
 
     /// Appends producer batches as the leader: assigns consecutive offsets from the log
@@ -494,10 +500,13 @@ impl Log {
     /// timestamp (ListOffsets with a timestamp); `None` when no record is that late.
     pub fn offset_for_timestamp(&self, timestamp: i64) -> Result<Option<(i64, i64)>> {
         for segment in self.segments.values() {
-            if segment.max_timestamp() < timestamp || segment.next_offset() <= self.log_start_offset {
+            if segment.max_timestamp() < timestamp || segment.next_offset() <= self.log_start_offset
+            {
                 continue;
             }
-            if let Some(found) = segment.find_offset_by_timestamp(timestamp, self.log_start_offset)? {
+            if let Some(found) =
+                segment.find_offset_by_timestamp(timestamp, self.log_start_offset)?
+            {
                 return Ok(Some(found));
             }
         }
@@ -564,9 +573,10 @@ impl Log {
             let (base, next_base) = (pair[0], pair[1]);
             let segment = &self.segments[&base];
             let below_start = next_base <= self.log_start_offset;
-            let expired =
-                retention_ms >= 0 && now_ms.saturating_sub(segment.largest_timestamp()) > retention_ms;
-            let over_size = excess_bytes != i64::MIN && excess_bytes - segment.size_bytes() as i64 >= 0;
+            let expired = retention_ms >= 0
+                && now_ms.saturating_sub(segment.largest_timestamp()) > retention_ms;
+            let over_size =
+                excess_bytes != i64::MIN && excess_bytes - segment.size_bytes() as i64 >= 0;
             if !(below_start || expired || over_size) {
                 break;
             }
@@ -579,7 +589,11 @@ impl Log {
             deleted += 1;
         }
         if deleted > 0 {
-            let first = *self.segments.keys().next().expect("the active segment remains");
+            let first = *self
+                .segments
+                .keys()
+                .next()
+                .expect("the active segment remains");
             self.advance_log_start_offset(first)?;
             checkpoint::sync_dir(&self.dir)?;
         }
@@ -635,7 +649,11 @@ impl Log {
         if offset >= self.log_end_offset() {
             return Ok(());
         }
-        let first_base = *self.segments.keys().next().expect("a log always has a segment");
+        let first_base = *self
+            .segments
+            .keys()
+            .next()
+            .expect("a log always has a segment");
         if offset <= first_base {
             return self.truncate_fully_and_start_at(offset.max(self.log_start_offset));
         }
@@ -704,7 +722,8 @@ impl BorrowedBatch<'_> {
         }
         let last_offset_delta = i32::from_be_bytes(bytes[23..27].try_into().expect("4 bytes"));
         let count = i32::from_be_bytes(bytes[57..61].try_into().expect("4 bytes"));
-        if last_offset_delta < 0 || count < 0 || i64::from(count) > i64::from(last_offset_delta) + 1 {
+        if last_offset_delta < 0 || count < 0 || i64::from(count) > i64::from(last_offset_delta) + 1
+        {
             return Err(record_batch::BatchError::InvalidRecordCount {
                 count,
                 last_offset_delta,
@@ -747,11 +766,15 @@ fn list_segments(dir: &Path) -> Result<Vec<i64>> {
             std::fs::remove_file(&path).at(&path)?;
             continue;
         }
-        let Some((stem, suffix)) = name.split_once('.') else { continue };
+        let Some((stem, suffix)) = name.split_once('.') else {
+            continue;
+        };
         if stem.len() != 20 || !stem.bytes().all(|b| b.is_ascii_digit()) {
             continue;
         }
-        let Ok(base) = stem.parse::<i64>() else { continue };
+        let Ok(base) = stem.parse::<i64>() else {
+            continue;
+        };
         match suffix {
             "log" => bases.push(base),
             "index" | "timeindex" => indexes.push((base, path)),

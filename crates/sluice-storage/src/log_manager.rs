@@ -87,7 +87,10 @@ impl LogManager {
             if !entry.file_type().at(&entry.path())?.is_dir() {
                 continue;
             }
-            let Some(partition) = entry.file_name().to_str().and_then(TopicPartition::from_dir_name)
+            let Some(partition) = entry
+                .file_name()
+                .to_str()
+                .and_then(TopicPartition::from_dir_name)
             else {
                 continue;
             };
@@ -150,7 +153,11 @@ impl LogManager {
                 topic_id,
                 ..LogOpenOptions::default()
             };
-            let log = Log::open(&dir, config.unwrap_or_else(|| self.default_config.clone()), options)?;
+            let log = Log::open(
+                &dir,
+                config.unwrap_or_else(|| self.default_config.clone()),
+                options,
+            )?;
             checkpoint::sync_dir(&self.dir)?;
             self.logs.insert(partition.clone(), log);
         }

@@ -24,8 +24,8 @@ use sluice_protocol::record_batch::{LOG_OVERHEAD, MAGIC_V2, RECORD_BATCH_OVERHEA
 use crate::config::LogConfig;
 use crate::error::{IoContext, Result, StorageError};
 use crate::index::{
-    self, Index, OffsetEntry, TimeEntry, check_offset_entries, check_time_entries,
-    floor_in_file, floor_in_memory,
+    self, Index, OffsetEntry, TimeEntry, check_offset_entries, check_time_entries, floor_in_file,
+    floor_in_memory,
 };
 
 /// `{offset:020}` + suffix, as Kafka names segment files.
@@ -65,7 +65,8 @@ impl BatchHeader {
     }
 
     pub fn last_offset(&self) -> i64 {
-        self.base_offset.saturating_add(i64::from(self.last_offset_delta))
+        self.base_offset
+            .saturating_add(i64::from(self.last_offset_delta))
     }
 }
 
@@ -161,10 +162,7 @@ impl LogSegment {
             active: Some(Active {
                 file,
                 offset_index: Index::empty(index_path.clone(), config.max_offset_index_entries()),
-                time_index: Index::empty(
-                    time_index_path.clone(),
-                    config.max_time_index_entries(),
-                ),
+                time_index: Index::empty(time_index_path.clone(), config.max_time_index_entries()),
                 bytes_since_last_index_entry: 0,
             }),
             log_path,
@@ -251,7 +249,12 @@ impl LogSegment {
     /// Recovery (Kafka's `LogSegment.recover`): reads every batch, validates its header
     /// and CRC, rebuilds both indexes, and truncates the file at the first invalid byte.
     /// Returns the bytes truncated.
-    pub fn recover(dir: &Path, base_offset: i64, config: &LogConfig, now_ms: i64) -> Result<(Self, u64)> {
+    pub fn recover(
+        dir: &Path,
+        base_offset: i64,
+        config: &LogConfig,
+        now_ms: i64,
+    ) -> Result<(Self, u64)> {
         let (log_path, index_path, time_index_path) = Self::paths(dir, base_offset);
         let size_bytes = std::fs::metadata(&log_path).at(&log_path)?.len();
         let mut segment = LogSegment {
@@ -277,12 +280,12 @@ impl LogSegment {
     fn rebuild(&mut self, config: &LogConfig, validate: bool) -> Result<u64> {
         let file = open_for_append(&self.log_path)?;
         let file_size = file.metadata().at(&self.log_path)?.len();
-        let offset_index = Index::<OffsetEntry>::empty(
-            self.index_path.clone(),
-            config.max_offset_index_entries(),
+        let offset_index =
+            Index::<OffsetEntry>::empty(self.index_path.clone(), config.max_offset_index_entries());
+        let time_index = Index::<TimeEntry>::empty(
+            self.time_index_path.clone(),
+            config.max_time_index_entries(),
         );
-        let time_index =
-            Index::<TimeEntry>::empty(self.time_index_path.clone(), config.max_time_index_entries());
         self.size_bytes = 0;
         self.next_offset = self.base_offset;
         self.max_timestamp = -1;
@@ -299,11 +302,20 @@ impl LogSegment {
         let mut buffer = Vec::new();
         for item in HeaderScan::new(&scan_file, 0, file_size) {
             let (position, header) = item.at(&self.log_path)?;
-            if let Err(reason) = self.check_batch(&scan_file, position, &header, validate, &mut buffer) {
+            if let Err(reason) =
+                self.check_batch(&scan_file, position, &header, validate, &mut buffer)
+            {
                 tracing::warn!(segment = %self.log_path.display(), position, %reason, "invalid batch; truncating the segment here");
                 break;
             }
-            self.index_batch(&mut active, config, position, header.size_bytes, header.last_offset(), header.max_timestamp);
+            self.index_batch(
+                &mut active,
+                config,
+                position,
+                header.size_bytes,
+                header.last_offset(),
+                header.max_timestamp,
+            );
             self.next_offset = header.last_offset() + 1;
             valid_bytes = position + header.size_bytes;
             self.size_bytes = valid_bytes;
@@ -314,7 +326,10 @@ impl LogSegment {
         }
         active.file.sync_data().at(&self.log_path)?;
         self.flushed_bytes = valid_bytes;
-        active.time_index.push_if_newer(self.max_timestamp, self.offset_of_max_timestamp - self.base_offset);
+        active.time_index.push_if_newer(
+            self.max_timestamp,
+            self.offset_of_max_timestamp - self.base_offset,
+        );
         active.offset_index.persist(true)?;
         active.time_index.persist(true)?;
         Ok(truncated)
@@ -332,7 +347,10 @@ impl LogSegment {
             return Err(format!("magic {}", header.magic));
         }
         if header.size_bytes < RECORD_BATCH_OVERHEAD as u64 {
-            return Err(format!("batch size {} is below the header size", header.size_bytes));
+            return Err(format!(
+                "batch size {} is below the header size",
+                header.size_bytes
+            ));
         }
         if header.base_offset < self.next_offset {
             return Err(format!(
@@ -395,12 +413,16 @@ impl LogSegment {
         let file = open_for_append(&self.log_path)?;
         let max_relative = u32::try_from((self.next_offset - 1 - self.base_offset).max(0)).ok();
         let size = self.size_bytes;
-        let offset_index = Index::load(self.index_path.clone(), config.max_offset_index_entries(), |e| {
-            check_offset_entries(e, size, max_relative)
-        })?;
-        let time_index = Index::load(self.time_index_path.clone(), config.max_time_index_entries(), |e| {
-            check_time_entries(e, max_relative)
-        })?;
+        let offset_index = Index::load(
+            self.index_path.clone(),
+            config.max_offset_index_entries(),
+            |e| check_offset_entries(e, size, max_relative),
+        )?;
+        let time_index = Index::load(
+            self.time_index_path.clone(),
+            config.max_time_index_entries(),
+            |e| check_time_entries(e, max_relative),
+        )?;
         let (Some(offset_index), Some(time_index)) = (offset_index, time_index) else {
             drop(file);
             self.rebuild(config, false)?;
@@ -409,7 +431,8 @@ impl LogSegment {
         let last_entry_position = offset_index.last().map_or(0, |e| u64::from(e.position));
         let mut first_header = [0u8; RECORD_BATCH_OVERHEAD];
         if self.size_bytes >= RECORD_BATCH_OVERHEAD as u64 {
-            file.read_exact_at(&mut first_header, 0).at(&self.log_path)?;
+            file.read_exact_at(&mut first_header, 0)
+                .at(&self.log_path)?;
             self.rolling_based_timestamp = Some(BatchHeader::parse(&first_header).max_timestamp);
         }
         self.active = Some(Active {
@@ -426,10 +449,13 @@ impl LogSegment {
     /// and fsyncs both indexes and the log, and drops the handles.
     pub fn deactivate(&mut self) -> Result<()> {
         self.flush()?;
-        if let Some(mut active) = self.active.take() {
-            if active.time_index.push_if_newer(self.max_timestamp, self.offset_of_max_timestamp - self.base_offset) {
-                active.time_index.persist(true)?;
-            }
+        if let Some(mut active) = self.active.take()
+            && active.time_index.push_if_newer(
+                self.max_timestamp,
+                self.offset_of_max_timestamp - self.base_offset,
+            )
+        {
+            active.time_index.persist(true)?;
         }
         Ok(())
     }
@@ -496,7 +522,10 @@ impl LogSegment {
         bytes: &[u8],
         batches: &[AppendedBatch],
     ) -> Result<()> {
-        let mut active = self.active.take().expect("only the active segment is appended to");
+        let mut active = self
+            .active
+            .take()
+            .expect("only the active segment is appended to");
         let start = self.size_bytes;
         if let Err(error) = active.file.write_all_at(bytes, start) {
             // Leave no partial batch behind for a reader; recovery would cut it anyway.
@@ -551,8 +580,12 @@ impl LogSegment {
     fn index_position(&self, offset: i64) -> Result<u64> {
         let relative = (offset - self.base_offset).clamp(0, i64::from(u32::MAX)) as u32;
         let entry = match &self.active {
-            Some(active) => floor_in_memory(active.offset_index.entries(), |e| e.relative_offset <= relative),
-            None => floor_in_file::<OffsetEntry>(&self.index_path, |e| e.relative_offset <= relative)?,
+            Some(active) => floor_in_memory(active.offset_index.entries(), |e| {
+                e.relative_offset <= relative
+            }),
+            None => {
+                floor_in_file::<OffsetEntry>(&self.index_path, |e| e.relative_offset <= relative)?
+            }
         };
         Ok(entry.map_or(0, |e| u64::from(e.position)))
     }
@@ -616,7 +649,8 @@ impl LogSegment {
                 max_bytes.min(available)
             };
             let mut buffer = BytesMut::zeroed(length as usize);
-            file.read_exact_at(&mut buffer, position).at(&self.log_path)?;
+            file.read_exact_at(&mut buffer, position)
+                .at(&self.log_path)?;
             let bytes = buffer.freeze();
             // Keep whole batches below `max_offset`.
             let mut end = 0usize;
@@ -640,13 +674,23 @@ impl LogSegment {
     /// The earliest record at or after `min_offset` whose timestamp is at least
     /// `timestamp` (Kafka's `findOffsetByTimestamp`): time index, offset index, then the
     /// records of the batches whose max timestamp reaches it.
-    pub fn find_offset_by_timestamp(&self, timestamp: i64, min_offset: i64) -> Result<Option<(i64, i64)>> {
+    pub fn find_offset_by_timestamp(
+        &self,
+        timestamp: i64,
+        min_offset: i64,
+    ) -> Result<Option<(i64, i64)>> {
         let floor = match &self.active {
-            Some(active) => floor_in_memory(active.time_index.entries(), |e| e.timestamp <= timestamp),
-            None => floor_in_file::<TimeEntry>(&self.time_index_path, |e| e.timestamp <= timestamp)?,
+            Some(active) => {
+                floor_in_memory(active.time_index.entries(), |e| e.timestamp <= timestamp)
+            }
+            None => {
+                floor_in_file::<TimeEntry>(&self.time_index_path, |e| e.timestamp <= timestamp)?
+            }
         };
         let from_offset = floor
-            .map_or(self.base_offset, |e| self.base_offset + i64::from(e.relative_offset))
+            .map_or(self.base_offset, |e| {
+                self.base_offset + i64::from(e.relative_offset)
+            })
             .max(min_offset);
         self.scan_records(from_offset, |batch, record_offset, record_timestamp| {
             (batch.max_timestamp() >= timestamp
@@ -681,7 +725,8 @@ impl LogSegment {
             for item in HeaderScan::new(file, start, self.size_bytes) {
                 let (position, header) = item.at(&self.log_path)?;
                 let mut buffer = vec![0u8; header.size_bytes as usize];
-                file.read_exact_at(&mut buffer, position).at(&self.log_path)?;
+                file.read_exact_at(&mut buffer, position)
+                    .at(&self.log_path)?;
                 let batch = RecordBatch::new(Bytes::from(buffer))?;
                 for record in batch.records()? {
                     let record = record?;
@@ -705,13 +750,18 @@ impl LogSegment {
         let base = self.base_offset;
         let active = self.active.as_mut().expect("activated above");
         active.file.set_len(cut).at(&self.log_path)?;
-        active.offset_index.truncate_while(|e| u64::from(e.position) >= cut);
+        active
+            .offset_index
+            .truncate_while(|e| u64::from(e.position) >= cut);
         let removed = self.size_bytes - cut;
         self.size_bytes = cut;
         self.flushed_bytes = self.flushed_bytes.min(cut);
         // The new end and max timestamp: headers after the last remaining index entry,
         // and the time index up to there.
-        let scan_from = active.offset_index.last().map_or(0, |e| u64::from(e.position));
+        let scan_from = active
+            .offset_index
+            .last()
+            .map_or(0, |e| u64::from(e.position));
         let mut next_offset = base;
         let mut tail_max = (-1i64, base);
         for item in HeaderScan::new(&active.file, scan_from, cut) {
@@ -724,12 +774,14 @@ impl LogSegment {
         active
             .time_index
             .truncate_while(|e| base + i64::from(e.relative_offset) >= next_offset);
-        let indexed_max = active
-            .time_index
-            .last()
-            .map_or((-1, base), |e| (e.timestamp, base + i64::from(e.relative_offset)));
-        (self.max_timestamp, self.offset_of_max_timestamp) =
-            if tail_max.0 > indexed_max.0 { tail_max } else { indexed_max };
+        let indexed_max = active.time_index.last().map_or((-1, base), |e| {
+            (e.timestamp, base + i64::from(e.relative_offset))
+        });
+        (self.max_timestamp, self.offset_of_max_timestamp) = if tail_max.0 > indexed_max.0 {
+            tail_max
+        } else {
+            indexed_max
+        };
         self.next_offset = next_offset;
         if cut == 0 {
             self.rolling_based_timestamp = None;

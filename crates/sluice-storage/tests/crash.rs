@@ -36,7 +36,12 @@ struct Acked {
 
 /// Runs the child until it has acknowledged `kill_after` appends, then SIGKILLs it and
 /// collects every acknowledgement it printed.
-fn run_child_and_kill(dir: &Path, flush_messages: u64, seed: u64, kill_after: usize) -> Option<Acked> {
+fn run_child_and_kill(
+    dir: &Path,
+    flush_messages: u64,
+    seed: u64,
+    kill_after: usize,
+) -> Option<Acked> {
     let mut child = Command::new(CHILD)
         .arg(dir)
         .arg(flush_messages.to_string())
@@ -51,8 +56,12 @@ fn run_child_and_kill(dir: &Path, flush_messages: u64, seed: u64, kill_after: us
     let mut lines = BufReader::new(stdout).lines();
     let mut acked = None;
     let mut seen = 0;
-    let mut parse = |line: &str| -> Option<Acked> {
-        let fields: Vec<i64> = line.strip_prefix("acked ")?.split(' ').map(|f| f.parse().ok()).collect::<Option<_>>()?;
+    let parse = |line: &str| -> Option<Acked> {
+        let fields: Vec<i64> = line
+            .strip_prefix("acked ")?
+            .split(' ')
+            .map(|f| f.parse().ok())
+            .collect::<Option<_>>()?;
         Some(Acked {
             last_offset: fields[1],
             recovery_point: fields[2],
@@ -116,8 +125,15 @@ fn damage(partition_dir: &Path, recovery_point: i64, rng: &mut StdRng) -> String
     match rng.gen_range(0..4) {
         0 if length > from => {
             let cut = rng.gen_range(from..length);
-            std::fs::OpenOptions::new().write(true).open(active).unwrap().set_len(cut).unwrap();
-            what.push(format!("cut the active segment at {cut} (unflushed from {from}, length {length})"));
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(active)
+                .unwrap()
+                .set_len(cut)
+                .unwrap();
+            what.push(format!(
+                "cut the active segment at {cut} (unflushed from {from}, length {length})"
+            ));
         }
         1 if length > from => {
             let mut bytes = std::fs::read(active).unwrap();
@@ -125,7 +141,9 @@ fn damage(partition_dir: &Path, recovery_point: i64, rng: &mut StdRng) -> String
             let end = (at + rng.gen_range(1..64)).min(bytes.len());
             rng.fill(&mut bytes[at..end]);
             std::fs::write(active, bytes).unwrap();
-            what.push(format!("garbled bytes {at}..{end} of the active segment (unflushed from {from})"));
+            what.push(format!(
+                "garbled bytes {at}..{end} of the active segment (unflushed from {from})"
+            ));
         }
         2 => {
             let mut garbage = vec![0u8; rng.gen_range(1..200)];
@@ -141,7 +159,11 @@ fn damage(partition_dir: &Path, recovery_point: i64, rng: &mut StdRng) -> String
         if !rng.gen_bool(0.3) {
             continue;
         }
-        let suffix = if rng.gen_bool(0.5) { "index" } else { "timeindex" };
+        let suffix = if rng.gen_bool(0.5) {
+            "index"
+        } else {
+            "timeindex"
+        };
         let path = partition_dir.join(format!("{base:020}.{suffix}"));
         match rng.gen_range(0..3) {
             0 => {
@@ -162,7 +184,10 @@ fn damage(partition_dir: &Path, recovery_point: i64, rng: &mut StdRng) -> String
 /// Reopens the directory and checks the log; returns its log end offset.
 fn check_log(dir: &Path, acked: Option<Acked>, intact_below: i64, context: &str) -> i64 {
     let manager = LogManager::open(dir, LogConfig::default()).unwrap();
-    assert!(!manager.was_clean_start(), "{context}: a killed process leaves no marker");
+    assert!(
+        !manager.was_clean_start(),
+        "{context}: a killed process leaves no marker"
+    );
     let Some(log) = manager.get(&TopicPartition::new("crash", 0)) else {
         assert!(acked.is_none(), "{context}: acknowledged data but no log");
         return 0;
@@ -173,26 +198,45 @@ fn check_log(dir: &Path, acked: Option<Acked>, intact_below: i64, context: &str)
         let data = log.read(offset, 1 << 20, None, true).unwrap();
         for batch in batches(data.records) {
             let batch = batch.unwrap_or_else(|e| panic!("{context}: served an invalid batch: {e}"));
-            batch.validate().unwrap_or_else(|e| panic!("{context}: served an invalid batch: {e}"));
-            assert_eq!(batch.base_offset(), offset, "{context}: offsets are contiguous");
+            batch
+                .validate()
+                .unwrap_or_else(|e| panic!("{context}: served an invalid batch: {e}"));
+            assert_eq!(
+                batch.base_offset(),
+                offset,
+                "{context}: offsets are contiguous"
+            );
             for record in batch.records().unwrap() {
                 let record = record.unwrap();
                 let record_offset = batch.base_offset() + i64::from(record.offset_delta);
-                assert_eq!(record.key.as_deref(), Some(format!("key-{record_offset}").as_bytes()), "{context}");
+                assert_eq!(
+                    record.key.as_deref(),
+                    Some(format!("key-{record_offset}").as_bytes()),
+                    "{context}"
+                );
                 let value = record.value.unwrap();
-                assert!(value.starts_with(format!("value-{record_offset}-").as_bytes()), "{context}: wrong record at {record_offset}");
+                assert!(
+                    value.starts_with(format!("value-{record_offset}-").as_bytes()),
+                    "{context}: wrong record at {record_offset}"
+                );
             }
             offset = batch.next_offset();
         }
     }
     let log_end_offset = log.log_end_offset();
-    assert!(log_end_offset >= intact_below, "{context}: lost acknowledged data: log ends at {log_end_offset}, {intact_below} were acknowledged as intact");
+    assert!(
+        log_end_offset >= intact_below,
+        "{context}: lost acknowledged data: log ends at {log_end_offset}, {intact_below} were acknowledged as intact"
+    );
     log_end_offset
 }
 
 #[test]
 fn acknowledged_writes_survive_sigkill_and_torn_tails() {
-    let seed: u64 = std::env::var("SLUICE_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(rand::random);
+    let seed: u64 = std::env::var("SLUICE_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(rand::random);
     println!("SLUICE_CRASH_SEED={seed}");
     let mut rng = StdRng::seed_from_u64(seed);
     let temp = tempfile::tempdir().unwrap();
@@ -203,15 +247,22 @@ fn acknowledged_writes_survive_sigkill_and_torn_tails() {
         let flush_messages = [1u64, 7, 50, i64::MAX as u64][rng.gen_range(0..4)];
         let kill_after = rng.gen_range(1..400);
         let acked = run_child_and_kill(dir, flush_messages, rng.r#gen(), kill_after);
-        let mut context = format!("seed {seed} round {round} flush.messages={flush_messages} killed after {kill_after} acks");
-        let intact_below = if rng.gen_bool(0.5) || acked.is_none() {
+        let mut context = format!(
+            "seed {seed} round {round} flush.messages={flush_messages} killed after {kill_after} acks"
+        );
+        let damaged = match acked {
+            Some(state) if rng.gen_bool(0.5) => Some(state),
+            _ => None,
+        };
+        let intact_below = match damaged {
+            // Power-loss damage: only what was fsynced must be intact.
+            Some(state) => {
+                let what = damage(&partition_dir, state.recovery_point, &mut rng);
+                context.push_str(&format!("; {what}"));
+                state.recovery_point.max(0)
+            }
             // Only the kill: everything acknowledged must be there.
-            acked.map_or(log_end_offset, |a| a.last_offset + 1)
-        } else {
-            let acked_state = acked.expect("checked above");
-            let what = damage(&partition_dir, acked_state.recovery_point, &mut rng);
-            context.push_str(&format!("; {what}"));
-            acked_state.recovery_point.max(0)
+            None => acked.map_or(log_end_offset, |a| a.last_offset + 1),
         };
         log_end_offset = check_log(dir, acked, intact_below, &context);
         // The next round's child appends after whatever recovery kept.
@@ -227,5 +278,8 @@ fn acknowledged_writes_survive_sigkill_and_torn_tails() {
     let manager = LogManager::open(dir, LogConfig::default()).unwrap();
     assert!(manager.was_clean_start());
     let log = manager.get(&TopicPartition::new("crash", 0)).unwrap();
-    assert!(log.log_end_offset() > log_end_offset, "appends resumed after the crashes");
+    assert!(
+        log.log_end_offset() > log_end_offset,
+        "appends resumed after the crashes"
+    );
 }

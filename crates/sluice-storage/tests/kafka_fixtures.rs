@@ -45,7 +45,9 @@ fn expected() -> Vec<Expected> {
 }
 
 fn utf8(bytes: &Option<Bytes>) -> Option<String> {
-    bytes.as_ref().map(|b| String::from_utf8(b.to_vec()).unwrap())
+    bytes
+        .as_ref()
+        .map(|b| String::from_utf8(b.to_vec()).unwrap())
 }
 
 /// Every (client, codec) fixture directory.
@@ -157,7 +159,11 @@ fn builder_reproduces_the_java_clients_uncompressed_batches() {
         let mut builder = RecordBatchBuilder::new(Compression::None)
             .base_offset(batch.base_offset())
             .partition_leader_epoch(batch.partition_leader_epoch())
-            .producer(batch.producer_id(), batch.producer_epoch(), batch.base_sequence());
+            .producer(
+                batch.producer_id(),
+                batch.producer_epoch(),
+                batch.base_sequence(),
+            );
         for record in batch.records().unwrap() {
             let record = record.unwrap();
             builder.append(&NewRecord {
@@ -167,7 +173,12 @@ fn builder_reproduces_the_java_clients_uncompressed_batches() {
                 headers: record.headers,
             });
         }
-        assert_eq!(builder.build(), batch.bytes(), "batch at {}", batch.base_offset());
+        assert_eq!(
+            builder.build(),
+            batch.bytes(),
+            "batch at {}",
+            batch.base_offset()
+        );
         compared += 1;
     }
     assert_eq!(compared, 3);
@@ -179,14 +190,20 @@ fn builder_rebuilds_the_expected_records_as_the_java_client_batched_them() {
     // builder writes the Java client's batches: groups of 20, 23 and 17 records.
     let expected = expected();
     let kafka_log = std::fs::read(fixtures().join(format!("java-none/{SEGMENT}.log"))).unwrap();
-    let java: Vec<RecordBatch> = batches(Bytes::from(kafka_log)).map(Result::unwrap).collect();
+    let java: Vec<RecordBatch> = batches(Bytes::from(kafka_log))
+        .map(Result::unwrap)
+        .collect();
     let mut next = 0usize;
     for batch in &java {
         let count = batch.record_count() as usize;
         let mut builder = RecordBatchBuilder::new(Compression::None)
             .base_offset(batch.base_offset())
             .partition_leader_epoch(batch.partition_leader_epoch())
-            .producer(batch.producer_id(), batch.producer_epoch(), batch.base_sequence());
+            .producer(
+                batch.producer_id(),
+                batch.producer_epoch(),
+                batch.base_sequence(),
+            );
         for record in &expected[next..next + count] {
             builder.append(&NewRecord {
                 timestamp: record.timestamp,
@@ -227,7 +244,11 @@ fn timestamp_lookups_on_kafka_segments_agree_with_a_scan() {
                 .enumerate()
                 .find(|(_, r)| r.timestamp >= target)
                 .map(|(i, r)| (i as i64, r.timestamp));
-            assert_eq!(log.offset_for_timestamp(target).unwrap(), brute, "{name} at {target}");
+            assert_eq!(
+                log.offset_for_timestamp(target).unwrap(),
+                brute,
+                "{name} at {target}"
+            );
         }
         let max = expected.iter().map(|r| r.timestamp).max().unwrap();
         let max_offset = expected.iter().position(|r| r.timestamp == max).unwrap() as i64;

@@ -7,7 +7,9 @@ use std::path::Path;
 
 use common::{batch, open, open_clean, read_batches, small_segments};
 use sluice_protocol::{Compression, RecordBatch, TimestampType, batches};
-use sluice_storage::log_manager::{CLEAN_SHUTDOWN_MARKER, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT};
+use sluice_storage::log_manager::{
+    CLEAN_SHUTDOWN_MARKER, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
+};
 use sluice_storage::{LogConfig, LogManager, StorageError, TopicId, TopicPartition};
 
 const T0: i64 = 1_700_000_000_000;
@@ -28,7 +30,10 @@ fn append_assigns_offsets_and_leader_epoch_in_place_and_keeps_other_bytes() {
     let original = batch(5, Compression::Zstd, T0, 100);
     let mut first = original.clone();
     let info = log.append_as_leader(&mut first, 3, T0).unwrap();
-    assert_eq!((info.first_offset, info.last_offset, info.record_count), (0, 4, 5));
+    assert_eq!(
+        (info.first_offset, info.last_offset, info.record_count),
+        (0, 4, 5)
+    );
     assert_eq!(info.log_append_time_ms, -1);
     assert_eq!(info.max_timestamp, T0 + 4);
     let mut second = batch(2, Compression::None, T0 + 10, 10);
@@ -61,22 +66,28 @@ fn reads_return_whole_batches_within_the_limits() {
     }
     let size = sizes[0];
     // (start offset, max bytes, max offset, min one batch) → (first batch offset, batches)
-    let cases: &[(i64, u64, Option<i64>, bool, i64, usize)] = &[
+    /// (start offset, max bytes, max offset, min one batch, first batch offset, batches)
+    type ReadCase = (i64, u64, Option<i64>, bool, i64, usize);
+    let cases: &[ReadCase] = &[
         (0, size, None, true, 0, 1),
-        (2, size, None, true, 0, 1),              // the batch containing offset 2
-        (4, size * 3 + 10, None, true, 4, 3),     // whole batches only
-        (4, size - 1, None, true, 4, 1),          // first batch larger than max: whole
-        (4, size - 1, None, false, 4, 0),         // ... unless min_one_batch is off
-        (0, 1 << 20, Some(12), true, 0, 3),       // stop at the high watermark
-        (0, 1 << 20, Some(13), true, 0, 4),       // a batch starting below it is whole
-        (12, 1 << 20, Some(12), true, 12, 0),     // at the high watermark: nothing
+        (2, size, None, true, 0, 1), // the batch containing offset 2
+        (4, size * 3 + 10, None, true, 4, 3), // whole batches only
+        (4, size - 1, None, true, 4, 1), // first batch larger than max: whole
+        (4, size - 1, None, false, 4, 0), // ... unless min_one_batch is off
+        (0, 1 << 20, Some(12), true, 0, 3), // stop at the high watermark
+        (0, 1 << 20, Some(13), true, 0, 4), // a batch starting below it is whole
+        (12, 1 << 20, Some(12), true, 12, 0), // at the high watermark: nothing
         (39, 1 << 20, None, true, 36, 1),
-        (40, 1 << 20, None, true, 40, 0),         // at the log end: nothing
+        (40, 1 << 20, None, true, 40, 0), // at the log end: nothing
     ];
     for &(start, max_bytes, max_offset, min_one, first, count) in cases {
         let data = log.read(start, max_bytes, max_offset, min_one).unwrap();
         let got: Vec<RecordBatch> = batches(data.records.clone()).map(Result::unwrap).collect();
-        assert_eq!(got.len(), count, "read({start}, {max_bytes}, {max_offset:?}, {min_one})");
+        assert_eq!(
+            got.len(),
+            count,
+            "read({start}, {max_bytes}, {max_offset:?}, {min_one})"
+        );
         if count > 0 {
             assert_eq!(data.first_batch_offset, first);
             assert_eq!(got[0].base_offset(), first);
@@ -101,7 +112,10 @@ fn segments_roll_on_size_with_kafkas_file_names() {
     let segments = log.segments();
     assert!(segments.len() >= 5, "{segments:?}");
     for pair in segments.windows(2) {
-        assert_eq!(pair[0].next_offset, pair[1].base_offset, "segments are contiguous");
+        assert_eq!(
+            pair[0].next_offset, pair[1].base_offset,
+            "segments are contiguous"
+        );
         assert!(pair[0].size_bytes <= 4096);
         assert!(!pair[0].active);
     }
@@ -132,12 +146,19 @@ fn segments_roll_on_time_index_fullness_and_offset_overflow() {
         ..LogConfig::default()
     };
     let mut log = open(temp.path(), config);
-    for (i, timestamp) in [T0, T0 + 500, T0 + 1000, T0 + 1001, T0 + 1500].iter().enumerate() {
+    for (i, timestamp) in [T0, T0 + 500, T0 + 1000, T0 + 1001, T0 + 1500]
+        .iter()
+        .enumerate()
+    {
         let mut b = batch(1, Compression::None, *timestamp, 10);
         log.append_as_leader(&mut b, 0, T0 + i as i64).unwrap();
     }
     let bases: Vec<i64> = log.segments().iter().map(|s| s.base_offset).collect();
-    assert_eq!(bases, vec![0, 3], "roll when a batch is more than segment.ms after the first");
+    assert_eq!(
+        bases,
+        vec![0, 3],
+        "roll when a batch is more than segment.ms after the first"
+    );
 
     // A full offset index (segment.index.bytes=24: three entries) rolls.
     let temp = tempfile::tempdir().unwrap();
@@ -166,7 +187,10 @@ fn segments_roll_on_time_index_fullness_and_offset_overflow() {
     assert_eq!(bases, vec![0, far]);
     assert_eq!(log.log_end_offset(), far + 1);
     let data = log.read(far, 1 << 20, None, true).unwrap();
-    assert_eq!(batches(data.records).next().unwrap().unwrap().base_offset(), far);
+    assert_eq!(
+        batches(data.records).next().unwrap().unwrap().base_offset(),
+        far
+    );
 }
 
 #[test]
@@ -180,7 +204,13 @@ fn follower_appends_keep_offsets_and_reject_going_back() {
     assert_eq!(log.log_end_offset(), 3);
     assert_eq!(log.leader_epochs().entries(), &[(5, 0)]);
     let error = log.append_as_follower(&b, T0).unwrap_err();
-    assert!(matches!(error, StorageError::UnexpectedAppendOffset { first_offset: 0, log_end_offset: 3 }));
+    assert!(matches!(
+        error,
+        StorageError::UnexpectedAppendOffset {
+            first_offset: 0,
+            log_end_offset: 3
+        }
+    ));
 }
 
 #[test]
@@ -198,12 +228,18 @@ fn bad_batches_are_refused_and_leave_the_log_unchanged() {
     let mut too_large = batch(10, Compression::None, T0, 300);
     assert!(matches!(
         log.append_as_leader(&mut too_large, 0, T0),
-        Err(StorageError::BatchTooLarge { max_bytes: 2000, .. })
+        Err(StorageError::BatchTooLarge {
+            max_bytes: 2000,
+            ..
+        })
     ));
     let mut corrupt = batch(2, Compression::None, T0, 10);
     let last = corrupt.len() - 1;
     corrupt[last] ^= 1;
-    assert!(matches!(log.append_as_leader(&mut corrupt, 0, T0), Err(StorageError::InvalidBatch(_))));
+    assert!(matches!(
+        log.append_as_leader(&mut corrupt, 0, T0),
+        Err(StorageError::InvalidBatch(_))
+    ));
     // A valid batch followed by a cut one: nothing of the request is appended.
     let mut partial = batch(2, Compression::None, T0, 10);
     partial.extend_from_slice(&batch(2, Compression::None, T0, 10)[..30]);
@@ -213,7 +249,10 @@ fn bad_batches_are_refused_and_leave_the_log_unchanged() {
     assert!(log.append_as_leader(&mut wrong_magic, 0, T0).is_err());
 
     assert_eq!(log.log_end_offset(), 2);
-    assert_eq!(std::fs::read(temp.path().join("00000000000000000000.log")).unwrap(), before);
+    assert_eq!(
+        std::fs::read(temp.path().join("00000000000000000000.log")).unwrap(),
+        before
+    );
 }
 
 #[test]
@@ -255,9 +294,16 @@ fn time_and_size_retention_delete_old_segments_but_never_the_active_one() {
     let after = log.segments();
     assert_eq!(after.len(), before.len() - deleted);
     assert!(deleted > 0);
-    assert!(after.iter().all(|s| s.max_timestamp >= T0 + 4_500 || s.active));
+    assert!(
+        after
+            .iter()
+            .all(|s| s.max_timestamp >= T0 + 4_500 || s.active)
+    );
     assert_eq!(log.log_start_offset(), after[0].base_offset);
-    assert!(matches!(log.read(0, 100, None, true), Err(StorageError::OffsetOutOfRange { .. })));
+    assert!(matches!(
+        log.read(0, 100, None, true),
+        Err(StorageError::OffsetOutOfRange { .. })
+    ));
     // Far in the future everything but the active segment goes.
     log.delete_old_segments(T0 + 1_000_000).unwrap();
     assert_eq!(log.segments().len(), 1);
@@ -276,8 +322,14 @@ fn time_and_size_retention_delete_old_segments_but_never_the_active_one() {
     }
     log.delete_old_segments(T0).unwrap();
     let total: u64 = log.segments().iter().map(|s| s.size_bytes).sum();
-    assert!(total <= 5000 + 2048, "size retention keeps at most retention.bytes + one segment: {total}");
-    assert!(total >= 5000 - 2048, "but deletes no more than needed: {total}");
+    assert!(
+        total <= 5000 + 2048,
+        "size retention keeps at most retention.bytes + one segment: {total}"
+    );
+    assert!(
+        total >= 5000 - 2048,
+        "but deletes no more than needed: {total}"
+    );
     assert_eq!(log.log_start_offset(), log.segments()[0].base_offset);
 }
 
@@ -291,13 +343,22 @@ fn delete_records_advances_the_log_start_offset() {
     }
     let segments_before = log.segments().len();
     assert_eq!(log.delete_records(9).unwrap(), 9);
-    assert!(log.segments().len() < segments_before, "segments wholly below 9 are deleted");
-    assert!(matches!(log.read(8, 100, None, true), Err(StorageError::OffsetOutOfRange { .. })));
+    assert!(
+        log.segments().len() < segments_before,
+        "segments wholly below 9 are deleted"
+    );
+    assert!(matches!(
+        log.read(8, 100, None, true),
+        Err(StorageError::OffsetOutOfRange { .. })
+    ));
     // Reading at the new start returns the batch holding it (from offset 8).
     let data = log.read(9, 1 << 20, None, true).unwrap();
     assert_eq!(data.first_batch_offset, 8);
     assert_eq!(log.delete_records(3).unwrap(), 9, "never moves back");
-    assert!(matches!(log.delete_records(21), Err(StorageError::OffsetOutOfRange { .. })));
+    assert!(matches!(
+        log.delete_records(21),
+        Err(StorageError::OffsetOutOfRange { .. })
+    ));
     assert_eq!(log.delete_records(20).unwrap(), 20);
     assert_eq!(log.read(20, 100, None, true).unwrap().records.len(), 0);
 }
@@ -313,7 +374,10 @@ fn truncation_removes_the_tail_and_the_log_accepts_appends_again() {
         }
     }
     assert_eq!(log.log_end_offset(), 40);
-    assert_eq!(log.leader_epochs().entries(), &[(0, 0), (1, 10), (2, 20), (3, 30)]);
+    assert_eq!(
+        log.leader_epochs().entries(),
+        &[(0, 0), (1, 10), (2, 20), (3, 30)]
+    );
     assert_eq!(log.leader_epochs().end_offset_for(1, 40), Some((1, 20)));
     // Truncate inside a batch: the batch containing 25 goes whole.
     log.truncate_to(25).unwrap();
@@ -324,19 +388,34 @@ fn truncation_removes_the_tail_and_the_log_accepts_appends_again() {
     assert_eq!(last.last_offset(), 23);
     // Timestamp lookups only see what remains.
     assert_eq!(log.offset_for_timestamp(T0 + 30).unwrap(), None);
-    assert_eq!(log.offset_for_timestamp(T0 + 20).unwrap(), Some((20, T0 + 20)));
+    assert_eq!(
+        log.offset_for_timestamp(T0 + 20).unwrap(),
+        Some((20, T0 + 20))
+    );
     let mut b = batch(2, Compression::Gzip, T0 + 9, 10);
     let info = log.append_as_leader(&mut b, 7, T0).unwrap();
     assert_eq!(info.first_offset, 24);
-    assert_eq!(log.leader_epochs().entries(), &[(0, 0), (1, 10), (2, 20), (7, 24)]);
+    assert_eq!(
+        log.leader_epochs().entries(),
+        &[(0, 0), (1, 10), (2, 20), (7, 24)]
+    );
     // Truncating below the first segment restarts the log there.
     log.truncate_to(0).unwrap();
     assert_eq!((log.log_start_offset(), log.log_end_offset()), (0, 0));
     assert!(log.leader_epochs().entries().is_empty());
     log.truncate_fully_and_start_at(500).unwrap();
     let mut b = batch(1, Compression::None, T0, 10);
-    assert_eq!(log.append_as_leader(&mut b, 1, T0).unwrap().first_offset, 500);
-    assert_eq!(file_names(temp.path()).iter().filter(|n| n.ends_with(".log")).count(), 1);
+    assert_eq!(
+        log.append_as_leader(&mut b, 1, T0).unwrap().first_offset,
+        500
+    );
+    assert_eq!(
+        file_names(temp.path())
+            .iter()
+            .filter(|n| n.ends_with(".log"))
+            .count(),
+        1
+    );
 }
 
 #[test]
@@ -347,7 +426,9 @@ fn log_manager_checkpoints_marker_and_clean_restart() {
     {
         let mut manager = LogManager::open(temp.path(), small_segments(2048)).unwrap();
         assert!(!manager.was_clean_start());
-        let log = manager.get_or_create(&partition, Some(topic_id), None).unwrap();
+        let log = manager
+            .get_or_create(&partition, Some(topic_id), None)
+            .unwrap();
         for _ in 0..10 {
             let mut b = batch(2, Compression::None, T0, 400);
             log.append_as_leader(&mut b, 0, T0).unwrap();
@@ -356,7 +437,10 @@ fn log_manager_checkpoints_marker_and_clean_restart() {
         manager.shutdown().unwrap();
     }
     let names = file_names(temp.path());
-    assert!(names.contains(&CLEAN_SHUTDOWN_MARKER.to_string()), "{names:?}");
+    assert!(
+        names.contains(&CLEAN_SHUTDOWN_MARKER.to_string()),
+        "{names:?}"
+    );
     assert_eq!(
         std::fs::read_to_string(temp.path().join(RECOVERY_POINT_CHECKPOINT)).unwrap(),
         "0\n1\norders 3 20\n"
@@ -377,7 +461,10 @@ fn log_manager_checkpoints_marker_and_clean_restart() {
 
     let manager = LogManager::open(temp.path(), small_segments(2048)).unwrap();
     assert!(manager.was_clean_start());
-    assert!(!temp.path().join(CLEAN_SHUTDOWN_MARKER).exists(), "the marker is consumed at start");
+    assert!(
+        !temp.path().join(CLEAN_SHUTDOWN_MARKER).exists(),
+        "the marker is consumed at start"
+    );
     let log = manager.get(&partition).unwrap();
     assert_eq!((log.log_start_offset(), log.log_end_offset()), (5, 20));
     assert_eq!(log.topic_id(), Some(topic_id));
@@ -386,7 +473,11 @@ fn log_manager_checkpoints_marker_and_clean_restart() {
 
     // A different topic id for the same directory is refused.
     let mut manager = LogManager::open(temp.path(), small_segments(2048)).unwrap();
-    let wrong = manager.get_or_create(&TopicPartition::new("orders", 3), Some(TopicId([8; 16])), None);
+    let wrong = manager.get_or_create(
+        &TopicPartition::new("orders", 3),
+        Some(TopicId([8; 16])),
+        None,
+    );
     assert!(wrong.is_ok(), "an open log is returned as is");
     drop(manager);
     let error = sluice_storage::Log::open(
@@ -427,8 +518,16 @@ fn missing_or_corrupt_indexes_are_rebuilt() {
     let active = segments.last().unwrap().base_offset;
     std::fs::write(index(active, ".index"), [0x10; 24]).unwrap();
     for clean in [true, false] {
-        let log = if clean { open_clean(temp.path(), config.clone()) } else { open(temp.path(), config.clone()) };
-        assert_eq!(read_batches(&log, 1 << 20), expected_batches, "clean={clean}");
+        let log = if clean {
+            open_clean(temp.path(), config.clone())
+        } else {
+            open(temp.path(), config.clone())
+        };
+        assert_eq!(
+            read_batches(&log, 1 << 20),
+            expected_batches,
+            "clean={clean}"
+        );
         assert_eq!(read_batches(&log, 1), expected_batches, "clean={clean}");
         let lookups: Vec<_> = (0..420)
             .step_by(7)
@@ -454,26 +553,57 @@ fn file_handles_stay_bounded_however_many_segments() {
     assert!(log.segments().len() >= 250);
     // Reads and lookups across every segment.
     assert_eq!(read_batches(&log, 1).len(), 300);
-    assert_eq!(log.offset_for_timestamp(T0 + 150).unwrap(), Some((150, T0 + 150)));
+    assert_eq!(
+        log.offset_for_timestamp(T0 + 150).unwrap(),
+        Some((150, T0 + 150))
+    );
     let open_in_dir = std::fs::read_dir("/proc/self/fd")
         .unwrap()
         .filter_map(|e| std::fs::read_link(e.unwrap().path()).ok())
         .filter(|target| target.starts_with(temp.path()))
         .count();
-    assert!(open_in_dir <= 3, "{open_in_dir} files open in the log directory");
+    assert!(
+        open_in_dir <= 3,
+        "{open_in_dir} files open in the log directory"
+    );
 }
 
 #[test]
 fn invalid_configs_name_the_key() {
     let temp = tempfile::tempdir().unwrap();
     let cases: &[(LogConfig, &str)] = &[
-        (LogConfig { segment_bytes: 10, ..LogConfig::default() }, "segment.bytes"),
-        (LogConfig { retention_ms: -2, ..LogConfig::default() }, "retention.ms"),
-        (LogConfig { flush_messages: 0, ..LogConfig::default() }, "flush.messages"),
-        (LogConfig { segment_index_bytes: 4, ..LogConfig::default() }, "segment.index.bytes"),
+        (
+            LogConfig {
+                segment_bytes: 10,
+                ..LogConfig::default()
+            },
+            "segment.bytes",
+        ),
+        (
+            LogConfig {
+                retention_ms: -2,
+                ..LogConfig::default()
+            },
+            "retention.ms",
+        ),
+        (
+            LogConfig {
+                flush_messages: 0,
+                ..LogConfig::default()
+            },
+            "flush.messages",
+        ),
+        (
+            LogConfig {
+                segment_index_bytes: 4,
+                ..LogConfig::default()
+            },
+            "segment.index.bytes",
+        ),
     ];
     for (config, key) in cases {
-        let error = sluice_storage::Log::open(temp.path(), config.clone(), Default::default()).unwrap_err();
+        let error =
+            sluice_storage::Log::open(temp.path(), config.clone(), Default::default()).unwrap_err();
         assert!(error.to_string().contains(key), "{error}");
     }
 }

@@ -42,7 +42,10 @@ fn build(codec: Compression, records: &[(i64, usize, bool)]) -> (Vec<u8>, Vec<i6
             headers: vec![],
         });
     }
-    (builder.build().to_vec(), records.iter().map(|r| T0 + r.0).collect())
+    (
+        builder.build().to_vec(),
+        records.iter().map(|r| T0 + r.0).collect(),
+    )
 }
 
 fn open(dir: &std::path::Path, config: &LogConfig, clean: bool) -> Log {

@@ -16,7 +16,9 @@ use sluice_storage::{LogConfig, LogManager, TopicPartition};
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() != 6 {
-        eprintln!("usage: log-append-child <dir> <flush.messages> <segment.bytes> <seed> <max appends>");
+        eprintln!(
+            "usage: log-append-child <dir> <flush.messages> <segment.bytes> <seed> <max appends>"
+        );
         std::process::exit(2);
     }
     let dir = std::path::PathBuf::from(&args[1]);
@@ -26,7 +28,8 @@ fn main() {
             std::process::exit(2)
         })
     };
-    let (flush_messages, segment_bytes, mut seed, max_appends) = (parse(2), parse(3), parse(4), parse(5));
+    let (flush_messages, segment_bytes, mut seed, max_appends) =
+        (parse(2), parse(3), parse(4), parse(5));
     let config = LogConfig {
         flush_messages: flush_messages as i64,
         segment_bytes: segment_bytes as u32,
@@ -44,7 +47,9 @@ fn main() {
     };
     let stdout = std::io::stdout();
     for append in 0..max_appends {
-        let log = manager.get_or_create(&partition, None, None).expect("open the partition");
+        let log = manager
+            .get_or_create(&partition, None, None)
+            .expect("open the partition");
         let first = log.log_end_offset();
         let count = 1 + next_random() % 20;
         let codec = Compression::ALL[(next_random() % 5) as usize];
@@ -54,15 +59,25 @@ fn main() {
             builder.append(&NewRecord {
                 timestamp: 1_700_000_000_000 + offset,
                 key: Some(Bytes::from(format!("key-{offset}"))),
-                value: Some(Bytes::from(format!("value-{offset}-{}", "x".repeat(padding)))),
+                value: Some(Bytes::from(format!(
+                    "value-{offset}-{}",
+                    "x".repeat(padding)
+                ))),
                 headers: vec![],
             });
         }
         let mut bytes = builder.build().to_vec();
-        let info = log.append_as_leader(&mut bytes, 0, sluice_storage::now_ms()).expect("append");
+        let info = log
+            .append_as_leader(&mut bytes, 0, sluice_storage::now_ms())
+            .expect("append");
         let recovery_point = log.recovery_point();
         let mut out = stdout.lock();
-        writeln!(out, "acked {} {} {}", info.first_offset, info.last_offset, recovery_point).expect("stdout");
+        writeln!(
+            out,
+            "acked {} {} {}",
+            info.first_offset, info.last_offset, recovery_point
+        )
+        .expect("stdout");
         out.flush().expect("stdout");
         drop(out);
         if append % 50 == 49 {

@@ -9,7 +9,12 @@ use sluice_storage::{Log, LogConfig, LogOpenOptions};
 
 /// A batch of `count` records with timestamps `first_timestamp + i` and values of
 /// `value_bytes` bytes each.
-pub fn batch(count: usize, codec: Compression, first_timestamp: i64, value_bytes: usize) -> Vec<u8> {
+pub fn batch(
+    count: usize,
+    codec: Compression,
+    first_timestamp: i64,
+    value_bytes: usize,
+) -> Vec<u8> {
     let mut builder = RecordBatchBuilder::new(codec);
     for i in 0..count {
         builder.append(&NewRecord {
@@ -40,7 +45,10 @@ pub fn read_batches(log: &Log, max_bytes: u64) -> Vec<RecordBatch> {
     let mut offset = log.log_start_offset();
     while offset < log.log_end_offset() {
         let data = log.read(offset, max_bytes, None, true).unwrap();
-        assert!(!data.records.is_empty(), "read at {offset} returned nothing");
+        assert!(
+            !data.records.is_empty(),
+            "read at {offset} returned nothing"
+        );
         for batch in batches(data.records) {
             let batch = batch.unwrap();
             offset = batch.next_offset();
