@@ -105,6 +105,13 @@ pub enum BatchError {
         "record count {count} is invalid for a batch whose last offset delta is {last_offset_delta}"
     )]
     InvalidRecordCount { count: i32, last_offset_delta: i32 },
+    #[error(
+        "batch offsets {base_offset} + {last_offset_delta} leave the range of offsets (0..i64::MAX)"
+    )]
+    OffsetOverflow {
+        base_offset: i64,
+        last_offset_delta: i32,
+    },
     #[error("batch claims {claimed} records but holds {found}")]
     RecordCountMismatch { claimed: i32, found: usize },
     #[error("record {index}: {reason}")]
@@ -153,6 +160,16 @@ pub fn batch_size_at(bytes: &[u8]) -> Option<usize> {
     usize::try_from(length)
         .ok()
         .map(|length| length + LOG_OVERHEAD)
+}
+
+/// Whether a batch at `base_offset` with `last_offset_delta` has offsets a log can hold:
+/// non-negative, and its next offset (`last + 1`) still an `i64`.
+pub fn offsets_fit(base_offset: i64, last_offset_delta: i32) -> bool {
+    base_offset >= 0
+        && last_offset_delta >= 0
+        && base_offset
+            .checked_add(i64::from(last_offset_delta) + 1)
+            .is_some()
 }
 
 /// Writes the base offset of the batch at the front of `bytes` (not covered by the CRC).
@@ -314,6 +331,12 @@ impl RecordBatch {
         {
             return Err(BatchError::InvalidRecordCount {
                 count,
+                last_offset_delta,
+            });
+        }
+        if !offsets_fit(self.base_offset(), last_offset_delta) {
+            return Err(BatchError::OffsetOverflow {
+                base_offset: self.base_offset(),
                 last_offset_delta,
             });
         }

@@ -296,19 +296,27 @@ impl Log {
         while position < records.len() {
             let size = self.check_batch_at(records, position)?;
             let batch = &mut records[position..position + size];
+            let last_offset_delta = BatchHeader::parse(batch).last_offset_delta;
+            if !record_batch::offsets_fit(next_offset, last_offset_delta) {
+                return Err(record_batch::BatchError::OffsetOverflow {
+                    base_offset: next_offset,
+                    last_offset_delta,
+                }
+                .into());
+            }
             set_base_offset(batch, next_offset);
             set_partition_leader_epoch(batch, leader_epoch);
             if log_append_time_ms >= 0 {
                 set_log_append_time(batch, log_append_time_ms);
             }
-            next_offset += i64::from(BatchHeader::parse(batch).last_offset_delta) + 1;
+            next_offset += i64::from(last_offset_delta) + 1;
             position += size;
-        }
-        if leader_epoch >= 0 {
-            self.leader_epochs.assign(leader_epoch, first_offset)?;
         }
         let info = self.append_batches(records, first_offset, log_append_time_ms, now_ms)?;
         debug_assert_eq!(info.last_offset + 1, next_offset);
+        if leader_epoch >= 0 {
+            self.leader_epochs.assign(leader_epoch, first_offset)?;
+        }
         Ok(info)
     }
 
@@ -319,9 +327,17 @@ impl Log {
         let mut position = 0usize;
         let mut expected = self.log_end_offset();
         let mut first_offset = None;
+        let mut epochs = Vec::new();
         while position < records.len() {
             let size = self.check_batch_at(records, position)?;
             let header = BatchHeader::parse(&records[position..position + RECORD_BATCH_OVERHEAD]);
+            if !header.is_plausible() {
+                return Err(record_batch::BatchError::OffsetOverflow {
+                    base_offset: header.base_offset,
+                    last_offset_delta: header.last_offset_delta,
+                }
+                .into());
+            }
             if header.base_offset < expected {
                 return Err(StorageError::UnexpectedAppendOffset {
                     first_offset: header.base_offset,
@@ -330,8 +346,7 @@ impl Log {
             }
             first_offset.get_or_insert(header.base_offset);
             if header.partition_leader_epoch >= 0 {
-                self.leader_epochs
-                    .assign(header.partition_leader_epoch, header.base_offset)?;
+                epochs.push((header.partition_leader_epoch, header.base_offset));
             }
             expected = header.last_offset() + 1;
             position += size;
@@ -340,7 +355,11 @@ impl Log {
             needed: RECORD_BATCH_OVERHEAD,
             available: 0,
         })?;
-        self.append_batches(records, first_offset, -1, now_ms)
+        let info = self.append_batches(records, first_offset, -1, now_ms)?;
+        for (epoch, start_offset) in epochs {
+            self.leader_epochs.assign(epoch, start_offset)?;
+        }
+        Ok(info)
     }
 
     /// Checks the batch at `position` (header, size limit, CRC); returns its size.

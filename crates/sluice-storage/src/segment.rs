@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use bytes::{Bytes, BytesMut};
 use sluice_protocol::RecordBatch;
-use sluice_protocol::record_batch::{LOG_OVERHEAD, MAGIC_V2, RECORD_BATCH_OVERHEAD};
+use sluice_protocol::record_batch::{LOG_OVERHEAD, MAGIC_V2, RECORD_BATCH_OVERHEAD, offsets_fit};
 
 use crate::config::LogConfig;
 use crate::error::{IoContext, Result, StorageError};
@@ -67,6 +67,11 @@ impl BatchHeader {
     pub fn last_offset(&self) -> i64 {
         self.base_offset
             .saturating_add(i64::from(self.last_offset_delta))
+    }
+
+    /// Magic 2 and offsets a log can hold (see [`offsets_fit`]).
+    pub fn is_plausible(&self) -> bool {
+        self.magic == MAGIC_V2 && offsets_fit(self.base_offset, self.last_offset_delta)
     }
 }
 
@@ -219,6 +224,9 @@ impl LogSegment {
         let mut scanned_to = start;
         for item in HeaderScan::new(&file, start, size_bytes) {
             let (position, header) = item.at(&segment.log_path)?;
+            if !header.is_plausible() || header.base_offset < next_offset.max(base_offset) {
+                break; // not what a clean close leaves: recover below
+            }
             if header.max_timestamp > max_timestamp {
                 max_timestamp = header.max_timestamp;
                 offset_of_max = header.last_offset();
@@ -358,7 +366,7 @@ impl LogSegment {
                 header.base_offset, self.next_offset
             ));
         }
-        if header.last_offset_delta < 0
+        if !offsets_fit(header.base_offset, header.last_offset_delta)
             || header.last_offset() - self.base_offset > i64::from(i32::MAX)
         {
             return Err(format!("last offset delta {}", header.last_offset_delta));

@@ -630,3 +630,52 @@ fn flush_policy_by_message_count_and_time() {
     assert!(log.flush_if_due(T0 + 1000).unwrap());
     assert_eq!(log.recovery_point(), 7);
 }
+
+/// Offsets at the edge of `i64` (found by fuzzing `log_recovery`): a segment or batch
+/// whose offsets cannot continue is refused or cut, never a panic or a wrapped offset.
+#[test]
+fn offsets_at_the_end_of_the_range_are_refused_not_wrapped() {
+    // An empty segment at i64::MAX: the log opens, appends are refused.
+    let temp = tempfile::tempdir().unwrap();
+    std::fs::write(temp.path().join(format!("{:020}.log", i64::MAX)), []).unwrap();
+    let mut log = open_clean(temp.path(), LogConfig::default());
+    assert_eq!(log.log_end_offset(), i64::MAX);
+    let mut b = batch(2, Compression::None, T0, 10);
+    assert!(matches!(
+        log.append_as_leader(&mut b, 0, T0),
+        Err(StorageError::InvalidBatch(
+            sluice_protocol::BatchError::OffsetOverflow { .. }
+        ))
+    ));
+    assert_eq!(log.log_end_offset(), i64::MAX);
+
+    // A batch whose offsets run past i64::MAX, after a clean or an unclean shutdown, is
+    // cut by recovery; a follower may not append one either.
+    for clean in [true, false] {
+        let temp = tempfile::tempdir().unwrap();
+        let mut log = open(temp.path(), LogConfig::default());
+        let mut good = batch(2, Compression::None, T0, 10);
+        log.append_as_leader(&mut good, 0, T0).unwrap();
+        log.close().unwrap();
+        drop(log);
+        let mut bad = batch(20, Compression::None, T0, 10);
+        sluice_protocol::record_batch::set_base_offset(&mut bad, i64::MAX - 5);
+        let segment = temp.path().join("00000000000000000000.log");
+        let mut bytes = std::fs::read(&segment).unwrap();
+        bytes.extend_from_slice(&bad);
+        std::fs::write(&segment, bytes).unwrap();
+        let mut log = if clean {
+            open_clean(temp.path(), LogConfig::default())
+        } else {
+            open(temp.path(), LogConfig::default())
+        };
+        assert_eq!(log.log_end_offset(), 2, "clean={clean}");
+        assert_eq!(read_batches(&log, 1 << 20).len(), 1);
+        assert!(log.append_as_follower(&bad, T0).is_err());
+        let mut next = batch(1, Compression::None, T0, 10);
+        assert_eq!(
+            log.append_as_leader(&mut next, 0, T0).unwrap().first_offset,
+            2
+        );
+    }
+}
