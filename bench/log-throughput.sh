@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Runs the partition-log criterion benchmarks and prints MiB/s for each benchmark of a
-# group, with the log/plain ratio (docs/benchmarks.md explains the figures).
+# group, with the log/plain ratio (log-X against plain-X when there is one); then a paired run that alternates log and plain
+# round by round, whose ratios hold up better on a busy machine
+# (docs/benchmarks.md explains the figures).
 #
-#   bench/log-throughput.sh                 # everything (a few minutes)
+#   bench/log-throughput.sh                 # everything (about 5 minutes)
 #   bench/log-throughput.sh append-16KiB    # extra arguments go to criterion (a filter)
 #   SUMMARY_ONLY=1 bench/log-throughput.sh  # just re-print the table of the last run
+#   PAIRED_ROUNDS=0 bench/log-throughput.sh # skip the paired run (default 30 rounds)
 #
-# Figures are criterion's median time per iteration turned into MiB/s with the
+# Criterion figures are the median time per iteration turned into MiB/s with the
 # benchmark's byte count. Only results written by this run are shown.
 set -euo pipefail
 
@@ -26,9 +29,9 @@ fi
 [[ -d "$criterion_dir" ]] || { echo "no results in $criterion_dir" >&2; exit 1; }
 
 echo
-echo "Summary (median; MiB/s = 2^20 bytes/s; ratio = log / plain)"
-printf '%-20s %-16s %12s %10s\n' group benchmark MiB/s log/plain
-printf '%-20s %-16s %12s %10s\n' ----- --------- ----- ---------
+echo "Criterion summary (median; MiB/s = 2^20 bytes/s; log/plain from sequential runs)"
+printf '%-20s %-18s %12s %10s\n' group benchmark MiB/s log/plain
+printf '%-20s %-18s %12s %10s\n' ----- --------- ----- ---------
 for group in append-16KiB append-1MiB append-16KiB-fsync append-1MiB-fsync \
              read-16KiB read-1MiB validate-16KiB; do
   [[ -d "$criterion_dir/$group" ]] || continue
@@ -57,10 +60,18 @@ for group in append-16KiB append-1MiB append-16KiB-fsync append-1MiB-fsync \
   done
   for name in "${ordered[@]}"; do
     ratio=""
-    if [[ "$name" == log && -n "${rate[plain]:-}" ]]; then
-      ratio=$(awk -v a="${rate[log]}" -v b="${rate[plain]}" 'BEGIN { printf "%.0f%%", 100 * a / b }')
+    # log-X is compared with plain-X when there is one, else with plain.
+    base=plain
+    [[ "$name" == log-* && -n "${rate[plain-${name#log-}]:-}" ]] && base="plain-${name#log-}"
+    if [[ "$name" == log* && -n "${rate[$base]:-}" ]]; then
+      ratio=$(awk -v a="${rate[$name]}" -v b="${rate[$base]}" 'BEGIN { printf "%.0f%%", 100 * a / b }')
     fi
-    printf '%-20s %-16s %12s %10s\n' "$group" "$name" "${rate[$name]}" "$ratio"
+    printf '%-20s %-18s %12s %10s\n' "$group" "$name" "${rate[$name]}" "$ratio"
   done
   unset rate
 done
+
+rounds=${PAIRED_ROUNDS:-30}
+if [[ "$rounds" != 0 && -z "${SUMMARY_ONLY:-}" ]]; then
+  cargo bench -p sluice-storage --bench log -- --paired="$rounds"
+fi

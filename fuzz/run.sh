@@ -51,10 +51,8 @@ if [[ "$toolchain" != nightly* ]]; then
 fi
 echo "== toolchain: $(rustc ${toolchain:++$toolchain} --version)${RUSTC_BOOTSTRAP:+ (RUSTC_BOOTSTRAP=1)}"
 
-echo "== building ${targets[*]}"
-for target in "${targets[@]}"; do
-  "${cargo_fuzz[@]}" build "$target" || exit 1
-done
+echo "== building"
+"${cargo_fuzz[@]}" build || exit 1
 
 mkdir -p logs
 failed=()
@@ -66,10 +64,11 @@ if [[ "$mode" == regressions ]]; then
     shopt -u nullglob
     for input in "${inputs[@]}"; do
       [[ "$input" == *.md ]] && continue
-      if "${cargo_fuzz[@]}" run "$target" "$input" -- -runs=1 >"logs/$target.regression.log" 2>&1; then
+      log="logs/$target.$(basename "$input").log"
+      if "${cargo_fuzz[@]}" run "$target" "$input" -- -runs=1 >"$log" 2>&1; then
         echo "ok     $target $input"
       else
-        echo "FAILS  $target $input (logs/$target.regression.log)"
+        echo "FAILS  $target $input: $(grep -m1 -A1 'panicked at' "$log" | tr '\n' ' ')"
         failed+=("$target:$input")
       fi
     done
@@ -77,22 +76,37 @@ if [[ "$mode" == regressions ]]; then
 else
   printf '%-18s %12s %10s  %s\n' target executions exec/s result
   for target in "${targets[@]}"; do
-    mkdir -p "corpus/$target" "seeds/$target"
+    mkdir -p "corpus/$target" "seeds/$target" "artifacts/$target"
     log="logs/$target.log"
+    dict=()
+    case "$target" in
+      varint) ;;
+      checkpoints) dict=(-dict=dict/checkpoints.dict) ;;
+      *) dict=(-dict=dict/batch.dict) ;;
+    esac
+    before=$(ls "artifacts/$target" | wc -l)
+    # -fork=1 -ignore_crashes=1: one worker process at a time, and a crash is saved
+    # without ending the run, so one known bug does not hide the next.
     "${cargo_fuzz[@]}" run "$target" "corpus/$target" "seeds/$target" -- \
-      -max_total_time="$seconds" -timeout=20 -print_final_stats=1 >"$log" 2>&1
+      -max_total_time="$seconds" -timeout=20 -fork=1 -ignore_crashes=1 \
+      "${dict[@]}" >"$log" 2>&1
     status=$?
-    runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
-    [[ -z "$runs" ]] && runs=$(grep -o '^#[0-9]*' "$log" | tr -d '#' | tail -1)
-    rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
-    if [[ $status -eq 0 ]]; then
-      result=ok
-    else
-      artifact=$(grep -o 'Test unit written to [^ ]*' "$log" | tail -1 | sed 's/Test unit written to //')
-      result="CRASH (exit $status) ${artifact:-see $log}"
+    after=$(ls "artifacts/$target" | wc -l)
+    last=$(grep -E '^#[0-9]+: cov:' "$log" | tail -1)
+    runs=$(sed -E 's/^#([0-9]+):.*/\1/' <<<"$last")
+    seconds_run=$(grep -oE 'time: [0-9]+s' <<<"$last" | grep -oE '[0-9]+')
+    rate="?"
+    [[ -n "$runs" && -n "$seconds_run" && "$seconds_run" -gt 0 ]] && rate=$((runs / seconds_run))
+    if [[ $after -gt $before ]]; then
+      result="CRASH: $((after - before)) new input(s) in fuzz/artifacts/$target/"
       failed+=("$target")
+    elif [[ $status -ne 0 ]]; then
+      result="FAILED (exit $status, see fuzz/$log)"
+      failed+=("$target")
+    else
+      result=ok
     fi
-    printf '%-18s %12s %10s  %s\n' "$target" "${runs:-?}" "${rate:-?}" "$result"
+    printf '%-18s %12s %10s  %s\n' "$target" "${runs:-?}" "$rate" "$result"
   done
 fi
 

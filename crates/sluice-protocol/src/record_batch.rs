@@ -773,13 +773,46 @@ impl RecordBatchBuilder {
         self.records.len()
     }
 
-    /// Appends a record with the next offset delta.
-    pub fn append(&mut self, record: &NewRecord) {
-        let base_timestamp = *self.base_timestamp.get_or_insert(record.timestamp);
-        self.max_timestamp = self.max_timestamp.max(record.timestamp);
-        let timestamp_delta = record.timestamp.wrapping_sub(base_timestamp);
+    /// Appends a record with the next offset delta. Refuses a record the batch format
+    /// cannot hold, so the builder never writes a batch its reader rejects: a timestamp
+    /// more than `i64::MAX` from the batch's first, the 2^31st record, or a batch past
+    /// 2 GiB.
+    pub fn append(&mut self, record: &NewRecord) -> Result<(), BatchError> {
+        let index = self.record_count.max(0) as usize;
+        let invalid = |reason: String| BatchError::InvalidRecord { index, reason };
+        let base_timestamp = self.base_timestamp.unwrap_or(record.timestamp);
+        let timestamp_delta = record
+            .timestamp
+            .checked_sub(base_timestamp)
+            .ok_or_else(|| {
+                invalid(format!(
+                    "timestamp {} is too far from the batch's base timestamp {base_timestamp}",
+                    record.timestamp
+                ))
+            })?;
         let offset_delta = self.record_count;
+        if offset_delta == i32::MAX {
+            return Err(invalid("a batch holds at most i32::MAX records".into()));
+        }
         let body_size = record_body_size(timestamp_delta, offset_delta, record);
+        let batch_size = RECORD_BATCH_OVERHEAD + self.records.len() + body_size + 5;
+        if batch_size > i32::MAX as usize {
+            return Err(invalid(format!(
+                "a record of {body_size} bytes would take the batch past 2 GiB"
+            )));
+        }
+        if let Some(header) = record
+            .headers
+            .iter()
+            .find(|h| std::str::from_utf8(&h.key).is_err())
+        {
+            return Err(invalid(format!(
+                "header key {:?} is not UTF-8",
+                String::from_utf8_lossy(&header.key)
+            )));
+        }
+        self.base_timestamp = Some(base_timestamp);
+        self.max_timestamp = self.max_timestamp.max(record.timestamp);
         let out = &mut self.records;
         out.reserve(body_size + 5);
         varint::write_varint(out, body_size as i32);
@@ -794,6 +827,7 @@ impl RecordBatchBuilder {
             write_nullable(out, header.value.as_deref());
         }
         self.record_count += 1;
+        Ok(())
     }
 
     /// Writes the batch: header, (compressed) records, CRC.
@@ -893,7 +927,7 @@ mod tests {
         let mut builder = RecordBatchBuilder::new(codec).producer(7, 1, 42);
         let records: Vec<_> = (0..count).map(record).collect();
         for r in &records {
-            builder.append(r);
+            builder.append(r).unwrap();
         }
         (records, builder.build())
     }
@@ -1059,12 +1093,14 @@ mod tests {
         for (name, mutate, expected) in cases {
             let mut builder = RecordBatchBuilder::new(Compression::None);
             for i in 0..3 {
-                builder.append(&NewRecord {
-                    timestamp: 1000 + i,
-                    key: None,
-                    value: Some(Bytes::from_static(b"v")),
-                    headers: vec![],
-                });
+                builder
+                    .append(&NewRecord {
+                        timestamp: 1000 + i,
+                        key: None,
+                        value: Some(Bytes::from_static(b"v")),
+                        headers: vec![],
+                    })
+                    .unwrap();
             }
             let mut bytes = builder.build().to_vec();
             mutate(&mut bytes);
@@ -1075,6 +1111,40 @@ mod tests {
             let error = error.expect_err(name);
             assert!(expected(&error), "{name}: unexpected error {error:?}");
         }
+    }
+
+    #[test]
+    fn builder_refuses_what_the_reader_would_reject() {
+        // Found by fuzzing builder_roundtrip: timestamps more than i64::MAX apart.
+        let record = |timestamp| NewRecord {
+            timestamp,
+            key: None,
+            value: None,
+            headers: vec![],
+        };
+        let mut builder = RecordBatchBuilder::new(Compression::None);
+        builder.append(&record(-7_378_783_726_403_348_149)).unwrap();
+        let error = builder
+            .append(&record(5_425_598_726_066_405_378))
+            .unwrap_err();
+        assert!(
+            matches!(error, BatchError::InvalidRecord { index: 1, .. }),
+            "{error}"
+        );
+        // The refused record left no trace: the batch holds one record and validates.
+        assert_eq!(builder.record_count(), 1);
+        let batch = RecordBatch::new(builder.build()).unwrap();
+        batch.validate().unwrap();
+        // As the Java client: the max timestamp starts at -1 (no timestamp).
+        assert_eq!(batch.max_timestamp(), -1);
+        // Header keys are UTF-8 strings in Kafka.
+        let mut with_bad_key = record(1);
+        with_bad_key.headers.push(Header {
+            key: Bytes::from_static(&[0xff, 0xfe]),
+            value: None,
+        });
+        assert!(builder.append(&with_bad_key).is_err());
+        assert_eq!(builder.record_count(), 1);
     }
 
     #[test]

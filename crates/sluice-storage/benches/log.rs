@@ -111,12 +111,14 @@ fn value(seed: u64) -> Bytes {
 fn batch(records: usize, compression: Compression) -> Bytes {
     let mut builder = RecordBatchBuilder::new(compression);
     for i in 0..records {
-        builder.append(&NewRecord {
-            timestamp: TIMESTAMP + i as i64,
-            key: Some(Bytes::copy_from_slice(&(i as u64).to_be_bytes())),
-            value: Some(value(i as u64)),
-            headers: vec![],
-        });
+        builder
+            .append(&NewRecord {
+                timestamp: TIMESTAMP + i as i64,
+                key: Some(Bytes::copy_from_slice(&(i as u64).to_be_bytes())),
+                value: Some(value(i as u64)),
+                headers: vec![],
+            })
+            .expect("a record the batch can hold");
     }
     builder.build()
 }

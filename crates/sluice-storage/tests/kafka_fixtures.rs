@@ -166,12 +166,14 @@ fn builder_reproduces_the_java_clients_uncompressed_batches() {
             );
         for record in batch.records().unwrap() {
             let record = record.unwrap();
-            builder.append(&NewRecord {
-                timestamp: record.timestamp,
-                key: record.key,
-                value: record.value,
-                headers: record.headers,
-            });
+            builder
+                .append(&NewRecord {
+                    timestamp: record.timestamp,
+                    key: record.key,
+                    value: record.value,
+                    headers: record.headers,
+                })
+                .unwrap();
         }
         assert_eq!(
             builder.build(),
@@ -205,19 +207,21 @@ fn builder_rebuilds_the_expected_records_as_the_java_client_batched_them() {
                 batch.base_sequence(),
             );
         for record in &expected[next..next + count] {
-            builder.append(&NewRecord {
-                timestamp: record.timestamp,
-                key: record.key.clone().map(Bytes::from),
-                value: record.value.clone().map(Bytes::from),
-                headers: record
-                    .headers
-                    .iter()
-                    .map(|(k, v)| Header {
-                        key: Bytes::from(k.clone()),
-                        value: v.clone().map(Bytes::from),
-                    })
-                    .collect(),
-            });
+            builder
+                .append(&NewRecord {
+                    timestamp: record.timestamp,
+                    key: record.key.clone().map(Bytes::from),
+                    value: record.value.clone().map(Bytes::from),
+                    headers: record
+                        .headers
+                        .iter()
+                        .map(|(k, v)| Header {
+                            key: Bytes::from(k.clone()),
+                            value: v.clone().map(Bytes::from),
+                        })
+                        .collect(),
+                })
+                .unwrap();
         }
         assert_eq!(&builder.build(), batch.bytes());
         next += count;

@@ -35,12 +35,14 @@ fn step() -> impl Strategy<Value = Step> {
 fn build(codec: Compression, records: &[(i64, usize, bool)]) -> (Vec<u8>, Vec<i64>) {
     let mut builder = RecordBatchBuilder::new(codec);
     for (i, (timestamp, value_bytes, has_key)) in records.iter().enumerate() {
-        builder.append(&NewRecord {
-            timestamp: T0 + timestamp,
-            key: has_key.then(|| Bytes::from(format!("k{i}"))),
-            value: Some(Bytes::from(vec![(i % 251) as u8; *value_bytes])),
-            headers: vec![],
-        });
+        builder
+            .append(&NewRecord {
+                timestamp: T0 + timestamp,
+                key: has_key.then(|| Bytes::from(format!("k{i}"))),
+                value: Some(Bytes::from(vec![(i % 251) as u8; *value_bytes])),
+                headers: vec![],
+            })
+            .unwrap();
     }
     (
         builder.build().to_vec(),

@@ -56,15 +56,17 @@ fn main() {
         let mut builder = RecordBatchBuilder::new(codec);
         for offset in first..first + count as i64 {
             let padding = (next_random() % 300) as usize;
-            builder.append(&NewRecord {
-                timestamp: 1_700_000_000_000 + offset,
-                key: Some(Bytes::from(format!("key-{offset}"))),
-                value: Some(Bytes::from(format!(
-                    "value-{offset}-{}",
-                    "x".repeat(padding)
-                ))),
-                headers: vec![],
-            });
+            builder
+                .append(&NewRecord {
+                    timestamp: 1_700_000_000_000 + offset,
+                    key: Some(Bytes::from(format!("key-{offset}"))),
+                    value: Some(Bytes::from(format!(
+                        "value-{offset}-{}",
+                        "x".repeat(padding)
+                    ))),
+                    headers: vec![],
+                })
+                .expect("timestamps are close together");
         }
         let mut bytes = builder.build().to_vec();
         let info = log

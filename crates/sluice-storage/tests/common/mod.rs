@@ -17,12 +17,14 @@ pub fn batch(
 ) -> Vec<u8> {
     let mut builder = RecordBatchBuilder::new(codec);
     for i in 0..count {
-        builder.append(&NewRecord {
-            timestamp: first_timestamp + i as i64,
-            key: Some(Bytes::from(format!("key-{i}"))),
-            value: Some(Bytes::from(vec![b'a' + (i % 26) as u8; value_bytes])),
-            headers: vec![],
-        });
+        builder
+            .append(&NewRecord {
+                timestamp: first_timestamp + i as i64,
+                key: Some(Bytes::from(format!("key-{i}"))),
+                value: Some(Bytes::from(vec![b'a' + (i % 26) as u8; value_bytes])),
+                headers: vec![],
+            })
+            .unwrap();
     }
     builder.build().to_vec()
 }
