@@ -200,6 +200,7 @@ impl LogManager {
         let mut deleted = 0;
         for log in self.logs.values_mut() {
             deleted += log.delete_old_segments(now_ms)?;
+            log.flush_rolled_segments()?;
             log.flush_if_due(now_ms)?;
         }
         self.checkpoint()?;

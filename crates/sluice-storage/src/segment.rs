@@ -453,18 +453,31 @@ impl LogSegment {
         Ok(())
     }
 
-    /// Leaves the active role (at roll or close): adds the final time-index entry, writes
-    /// and fsyncs both indexes and the log, and drops the handles.
-    pub fn deactivate(&mut self) -> Result<()> {
-        self.flush()?;
-        if let Some(mut active) = self.active.take()
-            && active.time_index.push_if_newer(
+    /// Leaves the active role: adds the final time-index entry, writes both indexes and
+    /// drops the handles. With `sync` (a clean close) the log and indexes are fsynced
+    /// first; without it (a roll) the fsync is left to [`LogSegment::sync_files`], so an
+    /// append that rolls does not wait for the disk (Kafka schedules that flush too).
+    pub fn deactivate(&mut self, sync: bool) -> Result<()> {
+        if sync {
+            self.flush()?;
+        }
+        if let Some(mut active) = self.active.take() {
+            active.time_index.push_if_newer(
                 self.max_timestamp,
                 self.offset_of_max_timestamp - self.base_offset,
-            )
-        {
-            active.time_index.persist(true)?;
+            );
+            active.offset_index.persist(sync)?;
+            active.time_index.persist(sync)?;
         }
+        Ok(())
+    }
+
+    /// fsyncs the files of a segment that was rolled without a flush.
+    pub fn sync_files(&mut self) -> Result<()> {
+        for path in [&self.log_path, &self.index_path, &self.time_index_path] {
+            File::open(path).and_then(|f| f.sync_data()).at(path)?;
+        }
+        self.flushed_bytes = self.size_bytes;
         Ok(())
     }
 

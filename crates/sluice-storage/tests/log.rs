@@ -631,6 +631,29 @@ fn flush_policy_by_message_count_and_time() {
     assert_eq!(log.recovery_point(), 7);
 }
 
+#[test]
+fn a_roll_defers_its_fsync_to_the_scheduled_flush() {
+    let temp = tempfile::tempdir().unwrap();
+    let mut log = open(temp.path(), small_segments(2048));
+    for _ in 0..10 {
+        let mut b = batch(2, Compression::None, T0, 400);
+        log.append_as_leader(&mut b, 0, T0).unwrap();
+    }
+    let segments = log.segments();
+    assert!(segments.len() >= 3);
+    // Rolls wrote the indexes but did not fsync: the recovery point has not moved.
+    assert_eq!(log.recovery_point(), 0);
+    assert!(log.flush_rolled_segments().unwrap());
+    let active_base = segments.last().unwrap().base_offset;
+    assert_eq!(log.recovery_point(), active_base);
+    assert!(
+        !log.flush_rolled_segments().unwrap(),
+        "nothing left to flush"
+    );
+    log.flush().unwrap();
+    assert_eq!(log.recovery_point(), 20);
+}
+
 /// Offsets at the edge of `i64` (found by fuzzing `log_recovery`): a segment or batch
 /// whose offsets cannot continue is refused or cut, never a panic or a wrapped offset.
 #[test]
