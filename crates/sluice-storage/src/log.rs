@@ -148,7 +148,7 @@ impl Log {
             let base = *base;
             if let Some(cut) = cut_at {
                 tracing::warn!(dir = %dir.display(), segment = base, after = cut, "deleting a segment after a truncated one");
-                LogSegment::open(dir, base, &config, now)?.delete()?;
+                LogSegment::delete_files(dir, base)?;
                 continue;
             }
             let segment = if base >= recover_from {

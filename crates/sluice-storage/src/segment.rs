@@ -816,7 +816,14 @@ impl LogSegment {
 
     /// Deletes the segment's files.
     pub fn delete(self) -> Result<()> {
-        for path in [&self.log_path, &self.index_path, &self.time_index_path] {
+        Self::delete_files(self.log_path.parent().unwrap_or(Path::new(".")), self.base_offset)
+    }
+
+    /// Deletes the files of the segment at `base_offset` in `dir`, without reading them
+    /// (they may be damaged).
+    pub fn delete_files(dir: &Path, base_offset: i64) -> Result<()> {
+        let (log_path, index_path, time_index_path) = Self::paths(dir, base_offset);
+        for path in [&log_path, &index_path, &time_index_path] {
             match std::fs::remove_file(path) {
                 Ok(()) => {}
                 Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
