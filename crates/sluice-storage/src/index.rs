@@ -1,4 +1,5 @@
-//! The two sparse indexes of a segment, in Kafka's file formats:
+//! What the two sparse indexes of a segment share ([`crate::offset_index`],
+//! [`crate::time_index`]): Kafka's file formats,
 //!
 //! - `.index` (offset index): 8-byte entries, relative offset (u32 BE) → file position
 //!   (u32 BE) of the batch whose *last* offset is that offset; an entry every
@@ -21,60 +22,14 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::{IoContext, Result, StorageError};
+#[cfg(test)]
+use crate::offset_index::OffsetEntry;
 
 pub(crate) trait IndexEntry: Copy + std::fmt::Debug {
     const SIZE: usize;
     fn decode(bytes: &[u8]) -> Self;
     fn encode(&self, out: &mut Vec<u8>);
     fn relative_offset(&self) -> u32;
-}
-
-/// An offset-index entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OffsetEntry {
-    pub relative_offset: u32,
-    pub position: u32,
-}
-
-impl IndexEntry for OffsetEntry {
-    const SIZE: usize = 8;
-    fn decode(bytes: &[u8]) -> Self {
-        OffsetEntry {
-            relative_offset: u32::from_be_bytes(bytes[0..4].try_into().expect("4 bytes")),
-            position: u32::from_be_bytes(bytes[4..8].try_into().expect("4 bytes")),
-        }
-    }
-    fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.relative_offset.to_be_bytes());
-        out.extend_from_slice(&self.position.to_be_bytes());
-    }
-    fn relative_offset(&self) -> u32 {
-        self.relative_offset
-    }
-}
-
-/// A time-index entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TimeEntry {
-    pub timestamp: i64,
-    pub relative_offset: u32,
-}
-
-impl IndexEntry for TimeEntry {
-    const SIZE: usize = 12;
-    fn decode(bytes: &[u8]) -> Self {
-        TimeEntry {
-            timestamp: i64::from_be_bytes(bytes[0..8].try_into().expect("8 bytes")),
-            relative_offset: u32::from_be_bytes(bytes[8..12].try_into().expect("4 bytes")),
-        }
-    }
-    fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.timestamp.to_be_bytes());
-        out.extend_from_slice(&self.relative_offset.to_be_bytes());
-    }
-    fn relative_offset(&self) -> u32 {
-        self.relative_offset
-    }
 }
 
 /// The in-memory index of the active segment, mirrored to its file at flush.
@@ -251,60 +206,6 @@ pub(crate) fn floor_in_file<E: IndexEntry>(
     Ok(best)
 }
 
-/// Checks an offset index against its segment: offsets and positions strictly increasing,
-/// positions inside the log, offsets inside the segment's offset range.
-pub(crate) fn check_offset_entries(
-    entries: &[OffsetEntry],
-    log_size_bytes: u64,
-    max_relative_offset: Option<u32>,
-) -> std::result::Result<(), String> {
-    for pair in entries.windows(2) {
-        if pair[1].relative_offset <= pair[0].relative_offset
-            || pair[1].position <= pair[0].position
-        {
-            return Err(format!(
-                "entries out of order: {:?} then {:?}",
-                pair[0], pair[1]
-            ));
-        }
-    }
-    if let Some(last) = entries.last() {
-        if u64::from(last.position) >= log_size_bytes {
-            return Err(format!(
-                "entry {last:?} points past the log's {log_size_bytes} bytes"
-            ));
-        }
-        if max_relative_offset.is_some_and(|max| last.relative_offset > max) {
-            return Err(format!("entry {last:?} is past the segment's offsets"));
-        }
-    }
-    Ok(())
-}
-
-/// Checks a time index: timestamps and offsets never decreasing, offsets inside the
-/// segment's range.
-pub(crate) fn check_time_entries(
-    entries: &[TimeEntry],
-    max_relative_offset: Option<u32>,
-) -> std::result::Result<(), String> {
-    for pair in entries.windows(2) {
-        if pair[1].timestamp < pair[0].timestamp
-            || pair[1].relative_offset < pair[0].relative_offset
-        {
-            return Err(format!(
-                "entries out of order: {:?} then {:?}",
-                pair[0], pair[1]
-            ));
-        }
-    }
-    if let Some(last) = entries.last()
-        && max_relative_offset.is_some_and(|max| last.relative_offset > max)
-    {
-        return Err(format!("entry {last:?} is past the segment's offsets"));
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -336,35 +237,5 @@ mod tests {
         let entries = read_entries::<OffsetEntry>(&path).unwrap().unwrap();
         assert_eq!(entries.len(), 51);
         assert_eq!(entries.last().unwrap().relative_offset, 600);
-    }
-
-    #[test]
-    fn checks_reject_disorder_and_overreach() {
-        let ordered = [
-            OffsetEntry {
-                relative_offset: 1,
-                position: 0,
-            },
-            OffsetEntry {
-                relative_offset: 5,
-                position: 100,
-            },
-        ];
-        assert!(check_offset_entries(&ordered, 200, Some(10)).is_ok());
-        assert!(check_offset_entries(&ordered, 100, Some(10)).is_err());
-        assert!(check_offset_entries(&ordered, 200, Some(4)).is_err());
-        let swapped = [ordered[1], ordered[0]];
-        assert!(check_offset_entries(&swapped, 200, None).is_err());
-        let times = [
-            TimeEntry {
-                timestamp: 10,
-                relative_offset: 1,
-            },
-            TimeEntry {
-                timestamp: 5,
-                relative_offset: 2,
-            },
-        ];
-        assert!(check_time_entries(&times, None).is_err());
     }
 }

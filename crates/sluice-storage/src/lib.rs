@@ -20,7 +20,9 @@ mod index;
 pub mod leader_epoch;
 pub mod log;
 pub mod log_manager;
+mod offset_index;
 mod segment;
+mod time_index;
 
 pub use checkpoint::TopicId;
 pub use config::LogConfig;

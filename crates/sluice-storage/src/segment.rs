@@ -23,10 +23,9 @@ use sluice_protocol::record_batch::{LOG_OVERHEAD, MAGIC_V2, RECORD_BATCH_OVERHEA
 
 use crate::config::LogConfig;
 use crate::error::{IoContext, Result, StorageError};
-use crate::index::{
-    self, Index, OffsetEntry, TimeEntry, check_offset_entries, check_time_entries, floor_in_file,
-    floor_in_memory,
-};
+use crate::index::{self, Index, floor_in_file, floor_in_memory};
+use crate::offset_index::{OffsetEntry, check_offset_entries};
+use crate::time_index::{TimeEntry, check_time_entries};
 
 /// `{offset:020}` + suffix, as Kafka names segment files.
 pub fn segment_file_name(base_offset: i64, suffix: &str) -> String {
@@ -816,7 +815,10 @@ impl LogSegment {
 
     /// Deletes the segment's files.
     pub fn delete(self) -> Result<()> {
-        Self::delete_files(self.log_path.parent().unwrap_or(Path::new(".")), self.base_offset)
+        Self::delete_files(
+            self.log_path.parent().unwrap_or(Path::new(".")),
+            self.base_offset,
+        )
     }
 
     /// Deletes the files of the segment at `base_offset` in `dir`, without reading them
@@ -836,20 +838,6 @@ impl LogSegment {
             }
         }
         Ok(())
-    }
-}
-
-impl Index<TimeEntry> {
-    /// Appends (timestamp, offset) when the timestamp is larger than the last entry's.
-    fn push_if_newer(&mut self, timestamp: i64, relative_offset: i64) -> bool {
-        if timestamp < 0 || self.last().is_some_and(|last| timestamp <= last.timestamp) {
-            return false;
-        }
-        self.push(TimeEntry {
-            timestamp,
-            relative_offset: relative_offset as u32,
-        });
-        true
     }
 }
 
