@@ -668,10 +668,24 @@ impl LogSegment {
             } else {
                 max_bytes.min(available)
             };
-            let mut buffer = BytesMut::zeroed(length as usize);
-            file.read_exact_at(&mut buffer, position)
-                .at(&self.log_path)?;
-            let bytes = buffer.freeze();
+            let bytes = if length >= UNZEROED_READ_MIN_BYTES {
+                // An inactive segment's handle is this read's own; the active one's is
+                // shared, so the read takes a fresh one for its file offset.
+                let fresh;
+                let handle = match self.active {
+                    Some(_) => {
+                        fresh = File::open(&self.log_path).at(&self.log_path)?;
+                        &fresh
+                    }
+                    None => file,
+                };
+                Bytes::from(read_unzeroed(handle, position, length as usize).at(&self.log_path)?)
+            } else {
+                let mut buffer = BytesMut::zeroed(length as usize);
+                file.read_exact_at(&mut buffer, position)
+                    .at(&self.log_path)?;
+                buffer.freeze()
+            };
             // Keep whole batches below `max_offset`.
             let mut end = 0usize;
             while end + RECORD_BATCH_OVERHEAD <= bytes.len() {
@@ -839,6 +853,28 @@ impl LogSegment {
         }
         Ok(())
     }
+}
+
+/// Reads of at least this many bytes skip zeroing their buffer (see [`read_unzeroed`]):
+/// zeroing costs about 12 µs per MiB here, a fresh handle's open and close about 3 µs.
+const UNZEROED_READ_MIN_BYTES: u64 = 256 * 1024;
+
+/// Reads `length` bytes at `position` into a new buffer without zeroing it first:
+/// `Read::read_to_end` fills the buffer's spare capacity directly. It moves the handle's
+/// file offset, so `file` must not be shared with other readers. Every read needs a
+/// buffer of its own because the bytes are handed out as shared `Bytes`.
+fn read_unzeroed(mut file: &File, position: u64, length: usize) -> std::io::Result<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    file.seek(SeekFrom::Start(position))?;
+    let mut buffer = Vec::with_capacity(length);
+    file.take(length as u64).read_to_end(&mut buffer)?;
+    if buffer.len() != length {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            format!("read {} of {length} bytes at {position}", buffer.len()),
+        ));
+    }
+    Ok(buffer)
 }
 
 /// Walks batch headers from `position` to `end` with one 61-byte `pread` each. Stops at

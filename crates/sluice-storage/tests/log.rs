@@ -702,3 +702,21 @@ fn offsets_at_the_end_of_the_range_are_refused_not_wrapped() {
         );
     }
 }
+
+#[test]
+fn large_reads_return_the_same_bytes_as_small_ones() {
+    // Reads of 256 KiB and more take the unzeroed path; both paths must agree.
+    let temp = tempfile::tempdir().unwrap();
+    let mut log = open(temp.path(), LogConfig::default());
+    for i in 0..40i64 {
+        let mut b = batch(16, Compression::None, T0 + i, 1000);
+        log.append_as_leader(&mut b, 0, T0).unwrap();
+    }
+    assert!(log.size_bytes() > 600 * 1024);
+    let large = read_batches(&log, 1 << 20);
+    let small = read_batches(&log, 20_000);
+    assert_eq!(large, small);
+    assert_eq!(large.len(), 40);
+    let whole = log.read(0, 1 << 20, None, true).unwrap();
+    assert_eq!(whole.records.len() as u64, log.size_bytes());
+}
