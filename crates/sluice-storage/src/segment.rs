@@ -175,14 +175,12 @@ impl LogSegment {
         })
     }
 
-    /// Opens an existing segment whose data is trusted (before the recovery point, or
-    /// after a clean shutdown). Indexes that are missing or fail their checks are rebuilt
-    /// from the log. Reads only the index files and the headers after the last index
-    /// entry.
-    pub fn open(dir: &Path, base_offset: i64, config: &LogConfig, now_ms: i64) -> Result<Self> {
+    /// An existing segment as its file stands, before its end, timestamps and indexes
+    /// are known (`open` and `recover` fill them in).
+    fn existing(dir: &Path, base_offset: i64, now_ms: i64) -> Result<Self> {
         let (log_path, index_path, time_index_path) = Self::paths(dir, base_offset);
         let size_bytes = std::fs::metadata(&log_path).at(&log_path)?.len();
-        let mut segment = LogSegment {
+        Ok(LogSegment {
             base_offset,
             log_path,
             index_path,
@@ -195,7 +193,16 @@ impl LogSegment {
             created_ms: now_ms,
             flushed_bytes: size_bytes,
             active: None,
-        };
+        })
+    }
+
+    /// Opens an existing segment whose data is trusted (before the recovery point, or
+    /// after a clean shutdown). Indexes that are missing or fail their checks are rebuilt
+    /// from the log. Reads only the index files and the headers after the last index
+    /// entry.
+    pub fn open(dir: &Path, base_offset: i64, config: &LogConfig, now_ms: i64) -> Result<Self> {
+        let mut segment = Self::existing(dir, base_offset, now_ms)?;
+        let size_bytes = segment.size_bytes;
         let file = File::open(&segment.log_path).at(&segment.log_path)?;
         let offset_entries = index::read_entries::<OffsetEntry>(&segment.index_path)?;
         let time_entries = index::read_entries::<TimeEntry>(&segment.time_index_path)?;
@@ -262,22 +269,7 @@ impl LogSegment {
         config: &LogConfig,
         now_ms: i64,
     ) -> Result<(Self, u64)> {
-        let (log_path, index_path, time_index_path) = Self::paths(dir, base_offset);
-        let size_bytes = std::fs::metadata(&log_path).at(&log_path)?.len();
-        let mut segment = LogSegment {
-            base_offset,
-            log_path,
-            index_path,
-            time_index_path,
-            size_bytes,
-            next_offset: base_offset,
-            max_timestamp: -1,
-            offset_of_max_timestamp: base_offset,
-            rolling_based_timestamp: None,
-            created_ms: now_ms,
-            flushed_bytes: 0,
-            active: None,
-        };
+        let mut segment = Self::existing(dir, base_offset, now_ms)?;
         let truncated = segment.rebuild(config, true)?;
         Ok((segment, truncated))
     }
