@@ -298,10 +298,7 @@ impl Log {
         let first_offset = next_offset;
         let mut position = 0usize;
         while position < records.len() {
-            // The broker ran `RecordBatch::validate` (CRC included) on these bytes; a
-            // second CRC pass would cost a tenth of the append (docs/benchmarks.md), so
-            // only debug builds repeat it.
-            let size = self.check_batch_at(records, position, cfg!(debug_assertions))?;
+            let size = self.check_batch_at(records, position, AppendOrigin::Client)?;
             let batch = &mut records[position..position + size];
             let last_offset_delta = BatchHeader::parse(batch).last_offset_delta;
             if !record_batch::offsets_fit(next_offset, last_offset_delta) {
@@ -336,8 +333,7 @@ impl Log {
         let mut first_offset = None;
         let mut epochs = Vec::new();
         while position < records.len() {
-            // Replicated bytes are checked here: no broker validation ran on them.
-            let size = self.check_batch_at(records, position, true)?;
+            let size = self.check_batch_at(records, position, AppendOrigin::Replication)?;
             let header = BatchHeader::parse(&records[position..position + RECORD_BATCH_OVERHEAD]);
             if !header.is_plausible() {
                 return Err(record_batch::BatchError::OffsetOverflow {
@@ -370,15 +366,25 @@ impl Log {
         Ok(info)
     }
 
-    /// Checks the batch at `position` (header, size limit, and with `check_crc` the CRC);
-    /// returns its size.
-    fn check_batch_at(&self, records: &[u8], position: usize, check_crc: bool) -> Result<usize> {
+    /// Checks the batch at `position` and returns its size. Both origins get the header
+    /// checks. A producer's batch (`Client`) must fit `max.message.bytes` and had its
+    /// CRC checked by the broker's `RecordBatch::validate`, so only debug builds repeat
+    /// that (a second pass costs a tenth of the append, docs/benchmarks.md). A replicated
+    /// batch is CRC-checked here, as nothing else checked it, and is not held to
+    /// `max.message.bytes`: the leader already accepted it (Kafka's
+    /// `ignoreRecordSize` for followers; the fetch size bounds it).
+    fn check_batch_at(
+        &self,
+        records: &[u8],
+        position: usize,
+        origin: AppendOrigin,
+    ) -> Result<usize> {
         let rest = &records[position..];
         let size = batch_size_at(rest).ok_or(record_batch::BatchError::Truncated {
             needed: LOG_OVERHEAD,
             available: rest.len(),
         })?;
-        if size > self.config.max_message_bytes as usize {
+        if origin == AppendOrigin::Client && size > self.config.max_message_bytes as usize {
             return Err(StorageError::BatchTooLarge {
                 size_bytes: size,
                 max_bytes: self.config.max_message_bytes as usize,
@@ -391,8 +397,11 @@ impl Log {
             }
             .into());
         }
-        let view = BorrowedBatch(&rest[..size]);
-        view.check(check_crc)?;
+        let check_crc = match origin {
+            AppendOrigin::Client => cfg!(debug_assertions),
+            AppendOrigin::Replication => true,
+        };
+        BorrowedBatch(&rest[..size]).check(check_crc)?;
         Ok(size)
     }
 
@@ -745,6 +754,16 @@ impl Log {
         let config = self.config.clone();
         self.active_mut().activate(&config)
     }
+}
+
+/// Where appended bytes come from, which decides what the log re-checks (Kafka's
+/// `AppendOrigin`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AppendOrigin {
+    /// A producer's batches, validated by the broker, appended by the leader.
+    Client,
+    /// Batches fetched from the leader by a follower.
+    Replication,
 }
 
 /// A header-level view of one batch in a mutable buffer, without copying it.

@@ -236,10 +236,14 @@ fn bad_batches_are_refused_and_leave_the_log_unchanged() {
     let mut corrupt = batch(2, Compression::None, T0, 10);
     let last = corrupt.len() - 1;
     corrupt[last] ^= 1;
-    assert!(matches!(
-        log.append_as_leader(&mut corrupt, 0, T0),
-        Err(StorageError::InvalidBatch(_))
-    ));
+    // The broker checks producer CRCs (`RecordBatch::validate`); the log repeats the
+    // check on that path only in debug builds, which are what the tests run.
+    if cfg!(debug_assertions) {
+        assert!(matches!(
+            log.append_as_leader(&mut corrupt, 0, T0),
+            Err(StorageError::InvalidBatch(_))
+        ));
+    }
     // A valid batch followed by a cut one: nothing of the request is appended.
     let mut partial = batch(2, Compression::None, T0, 10);
     partial.extend_from_slice(&batch(2, Compression::None, T0, 10)[..30]);
@@ -719,4 +723,33 @@ fn large_reads_return_the_same_bytes_as_small_ones() {
     assert_eq!(large.len(), 40);
     let whole = log.read(0, 1 << 20, None, true).unwrap();
     assert_eq!(whole.records.len() as u64, log.size_bytes());
+}
+
+#[test]
+fn followers_take_batches_over_max_message_bytes_that_producers_may_not_send() {
+    // The leader accepted the batch under its config; a follower must store it even if
+    // its own config is smaller (Kafka ignores the record size for replication).
+    let temp = tempfile::tempdir().unwrap();
+    let config = LogConfig {
+        max_message_bytes: 1000,
+        ..LogConfig::default()
+    };
+    let mut log = open(temp.path(), config);
+    let mut large = batch(5, Compression::None, T0, 400);
+    assert!(matches!(
+        log.append_as_leader(&mut large.clone(), 0, T0),
+        Err(StorageError::BatchTooLarge { .. })
+    ));
+    sluice_protocol::record_batch::set_base_offset(&mut large, 0);
+    log.append_as_follower(&large, T0).unwrap();
+    assert_eq!(log.log_end_offset(), 5);
+    // A replicated batch with a bad CRC is refused.
+    let mut corrupt = batch(1, Compression::None, T0, 10);
+    sluice_protocol::record_batch::set_base_offset(&mut corrupt, 5);
+    let last = corrupt.len() - 1;
+    corrupt[last] ^= 1;
+    assert!(matches!(
+        log.append_as_follower(&corrupt, T0),
+        Err(StorageError::InvalidBatch(_))
+    ));
 }
