@@ -588,39 +588,45 @@ impl LogSegment {
         }
     }
 
-    /// Position of the largest offset-index entry at or below `offset`.
-    fn index_position(&self, offset: i64) -> Result<u64> {
+    /// The largest offset-index entry at or below `offset`.
+    fn index_floor(&self, offset: i64) -> Result<Option<OffsetEntry>> {
         let relative = (offset - self.base_offset).clamp(0, i64::from(u32::MAX)) as u32;
-        let entry = match &self.active {
-            Some(active) => floor_in_memory(active.offset_index.entries(), |e| {
-                e.relative_offset <= relative
-            }),
-            None => {
-                floor_in_file::<OffsetEntry>(&self.index_path, |e| e.relative_offset <= relative)?
-            }
-        };
-        Ok(entry.map_or(0, |e| u64::from(e.position)))
+        let at_or_below = |e: &OffsetEntry| e.relative_offset <= relative;
+        Ok(match &self.active {
+            Some(active) => floor_in_memory(active.offset_index.entries(), at_or_below),
+            None => floor_in_file::<OffsetEntry>(&self.index_path, at_or_below)?,
+        })
     }
 
-    /// The first batch whose last offset is at least `offset`, searching from the index
-    /// position (Kafka's `translateOffset`). A position that does not hold a batch of
-    /// this segment (a damaged index) falls back to a scan from the start.
+    /// The first batch whose last offset is at least `offset`, scanning from the index
+    /// entry below it (Kafka's `translateOffset`). An entry (offset O, position P) says
+    /// the batch at P starts at or before O, so every batch before P ends before O (Sluice
+    /// and Kafka's recovery write O = that batch's last offset; Kafka's append path may
+    /// write the last offset of a multi-batch append). An entry that breaks this (a
+    /// damaged index) is not trusted and the scan starts from the first batch instead.
     fn translate_offset(&self, file: &File, offset: i64) -> Result<Option<(u64, BatchHeader)>> {
-        let start = self.index_position(offset)?;
-        let found = self.scan_for(file, start, offset)?;
-        if found.is_none() && start > 0 {
-            return self.scan_for(file, 0, offset);
+        if let Some(entry) = self.index_floor(offset)? {
+            let start = u64::from(entry.position);
+            let entry_offset = self.base_offset + i64::from(entry.relative_offset);
+            match HeaderScan::new(file, start, self.size_bytes).next() {
+                Some(Ok((_, header)))
+                    if header.is_plausible()
+                        && (self.base_offset..=entry_offset).contains(&header.base_offset) =>
+                {
+                    return self.scan_for(file, start, offset);
+                }
+                Some(Err(error)) => return Err(error).at(&self.log_path),
+                _ => {
+                    tracing::warn!(segment = %self.log_path.display(), position = start, "index entry for offset {entry_offset} points at no batch starting at or before it; scanning from the start");
+                }
+            }
         }
-        Ok(found)
+        self.scan_for(file, 0, offset)
     }
 
     fn scan_for(&self, file: &File, start: u64, offset: i64) -> Result<Option<(u64, BatchHeader)>> {
         for item in HeaderScan::new(file, start, self.size_bytes) {
             let (position, header) = item.at(&self.log_path)?;
-            if header.magic != MAGIC_V2 || header.base_offset < self.base_offset {
-                tracing::warn!(segment = %self.log_path.display(), position, "index points at no batch; scanning from the start");
-                return Ok(None);
-            }
             if header.last_offset() >= offset {
                 return Ok(Some((position, header)));
             }

@@ -753,3 +753,45 @@ fn followers_take_batches_over_max_message_bytes_that_producers_may_not_send() {
         Err(StorageError::InvalidBatch(_))
     ));
 }
+
+#[test]
+fn an_index_that_points_at_later_batches_is_not_trusted() {
+    // Entries in order and inside the file (so they pass the checks at open) but each
+    // pointing one batch too far: a read must still start at the batch holding its offset.
+    let temp = tempfile::tempdir().unwrap();
+    let config = LogConfig {
+        index_interval_bytes: 1,
+        ..LogConfig::default()
+    };
+    let mut log = open(temp.path(), config.clone());
+    for i in 0..10i64 {
+        let mut b = batch(3, Compression::None, T0 + i, 100);
+        log.append_as_leader(&mut b, 0, T0).unwrap();
+    }
+    log.close().unwrap();
+    let expected = read_batches(&log, 1);
+    drop(log);
+    let index_path = temp.path().join("00000000000000000000.index");
+    let mut index = std::fs::read(&index_path).unwrap();
+    assert_eq!(index.len(), 9 * 8);
+    // Shift every position to the next entry's position (dropping the last entry).
+    let positions: Vec<[u8; 4]> = index
+        .chunks(8)
+        .map(|e| e[4..8].try_into().unwrap())
+        .collect();
+    for (i, entry) in index.chunks_mut(8).enumerate().take(8) {
+        entry[4..8].copy_from_slice(&positions[i + 1]);
+    }
+    index.truncate(8 * 8);
+    std::fs::write(&index_path, index).unwrap();
+    let log = open_clean(temp.path(), config);
+    assert_eq!(read_batches(&log, 1), expected);
+    for offset in 0..30 {
+        let data = log.read(offset, 1, None, true).unwrap();
+        let first = batches(data.records).next().unwrap().unwrap();
+        assert!(
+            first.base_offset() <= offset && offset <= first.last_offset(),
+            "offset {offset}"
+        );
+    }
+}
