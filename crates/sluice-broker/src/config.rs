@@ -1,0 +1,775 @@
+//! The broker's configuration: Kafka's `server.properties` keys, types, defaults and
+//! validation, so an operator's existing files and habits carry over.
+//!
+//! Sources, later ones winning: Kafka's code defaults; then either the embedded default
+//! file (Kafka's shipped `config/server.properties` values where they differ from its
+//! code defaults, bound to 127.0.0.1) or the operator's `--config` file; then `--set`
+//! overrides. A key Sluice does not know is a warning (it may be a Kafka key Sluice does
+//! not implement yet); a value that does not parse or is out of range is an error that
+//! names the key and what it accepts.
+//!
+//! This is not a dynamic config store: DescribeConfigs sources, synonyms and dynamic
+//! updates come with the broker's config handlers.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use sluice_protocol::TimestampType;
+use sluice_storage::LogConfig;
+
+use crate::properties::{self, PropertiesError};
+
+/// Why a configuration was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("invalid value {value:?} for configuration {key}: {reason}")]
+    Invalid {
+        key: String,
+        value: String,
+        reason: String,
+    },
+    #[error("missing required configuration {key}: {reason}")]
+    Missing {
+        key: &'static str,
+        reason: &'static str,
+    },
+    #[error("{0}")]
+    Properties(#[from] PropertiesError),
+}
+
+/// What a key accepts.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    /// A Java `int` at least `min`.
+    Int {
+        min: i64,
+    },
+    /// A Java `long` at least `min`.
+    Long {
+        min: i64,
+    },
+    Bool,
+    Text,
+    List,
+    /// One of these (Kafka matches some case-insensitively; Sluice as Kafka does for
+    /// each key: exact here).
+    Choice(&'static [&'static str]),
+    /// A comma-separated subset of these.
+    Subset(&'static [&'static str]),
+    /// `NAME://host:port,...`
+    Listeners,
+}
+
+struct Definition {
+    key: &'static str,
+    kind: Kind,
+    /// Kafka's code default; `None` when Kafka has none (unset, or required).
+    default: Option<&'static str>,
+}
+
+const fn def(key: &'static str, kind: Kind, default: Option<&'static str>) -> Definition {
+    Definition { key, kind, default }
+}
+
+const INT_MIN: i64 = i32::MIN as i64;
+const LONG_MIN: i64 = i64::MIN;
+
+/// The keys Sluice reads, with Kafka 4.1's types and code defaults.
+const DEFINITIONS: &[Definition] = &[
+    def("node.id", Kind::Int { min: 0 }, None),
+    def(
+        "process.roles",
+        Kind::Subset(&["broker", "controller"]),
+        None,
+    ),
+    def("listeners", Kind::Listeners, Some("PLAINTEXT://:9092")),
+    def("advertised.listeners", Kind::Listeners, None),
+    def("controller.listener.names", Kind::List, None),
+    def("controller.quorum.voters", Kind::List, Some("")),
+    def("controller.quorum.bootstrap.servers", Kind::List, Some("")),
+    def("inter.broker.listener.name", Kind::Text, None),
+    def(
+        "listener.security.protocol.map",
+        Kind::List,
+        Some(
+            "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+        ),
+    ),
+    def("log.dirs", Kind::List, None),
+    def("log.dir", Kind::Text, Some("/tmp/kafka-logs")),
+    def("num.partitions", Kind::Int { min: 1 }, Some("1")),
+    def(
+        "default.replication.factor",
+        Kind::Int { min: 1 },
+        Some("1"),
+    ),
+    def("auto.create.topics.enable", Kind::Bool, Some("true")),
+    def("delete.topic.enable", Kind::Bool, Some("true")),
+    def(
+        "log.segment.bytes",
+        Kind::Int { min: 14 },
+        Some("1073741824"),
+    ),
+    def("log.roll.hours", Kind::Int { min: 1 }, Some("168")),
+    def("log.roll.ms", Kind::Long { min: 1 }, None),
+    def(
+        "log.retention.hours",
+        Kind::Int { min: INT_MIN },
+        Some("168"),
+    ),
+    def("log.retention.minutes", Kind::Int { min: INT_MIN }, None),
+    def("log.retention.ms", Kind::Long { min: -1 }, None),
+    def(
+        "log.retention.bytes",
+        Kind::Long { min: LONG_MIN },
+        Some("-1"),
+    ),
+    def(
+        "log.retention.check.interval.ms",
+        Kind::Long { min: 1 },
+        Some("300000"),
+    ),
+    def(
+        "log.index.interval.bytes",
+        Kind::Int { min: 0 },
+        Some("4096"),
+    ),
+    def(
+        "log.index.size.max.bytes",
+        Kind::Int { min: 12 },
+        Some("10485760"),
+    ),
+    def(
+        "log.flush.interval.messages",
+        Kind::Long { min: 1 },
+        Some("9223372036854775807"),
+    ),
+    def("log.flush.interval.ms", Kind::Long { min: 0 }, None),
+    def(
+        "log.flush.scheduler.interval.ms",
+        Kind::Long { min: 0 },
+        Some("9223372036854775807"),
+    ),
+    def(
+        "log.message.timestamp.type",
+        Kind::Choice(&["CreateTime", "LogAppendTime"]),
+        Some("CreateTime"),
+    ),
+    def(
+        "log.cleanup.policy",
+        Kind::Subset(&["delete", "compact"]),
+        Some("delete"),
+    ),
+    def("message.max.bytes", Kind::Int { min: 0 }, Some("1048588")),
+    def(
+        "socket.request.max.bytes",
+        Kind::Int { min: 1 },
+        Some("104857600"),
+    ),
+    def(
+        "socket.send.buffer.bytes",
+        Kind::Int { min: INT_MIN },
+        Some("102400"),
+    ),
+    def(
+        "socket.receive.buffer.bytes",
+        Kind::Int { min: INT_MIN },
+        Some("102400"),
+    ),
+    def("num.io.threads", Kind::Int { min: 1 }, Some("8")),
+    def("num.network.threads", Kind::Int { min: 1 }, Some("3")),
+    def(
+        "num.recovery.threads.per.data.dir",
+        Kind::Int { min: 1 },
+        Some("2"),
+    ),
+    def(
+        "offsets.topic.replication.factor",
+        Kind::Int { min: 1 },
+        Some("3"),
+    ),
+    def(
+        "offsets.topic.num.partitions",
+        Kind::Int { min: 1 },
+        Some("50"),
+    ),
+    def(
+        "transaction.state.log.replication.factor",
+        Kind::Int { min: 1 },
+        Some("3"),
+    ),
+    def(
+        "transaction.state.log.min.isr",
+        Kind::Int { min: 1 },
+        Some("2"),
+    ),
+    def(
+        "transaction.state.log.num.partitions",
+        Kind::Int { min: 1 },
+        Some("50"),
+    ),
+    def(
+        "share.coordinator.state.topic.replication.factor",
+        Kind::Int { min: 1 },
+        Some("3"),
+    ),
+    def(
+        "share.coordinator.state.topic.min.isr",
+        Kind::Int { min: 1 },
+        Some("2"),
+    ),
+    def(
+        "group.initial.rebalance.delay.ms",
+        Kind::Int { min: 0 },
+        Some("3000"),
+    ),
+    def("min.insync.replicas", Kind::Int { min: 1 }, Some("1")),
+    def("unclean.leader.election.enable", Kind::Bool, Some("false")),
+    def(
+        "compression.type",
+        Kind::Choice(&["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"]),
+        Some("producer"),
+    ),
+];
+
+/// The embedded default file: Kafka 4.1's shipped `config/server.properties` (a one-node
+/// KRaft cluster with both roles), bound to 127.0.0.1 and with Sluice's data directory.
+pub const EMBEDDED_SERVER_PROPERTIES: &str = "\
+process.roles=broker,controller
+node.id=1
+controller.quorum.bootstrap.servers=127.0.0.1:9093
+listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093
+inter.broker.listener.name=PLAINTEXT
+advertised.listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL
+num.network.threads=3
+num.io.threads=8
+socket.send.buffer.bytes=102400
+socket.receive.buffer.bytes=102400
+socket.request.max.bytes=104857600
+log.dirs=/tmp/sluice-combined-logs
+num.partitions=1
+num.recovery.threads.per.data.dir=1
+offsets.topic.replication.factor=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+log.retention.hours=168
+log.segment.bytes=1073741824
+log.retention.check.interval.ms=300000
+";
+
+/// A node's role (`process.roles`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Broker,
+    Controller,
+}
+
+/// One `listeners` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listener {
+    pub name: String,
+    /// Empty for all interfaces, as in Kafka.
+    pub host: String,
+    pub port: u16,
+}
+
+/// A validated broker configuration.
+#[derive(Debug, Clone)]
+pub struct BrokerConfig {
+    /// Every known key that has a value (explicit or Kafka's default).
+    values: BTreeMap<&'static str, String>,
+}
+
+/// A configuration and the warnings it produced (unknown keys).
+#[derive(Debug)]
+pub struct Loaded {
+    pub config: BrokerConfig,
+    pub warnings: Vec<String>,
+}
+
+impl BrokerConfig {
+    /// Builds the configuration from a properties text (the `--config` file, or
+    /// [`EMBEDDED_SERVER_PROPERTIES`]) and `--set key=value` overrides.
+    pub fn load(
+        properties_text: &str,
+        overrides: &[(String, String)],
+    ) -> Result<Loaded, ConfigError> {
+        let mut values: BTreeMap<&'static str, String> = DEFINITIONS
+            .iter()
+            .filter_map(|d| d.default.map(|v| (d.key, v.to_string())))
+            .collect();
+        let mut warnings = Vec::new();
+        let explicit = properties::parse(properties_text)?
+            .into_iter()
+            .map(|(line, key, value)| (format!("line {line}"), key, value))
+            .chain(
+                overrides
+                    .iter()
+                    .map(|(k, v)| ("--set".to_string(), k.clone(), v.clone())),
+            );
+        for (origin, key, value) in explicit {
+            let Some(definition) = DEFINITIONS.iter().find(|d| d.key == key) else {
+                warnings.push(format!(
+                    "{origin}: unknown or unsupported configuration {key} is ignored"
+                ));
+                continue;
+            };
+            let value = value.trim().to_string();
+            check(definition, &value)?;
+            values.insert(definition.key, value);
+        }
+        let config = BrokerConfig { values };
+        config.check_required()?;
+        Ok(Loaded { config, warnings })
+    }
+
+    /// Parses one `--set` argument, `key=value`.
+    pub fn parse_override(argument: &str) -> Result<(String, String), ConfigError> {
+        match argument.split_once('=') {
+            Some((key, value)) if !key.trim().is_empty() => {
+                Ok((key.trim().to_string(), value.to_string()))
+            }
+            _ => Err(ConfigError::Invalid {
+                key: argument.to_string(),
+                value: String::new(),
+                reason: "an override is written key=value".into(),
+            }),
+        }
+    }
+
+    fn check_required(&self) -> Result<(), ConfigError> {
+        if !self.values.contains_key("node.id") {
+            return Err(ConfigError::Missing {
+                key: "node.id",
+                reason: "a KRaft node needs a non-negative node.id",
+            });
+        }
+        if !self.values.contains_key("process.roles") {
+            return Err(ConfigError::Missing {
+                key: "process.roles",
+                reason: "set broker, controller, or broker,controller",
+            });
+        }
+        let listeners = self.listeners();
+        if let Some(names) = self.values.get("controller.listener.names") {
+            for name in names.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+                if self.process_roles().contains(&Role::Controller)
+                    && !listeners.iter().any(|l| l.name == name)
+                {
+                    return Err(ConfigError::Invalid {
+                        key: "controller.listener.names".into(),
+                        value: names.clone(),
+                        reason: format!("listener {name} is not among listeners"),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The raw value of a known key (explicit or Kafka's default).
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.values.get(key).map(String::as_str)
+    }
+
+    fn int(&self, key: &str) -> i64 {
+        self.get(key)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{key} was validated at load"))
+    }
+
+    fn optional_int(&self, key: &str) -> Option<i64> {
+        self.get(key).and_then(|v| v.parse().ok())
+    }
+
+    fn bool(&self, key: &str) -> bool {
+        self.get(key) == Some("true")
+    }
+
+    pub fn node_id(&self) -> i32 {
+        self.int("node.id") as i32
+    }
+
+    pub fn process_roles(&self) -> Vec<Role> {
+        list(self.get("process.roles").unwrap_or(""))
+            .filter_map(|role| match role {
+                "broker" => Some(Role::Broker),
+                "controller" => Some(Role::Controller),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub fn listeners(&self) -> Vec<Listener> {
+        parse_listeners(self.get("listeners").unwrap_or("")).unwrap_or_default()
+    }
+
+    /// `advertised.listeners`, or `listeners` when unset (Kafka's fallback).
+    pub fn advertised_listeners(&self) -> Vec<Listener> {
+        match self.get("advertised.listeners") {
+            Some(text) => parse_listeners(text).unwrap_or_default(),
+            None => self.listeners(),
+        }
+    }
+
+    /// `log.dirs`, or `log.dir` when unset.
+    pub fn log_dirs(&self) -> Vec<PathBuf> {
+        match self.get("log.dirs") {
+            Some(dirs) => list(dirs).map(PathBuf::from).collect(),
+            None => vec![PathBuf::from(
+                self.get("log.dir").unwrap_or("/tmp/kafka-logs"),
+            )],
+        }
+    }
+
+    pub fn num_partitions(&self) -> i32 {
+        self.int("num.partitions") as i32
+    }
+    pub fn default_replication_factor(&self) -> i16 {
+        self.int("default.replication.factor") as i16
+    }
+    pub fn auto_create_topics(&self) -> bool {
+        self.bool("auto.create.topics.enable")
+    }
+    pub fn socket_request_max_bytes(&self) -> usize {
+        self.int("socket.request.max.bytes") as usize
+    }
+    pub fn message_max_bytes(&self) -> u32 {
+        self.int("message.max.bytes") as u32
+    }
+    pub fn num_io_threads(&self) -> usize {
+        self.int("num.io.threads") as usize
+    }
+    pub fn log_retention_check_interval_ms(&self) -> i64 {
+        self.int("log.retention.check.interval.ms")
+    }
+
+    /// `log.retention.ms`, else `log.retention.minutes`, else `log.retention.hours`
+    /// (Kafka's precedence); a negative value means unlimited (-1).
+    pub fn log_retention_ms(&self) -> i64 {
+        let ms = self
+            .optional_int("log.retention.ms")
+            .or_else(|| {
+                self.optional_int("log.retention.minutes")
+                    .map(|m| m * 60_000)
+            })
+            .unwrap_or_else(|| self.int("log.retention.hours") * 3_600_000);
+        if ms < 0 { -1 } else { ms }
+    }
+
+    /// `log.roll.ms`, else `log.roll.hours`.
+    pub fn log_roll_ms(&self) -> i64 {
+        self.optional_int("log.roll.ms")
+            .unwrap_or_else(|| self.int("log.roll.hours") * 3_600_000)
+    }
+
+    /// The default topic configuration these broker keys give (each broker key is the
+    /// synonym of a topic key: `log.segment.bytes` → `segment.bytes`, ...).
+    pub fn log_config(&self) -> LogConfig {
+        let defaults = LogConfig::default();
+        LogConfig {
+            segment_bytes: self.int("log.segment.bytes") as u32,
+            segment_ms: self.log_roll_ms(),
+            retention_ms: self.log_retention_ms(),
+            retention_bytes: self.int("log.retention.bytes"),
+            index_interval_bytes: self.int("log.index.interval.bytes") as u32,
+            segment_index_bytes: self.int("log.index.size.max.bytes") as u32,
+            flush_messages: self.int("log.flush.interval.messages"),
+            flush_ms: self
+                .optional_int("log.flush.interval.ms")
+                .unwrap_or_else(|| self.int("log.flush.scheduler.interval.ms")),
+            max_message_bytes: self.message_max_bytes(),
+            message_timestamp_type: match self.get("log.message.timestamp.type") {
+                Some("LogAppendTime") => TimestampType::LogAppendTime,
+                _ => TimestampType::CreateTime,
+            },
+            ..defaults
+        }
+    }
+}
+
+fn list(text: &str) -> impl Iterator<Item = &str> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+}
+
+fn check(definition: &Definition, value: &str) -> Result<(), ConfigError> {
+    let invalid = |reason: String| ConfigError::Invalid {
+        key: definition.key.to_string(),
+        value: value.to_string(),
+        reason,
+    };
+    match definition.kind {
+        Kind::Int { min } => {
+            let parsed: i32 = value
+                .parse()
+                .map_err(|_| invalid(format!("expected an integer from {min} to {}", i32::MAX)))?;
+            if i64::from(parsed) < min {
+                return Err(invalid(format!("value must be at least {min}")));
+            }
+        }
+        Kind::Long { min } => {
+            let parsed: i64 = value.parse().map_err(|_| {
+                invalid(format!(
+                    "expected a long integer from {min} to {}",
+                    i64::MAX
+                ))
+            })?;
+            if parsed < min {
+                return Err(invalid(format!("value must be at least {min}")));
+            }
+        }
+        Kind::Bool => {
+            if !matches!(value.to_ascii_lowercase().as_str(), "true" | "false") {
+                return Err(invalid("expected true or false".into()));
+            }
+        }
+        Kind::Text | Kind::List => {}
+        Kind::Choice(allowed) => {
+            if !allowed.contains(&value) {
+                return Err(invalid(format!(
+                    "allowed values are {}",
+                    allowed.join(", ")
+                )));
+            }
+        }
+        Kind::Subset(allowed) => {
+            let items: Vec<&str> = list(value).collect();
+            if items.is_empty() {
+                return Err(invalid(format!(
+                    "expected one or more of {}",
+                    allowed.join(", ")
+                )));
+            }
+            if let Some(bad) = items.iter().find(|item| !allowed.contains(item)) {
+                return Err(invalid(format!(
+                    "{bad} is not one of {}",
+                    allowed.join(", ")
+                )));
+            }
+        }
+        Kind::Listeners => {
+            parse_listeners(value).map_err(invalid)?;
+        }
+    }
+    Ok(())
+}
+
+/// Parses `NAME://host:port,...` (host may be empty or a bracketed IPv6 address).
+fn parse_listeners(text: &str) -> Result<Vec<Listener>, String> {
+    let mut listeners: Vec<Listener> = Vec::new();
+    for item in list(text) {
+        let (name, address) = item
+            .split_once("://")
+            .ok_or_else(|| format!("listener {item:?} is not NAME://host:port"))?;
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            return Err(format!(
+                "listener name {name:?} must be letters, digits and _"
+            ));
+        }
+        let (host, port) = address
+            .rsplit_once(':')
+            .ok_or_else(|| format!("listener {item:?} has no port"))?;
+        let port: u16 = port
+            .parse()
+            .map_err(|_| format!("listener {item:?}: port must be 0 to 65535"))?;
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
+        if listeners.iter().any(|l| l.name == name) {
+            return Err(format!("listener name {name} appears twice"));
+        }
+        listeners.push(Listener {
+            name: name.to_string(),
+            host,
+            port,
+        });
+    }
+    Ok(listeners)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str, overrides: &[(&str, &str)]) -> Result<Loaded, ConfigError> {
+        let overrides: Vec<(String, String)> = overrides
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        BrokerConfig::load(text, &overrides)
+    }
+
+    #[test]
+    fn embedded_defaults_are_a_one_node_cluster_on_loopback() {
+        let loaded = load(EMBEDDED_SERVER_PROPERTIES, &[]).unwrap();
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        let config = loaded.config;
+        assert_eq!(config.node_id(), 1);
+        assert_eq!(config.process_roles(), vec![Role::Broker, Role::Controller]);
+        assert_eq!(
+            config.listeners()[0],
+            Listener {
+                name: "PLAINTEXT".into(),
+                host: "127.0.0.1".into(),
+                port: 9092
+            }
+        );
+        assert_eq!(config.get("offsets.topic.replication.factor"), Some("1"));
+        assert_eq!(config.get("transaction.state.log.min.isr"), Some("1"));
+        // Kafka's code defaults fill what the file leaves out.
+        assert_eq!(config.message_max_bytes(), 1_048_588);
+        assert!(config.auto_create_topics());
+        assert_eq!(config.log_retention_ms(), 168 * 3_600_000);
+        assert_eq!(config.log_config(), LogConfig::default());
+    }
+
+    #[test]
+    fn overrides_win_and_retention_follows_kafkas_precedence() {
+        let text =
+            "node.id=3\nprocess.roles=broker\nlog.retention.hours=1\nlog.retention.minutes=5\n";
+        let config = load(
+            text,
+            &[("log.retention.ms", "1234"), ("num.partitions", "6")],
+        )
+        .unwrap()
+        .config;
+        assert_eq!(config.node_id(), 3);
+        assert_eq!(config.log_retention_ms(), 1234);
+        assert_eq!(config.num_partitions(), 6);
+        let config = load(text, &[]).unwrap().config;
+        assert_eq!(config.log_retention_ms(), 5 * 60_000);
+        assert_eq!(config.log_dirs(), vec![PathBuf::from("/tmp/kafka-logs")]);
+        assert_eq!(config.advertised_listeners(), config.listeners());
+        let config = load(
+            text,
+            &[
+                ("log.retention.hours", "-1"),
+                ("log.retention.minutes", "-1"),
+            ],
+        )
+        .unwrap()
+        .config;
+        assert_eq!(config.log_retention_ms(), -1);
+    }
+
+    #[test]
+    fn broker_keys_map_onto_the_log_config() {
+        let text = "node.id=1\nprocess.roles=broker\nlog.segment.bytes=1048576\nlog.roll.ms=60000\nlog.index.interval.bytes=100\nlog.flush.interval.messages=10\nlog.flush.interval.ms=500\nmessage.max.bytes=2000\nlog.message.timestamp.type=LogAppendTime\nlog.retention.bytes=99\n";
+        let log = load(text, &[]).unwrap().config.log_config();
+        assert_eq!(log.segment_bytes, 1_048_576);
+        assert_eq!(log.segment_ms, 60_000);
+        assert_eq!(log.index_interval_bytes, 100);
+        assert_eq!(log.flush_messages, 10);
+        assert_eq!(log.flush_ms, 500);
+        assert_eq!(log.max_message_bytes, 2000);
+        assert_eq!(log.retention_bytes, 99);
+        assert_eq!(log.message_timestamp_type, TimestampType::LogAppendTime);
+        log.validate().unwrap();
+    }
+
+    #[test]
+    fn unknown_keys_warn() {
+        let loaded = load(EMBEDDED_SERVER_PROPERTIES, &[("no.such.key", "1")]).unwrap();
+        assert_eq!(loaded.warnings.len(), 1);
+        assert!(
+            loaded.warnings[0].contains("no.such.key"),
+            "{:?}",
+            loaded.warnings
+        );
+        let loaded = load("node.id=1\nprocess.roles=broker\nfancy.feature=on\n", &[]).unwrap();
+        assert!(
+            loaded.warnings[0].starts_with("line 3:"),
+            "{:?}",
+            loaded.warnings
+        );
+    }
+
+    /// (key, value, a fragment the error must contain: the allowed values or range)
+    #[test]
+    fn invalid_values_name_the_key_and_what_it_accepts() {
+        let cases = [
+            ("num.partitions", "0", "at least 1"),
+            ("num.partitions", "many", "integer"),
+            ("num.partitions", "3000000000", "integer"),
+            ("auto.create.topics.enable", "yes", "true or false"),
+            (
+                "log.message.timestamp.type",
+                "EventTime",
+                "CreateTime, LogAppendTime",
+            ),
+            (
+                "compression.type",
+                "brotli",
+                "uncompressed, zstd, lz4, snappy, gzip, producer",
+            ),
+            (
+                "process.roles",
+                "broker,leader",
+                "leader is not one of broker, controller",
+            ),
+            ("listeners", "PLAINTEXT://:99999", "port"),
+            ("listeners", "localhost:9092", "NAME://host:port"),
+            ("listeners", "A://:1,A://:2", "twice"),
+            ("log.retention.ms", "-5", "at least -1"),
+            ("socket.request.max.bytes", "0", "at least 1"),
+        ];
+        for (key, value, fragment) in cases {
+            let error = load(EMBEDDED_SERVER_PROPERTIES, &[(key, value)]).unwrap_err();
+            let text = error.to_string();
+            assert!(text.contains(key), "{key}={value}: {text}");
+            assert!(text.contains(fragment), "{key}={value}: {text}");
+        }
+    }
+
+    #[test]
+    fn required_keys_and_listener_consistency() {
+        let error = load("process.roles=broker\n", &[]).unwrap_err();
+        assert!(
+            matches!(error, ConfigError::Missing { key: "node.id", .. }),
+            "{error}"
+        );
+        let error = load("node.id=1\n", &[]).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                ConfigError::Missing {
+                    key: "process.roles",
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        let error = load(
+            EMBEDDED_SERVER_PROPERTIES,
+            &[("listeners", "PLAINTEXT://127.0.0.1:9092")],
+        )
+        .unwrap_err();
+        assert!(
+            error.to_string().contains("controller.listener.names"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn override_arguments_parse() {
+        assert_eq!(
+            BrokerConfig::parse_override("num.partitions=3").unwrap(),
+            ("num.partitions".to_string(), "3".to_string())
+        );
+        assert_eq!(
+            BrokerConfig::parse_override("listeners=PLAINTEXT://:1=x")
+                .unwrap()
+                .1,
+            "PLAINTEXT://:1=x"
+        );
+        assert!(BrokerConfig::parse_override("num.partitions").is_err());
+        assert!(BrokerConfig::parse_override("=3").is_err());
+    }
+}
