@@ -88,13 +88,19 @@ impl<E: IndexEntry> Index<E> {
         self.entries.len() >= self.max_entries
     }
 
+    /// Appends an entry. Entries at or past its offset can only be stale (a damaged
+    /// index file that passed the checks at open, or entries of data since truncated):
+    /// they are dropped, so the index stays sorted and heals as the segment grows.
     pub fn push(&mut self, entry: E) {
-        debug_assert!(
-            self.entries
-                .last()
-                .is_none_or(|last| last.relative_offset() <= entry.relative_offset()),
-            "index entries must be appended in offset order"
-        );
+        let offset = entry.relative_offset();
+        if self
+            .entries
+            .last()
+            .is_some_and(|last| last.relative_offset() >= offset)
+        {
+            tracing::warn!(path = %self.path.display(), offset, "dropping index entries at or past a new entry");
+            self.truncate_while(|e| e.relative_offset() >= offset);
+        }
         self.entries.push(entry);
     }
 

@@ -719,16 +719,36 @@ impl LogSegment {
                 floor_in_file::<TimeEntry>(&self.time_index_path, |e| e.timestamp <= timestamp)?
             }
         };
-        let from_offset = floor
-            .map_or(self.base_offset, |e| {
-                self.base_offset + i64::from(e.relative_offset)
-            })
-            .max(min_offset);
+        let from_offset = match floor {
+            Some(entry) if self.time_entry_holds(&entry)? => {
+                self.base_offset + i64::from(entry.relative_offset)
+            }
+            Some(entry) => {
+                tracing::warn!(segment = %self.log_path.display(), ?entry, "time index entry disagrees with the log; scanning from the start");
+                self.base_offset
+            }
+            None => self.base_offset,
+        }
+        .max(min_offset);
         self.scan_records(from_offset, |batch, record_offset, record_timestamp| {
             (batch.max_timestamp() >= timestamp
                 && record_offset >= min_offset
                 && record_timestamp >= timestamp)
                 .then_some((record_offset, record_timestamp))
+        })
+    }
+
+    /// Whether a time-index entry (timestamp T, offset O) agrees with the log: the batch
+    /// holding O has max timestamp T (the entry records where the max first reached T).
+    /// A damaged index that passed the checks at open fails this and is not trusted.
+    fn time_entry_holds(&self, entry: &TimeEntry) -> Result<bool> {
+        let offset = self.base_offset + i64::from(entry.relative_offset);
+        self.with_file(|file| {
+            Ok(self
+                .translate_offset(file, offset)?
+                .is_some_and(|(_, header)| {
+                    header.base_offset <= offset && header.max_timestamp == entry.timestamp
+                }))
         })
     }
 

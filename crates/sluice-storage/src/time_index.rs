@@ -57,7 +57,13 @@ impl Index<TimeEntry> {
     /// Appends (timestamp, offset) when the timestamp is larger than the last entry's,
     /// as Kafka's `maybeAppend`. Returns whether it appended.
     pub(crate) fn push_if_newer(&mut self, timestamp: i64, relative_offset: i64) -> bool {
-        if timestamp < 0 || self.last().is_some_and(|last| timestamp <= last.timestamp) {
+        // An entry claiming a later offset for an earlier timestamp is stale (see
+        // `Index::push`); only a larger timestamp at a later offset is appended.
+        if timestamp < 0
+            || self.last().is_some_and(|last| {
+                timestamp <= last.timestamp || i64::from(last.relative_offset) > relative_offset
+            })
+        {
             return false;
         }
         self.push(TimeEntry {

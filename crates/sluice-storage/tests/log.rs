@@ -795,3 +795,50 @@ fn an_index_that_points_at_later_batches_is_not_trusted() {
         );
     }
 }
+
+#[test]
+fn a_time_index_that_disagrees_with_the_log_does_not_break_appends_or_close() {
+    // Found by fuzzing `log_recovery`: a `.timeindex` whose entry claims a later offset
+    // than the batch that really holds the max timestamp passes the checks at open; the
+    // final entry written at close or roll must not unsort the index (a debug assertion
+    // fired; release builds wrote an unsorted index).
+    let temp = tempfile::tempdir().unwrap();
+    let mut log = open(temp.path(), LogConfig::default());
+    for i in 0..10i64 {
+        let timestamp = if i == 1 { T0 + 100 } else { T0 + i };
+        let mut b = batch(3, Compression::None, timestamp, 10);
+        log.append_as_leader(&mut b, 0, T0).unwrap();
+    }
+    log.close().unwrap();
+    drop(log);
+    std::fs::write(temp.path().join("00000000000000000000.index"), []).unwrap();
+    let mut entry = (T0 + 5).to_be_bytes().to_vec();
+    entry.extend_from_slice(&29u32.to_be_bytes());
+    std::fs::write(temp.path().join("00000000000000000000.timeindex"), &entry).unwrap();
+    let mut log = open_clean(temp.path(), LogConfig::default());
+    let mut b = batch(1, Compression::None, T0 + 200, 10);
+    log.append_as_leader(&mut b, 0, T0).unwrap();
+    log.roll(log.log_end_offset(), T0).unwrap();
+    log.close().unwrap();
+    let times = std::fs::read(temp.path().join("00000000000000000000.timeindex")).unwrap();
+    let entries: Vec<(i64, u32)> = times
+        .chunks(12)
+        .map(|e| {
+            (
+                i64::from_be_bytes(e[..8].try_into().unwrap()),
+                u32::from_be_bytes(e[8..].try_into().unwrap()),
+            )
+        })
+        .collect();
+    assert!(
+        entries
+            .windows(2)
+            .all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1),
+        "{entries:?}"
+    );
+    assert_eq!(log.max_timestamp_offset().unwrap(), Some((30, T0 + 200)));
+    assert_eq!(
+        log.offset_for_timestamp(T0 + 100).unwrap(),
+        Some((3, T0 + 100))
+    );
+}
