@@ -1,0 +1,221 @@
+//! The broker's network layer: Kafka's size-prefixed frames over TCP, one tokio task per
+//! connection reading requests and one writing responses.
+//!
+//! - Requests on a connection are pipelined: each is handled in its own task as soon as
+//!   it is read, and responses leave in request order (a FIFO of pending responses, at
+//!   most `max_in_flight_requests` deep; a full FIFO stops reading, which backpressures
+//!   the client).
+//! - A frame larger than `socket.request.max.bytes`, a negative size, a header that does
+//!   not decode, an unknown API or an unsupported version closes the connection with one
+//!   log line (ApiVersions answers an unsupported version instead, as Kafka does).
+//! - Memory: a frame's buffer is allocated once, at the size its prefix gives, which is
+//!   bounded by `socket.request.max.bytes`; nothing is read ahead of that.
+//!
+//! What it costs: one allocation and one `read` (or a few) per request frame, one
+//! `write` per response, two task wake-ups per request.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
+use kafka_protocol::protocol::{Decodable, Encodable};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::apis::{self, Outcome};
+
+/// Bounds of one connection.
+#[derive(Debug, Clone)]
+pub struct NetworkConfig {
+    /// `socket.request.max.bytes`: the largest request frame accepted.
+    pub socket_request_max_bytes: usize,
+    /// Requests read but not yet answered, per connection.
+    pub max_in_flight_requests: usize,
+}
+
+impl Default for NetworkConfig {
+    fn default() -> Self {
+        NetworkConfig {
+            socket_request_max_bytes: 104_857_600,
+            max_in_flight_requests: 100,
+        }
+    }
+}
+
+/// A listening socket serving Kafka requests.
+pub struct Server {
+    listener: TcpListener,
+    config: Arc<NetworkConfig>,
+}
+
+impl Server {
+    pub async fn bind(address: SocketAddr, config: NetworkConfig) -> std::io::Result<Server> {
+        Ok(Server {
+            listener: TcpListener::bind(address).await?,
+            config: Arc::new(config),
+        })
+    }
+
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Accepts connections until `shutdown` turns true.
+    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
+        loop {
+            tokio::select! {
+                accepted = self.listener.accept() => match accepted {
+                    Ok((stream, peer)) => {
+                        let _ = stream.set_nodelay(true);
+                        tokio::spawn(serve_connection(stream, peer, self.config.clone()));
+                    }
+                    Err(error) => tracing::warn!(%error, "accept failed"),
+                },
+                _ = shutdown.changed() => {
+                    if *shutdown.borrow() {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A response waiting its turn: the frame to write, or `None` to close the connection.
+type Pending = oneshot::Receiver<Option<Bytes>>;
+
+async fn serve_connection(stream: TcpStream, peer: SocketAddr, config: Arc<NetworkConfig>) {
+    let (mut reader, writer) = stream.into_split();
+    let (queue, pending) = mpsc::channel::<Pending>(config.max_in_flight_requests.max(1));
+    let writer_task = tokio::spawn(write_responses(writer, pending, peer));
+    loop {
+        let frame = tokio::select! {
+            frame = read_frame(&mut reader, config.socket_request_max_bytes) => frame,
+            // The writer closed the connection (a request asked for it).
+            _ = queue.closed() => break,
+        };
+        let frame = match frame {
+            Ok(Some(frame)) => frame,
+            Ok(None) => break,
+            Err(reason) => {
+                tracing::warn!(%peer, %reason, "closing connection");
+                break;
+            }
+        };
+        let (respond, response) = oneshot::channel();
+        if queue.send(response).await.is_err() {
+            break;
+        }
+        tokio::spawn(async move {
+            let _ = respond.send(handle_frame(frame, peer));
+        });
+    }
+    drop(queue);
+    let _ = writer_task.await;
+}
+
+async fn write_responses(
+    mut writer: OwnedWriteHalf,
+    mut pending: mpsc::Receiver<Pending>,
+    peer: SocketAddr,
+) {
+    while let Some(response) = pending.recv().await {
+        let Ok(Some(frame)) = response.await else {
+            break;
+        };
+        if let Err(error) = writer.write_all(&frame).await {
+            tracing::debug!(%peer, %error, "write failed; closing connection");
+            break;
+        }
+    }
+    let _ = writer.shutdown().await;
+}
+
+/// Reads one frame: `Ok(None)` at a clean end of stream, `Err` with the reason to close.
+async fn read_frame(reader: &mut OwnedReadHalf, max_bytes: usize) -> Result<Option<Bytes>, String> {
+    let mut prefix = [0u8; 4];
+    match reader.read_exact(&mut prefix).await {
+        Ok(_) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(error) => return Err(format!("read failed: {error}")),
+    }
+    let size = i32::from_be_bytes(prefix);
+    let size = usize::try_from(size).map_err(|_| format!("negative frame size {size}"))?;
+    if size > max_bytes {
+        return Err(format!(
+            "frame of {size} bytes exceeds socket.request.max.bytes={max_bytes}"
+        ));
+    }
+    let mut frame = BytesMut::with_capacity(size);
+    while frame.len() < size {
+        let read = reader
+            .read_buf(&mut frame)
+            .await
+            .map_err(|error| format!("read failed: {error}"))?;
+        if read == 0 {
+            return Err(format!(
+                "connection closed inside a frame ({} of {size} bytes)",
+                frame.len()
+            ));
+        }
+    }
+    Ok(Some(frame.freeze()))
+}
+
+/// Decodes the request header, dispatches, and frames the response; `None` closes the
+/// connection (after one log line).
+fn handle_frame(frame: Bytes, peer: SocketAddr) -> Option<Bytes> {
+    let close = |reason: String| {
+        tracing::warn!(%peer, %reason, "closing connection");
+        None
+    };
+    if frame.len() < 8 {
+        return close(format!(
+            "request of {} bytes is shorter than a header",
+            frame.len()
+        ));
+    }
+    let api_key_id = i16::from_be_bytes([frame[0], frame[1]]);
+    let version = i16::from_be_bytes([frame[2], frame[3]]);
+    let correlation_id = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
+    let Ok(api_key) = ApiKey::try_from(api_key_id) else {
+        return close(format!("unknown API key {api_key_id}"));
+    };
+    let mut body = frame.clone();
+    let header = match RequestHeader::decode(&mut body, api_key.request_header_version(version)) {
+        Ok(header) => header,
+        // An ApiVersions request of a version newer than any known still gets its
+        // UNSUPPORTED_VERSION answer: its correlation id is at a fixed place.
+        Err(_) if api_key == ApiKey::ApiVersions => {
+            let mut header = RequestHeader::default();
+            header.request_api_key = api_key_id;
+            header.request_api_version = version;
+            header.correlation_id = correlation_id;
+            body = Bytes::new();
+            header
+        }
+        Err(error) => return close(format!("malformed {api_key:?} v{version} header: {error}")),
+    };
+    match apis::dispatch(api_key, &header, body) {
+        Outcome::Respond {
+            body,
+            response_version,
+        } => {
+            let mut response_header = ResponseHeader::default();
+            response_header.correlation_id = correlation_id;
+            let mut out = BytesMut::with_capacity(4 + 8 + body.len());
+            out.put_i32(0); // size, written below
+            response_header
+                .encode(&mut out, api_key.response_header_version(response_version))
+                .expect("a response header encodes");
+            out.extend_from_slice(&body);
+            let size = (out.len() - 4) as i32;
+            out[..4].copy_from_slice(&size.to_be_bytes());
+            Some(out.freeze())
+        }
+        Outcome::Close { reason } => close(reason),
+    }
+}

@@ -1,0 +1,193 @@
+//! The network layer against a live server on a free loopback port: ApiVersions at every
+//! version, the unsupported-version fallback, pipelining order, and bad input (oversized,
+//! negative, garbage, unknown API) closing only the offending connection.
+
+use std::net::SocketAddr;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestHeader, ResponseHeader,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use sluice_broker::network::{NetworkConfig, Server};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+
+async fn start(config: NetworkConfig) -> (SocketAddr, watch::Sender<bool>) {
+    let server = Server::bind("127.0.0.1:0".parse().unwrap(), config)
+        .await
+        .unwrap();
+    let address = server.local_addr().unwrap();
+    let (stop, stopped) = watch::channel(false);
+    tokio::spawn(server.run(stopped));
+    (address, stop)
+}
+
+fn api_versions_frame(version: i16, correlation_id: i32) -> Vec<u8> {
+    let mut header = RequestHeader::default();
+    header.request_api_key = ApiKey::ApiVersions as i16;
+    header.request_api_version = version;
+    header.correlation_id = correlation_id;
+    header.client_id = Some(StrBytes::from_static_str("sluice-test"));
+    let mut body = BytesMut::new();
+    header
+        .encode(
+            &mut body,
+            ApiKey::ApiVersions.request_header_version(version),
+        )
+        .unwrap();
+    let mut request = ApiVersionsRequest::default();
+    if version >= 3 {
+        request.client_software_name = StrBytes::from_static_str("sluice-test");
+        request.client_software_version = StrBytes::from_static_str("1.0");
+    }
+    request.encode(&mut body, version).unwrap();
+    let mut frame = Vec::with_capacity(body.len() + 4);
+    frame.put_i32(body.len() as i32);
+    frame.extend_from_slice(&body);
+    frame
+}
+
+async fn read_response(stream: &mut TcpStream) -> Option<Bytes> {
+    let mut prefix = [0u8; 4];
+    stream.read_exact(&mut prefix).await.ok()?;
+    let mut body = vec![0u8; i32::from_be_bytes(prefix) as usize];
+    stream.read_exact(&mut body).await.ok()?;
+    Some(Bytes::from(body))
+}
+
+/// Decodes an ApiVersions response (its header is always v0).
+fn decode_api_versions(mut body: Bytes, version: i16) -> (i32, ApiVersionsResponse) {
+    let header = ResponseHeader::decode(&mut body, 0).unwrap();
+    (
+        header.correlation_id,
+        ApiVersionsResponse::decode(&mut body, version).unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn api_versions_at_every_supported_version() {
+    let (address, _stop) = start(NetworkConfig::default()).await;
+    let mut stream = TcpStream::connect(address).await.unwrap();
+    for version in 0..=4 {
+        stream
+            .write_all(&api_versions_frame(version, 100 + i32::from(version)))
+            .await
+            .unwrap();
+        let body = read_response(&mut stream).await.expect("a response");
+        let (correlation_id, response) = decode_api_versions(body, version);
+        assert_eq!(correlation_id, 100 + i32::from(version));
+        assert_eq!(response.error_code, 0, "v{version}");
+        let entry = response
+            .api_keys
+            .iter()
+            .find(|k| k.api_key == ApiKey::ApiVersions as i16)
+            .expect("ApiVersions is advertised");
+        assert_eq!((entry.min_version, entry.max_version), (0, 4));
+    }
+}
+
+#[tokio::test]
+async fn a_newer_api_versions_gets_a_v0_unsupported_version_answer() {
+    let (address, _stop) = start(NetworkConfig::default()).await;
+    let mut stream = TcpStream::connect(address).await.unwrap();
+    // Version 9 does not exist: the body is v4-shaped, the answer is v0.
+    let mut frame = api_versions_frame(4, 7);
+    frame[4..6].copy_from_slice(&(ApiKey::ApiVersions as i16).to_be_bytes());
+    frame[6..8].copy_from_slice(&9i16.to_be_bytes());
+    stream.write_all(&frame).await.unwrap();
+    let (correlation_id, response) =
+        decode_api_versions(read_response(&mut stream).await.unwrap(), 0);
+    assert_eq!(correlation_id, 7);
+    assert_eq!(response.error_code, 35);
+    assert!(!response.api_keys.is_empty());
+    // The connection stays usable.
+    stream.write_all(&api_versions_frame(3, 8)).await.unwrap();
+    let (correlation_id, response) =
+        decode_api_versions(read_response(&mut stream).await.unwrap(), 3);
+    assert_eq!((correlation_id, response.error_code), (8, 0));
+}
+
+#[tokio::test]
+async fn pipelined_requests_are_answered_in_order() {
+    let (address, _stop) = start(NetworkConfig {
+        max_in_flight_requests: 4,
+        ..NetworkConfig::default()
+    })
+    .await;
+    let mut stream = TcpStream::connect(address).await.unwrap();
+    let mut all = Vec::new();
+    for i in 0..200 {
+        all.extend_from_slice(&api_versions_frame((i % 5) as i16, i));
+    }
+    stream.write_all(&all).await.unwrap();
+    for i in 0..200 {
+        let (correlation_id, response) =
+            decode_api_versions(read_response(&mut stream).await.unwrap(), (i % 5) as i16);
+        assert_eq!(correlation_id, i);
+        assert_eq!(response.error_code, 0);
+    }
+}
+
+#[tokio::test]
+async fn bad_input_closes_only_its_connection() {
+    let (address, _stop) = start(NetworkConfig {
+        socket_request_max_bytes: 1024,
+        ..NetworkConfig::default()
+    })
+    .await;
+    let mut healthy = TcpStream::connect(address).await.unwrap();
+    let mut unknown_api = api_versions_frame(0, 1);
+    unknown_api[4..6].copy_from_slice(&999i16.to_be_bytes());
+    let mut unserved_api = api_versions_frame(0, 1);
+    unserved_api[4..6].copy_from_slice(&(ApiKey::Produce as i16).to_be_bytes());
+    let mut oversized = i32::MAX.to_be_bytes().to_vec(); // a 2 GiB length prefix
+    oversized.extend_from_slice(&[0; 16]);
+    let mut just_over = 1025i32.to_be_bytes().to_vec();
+    just_over.extend_from_slice(&[0; 1025]);
+    let mut garbage = 12i32.to_be_bytes().to_vec();
+    garbage.extend_from_slice(&[0x00, 0x12, 0x00, 0x03, 0, 0, 0, 1, 0x7f, 0xff, 0xff, 0xff]);
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("2 GiB length prefix", oversized),
+        ("just over socket.request.max.bytes", just_over),
+        ("negative length", (-5i32).to_be_bytes().to_vec()),
+        (
+            "too short for a header",
+            [4i32.to_be_bytes(), [0, 18, 0, 0]].concat(),
+        ),
+        ("garbage header", garbage),
+        ("unknown API key", unknown_api),
+        ("API not served", unserved_api),
+    ];
+    for (name, bytes) in cases {
+        let mut stream = TcpStream::connect(address).await.unwrap();
+        stream.write_all(&bytes).await.unwrap();
+        let mut rest = Vec::new();
+        let read = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            stream.read_to_end(&mut rest),
+        )
+        .await;
+        assert!(
+            matches!(read, Ok(Ok(0))),
+            "{name}: the server must close the connection, got {read:?}"
+        );
+        // Other connections are served.
+        healthy.write_all(&api_versions_frame(2, 5)).await.unwrap();
+        let (correlation_id, response) =
+            decode_api_versions(read_response(&mut healthy).await.unwrap(), 2);
+        assert_eq!(
+            (correlation_id, response.error_code),
+            (5, 0),
+            "after {name}"
+        );
+    }
+    // A frame cut short by the client: the server drops it without hanging others.
+    let mut cut = TcpStream::connect(address).await.unwrap();
+    cut.write_all(&api_versions_frame(0, 1)[..9]).await.unwrap();
+    drop(cut);
+    healthy.write_all(&api_versions_frame(1, 6)).await.unwrap();
+    let (correlation_id, _) = decode_api_versions(read_response(&mut healthy).await.unwrap(), 1);
+    assert_eq!(correlation_id, 6);
+}
