@@ -1,7 +1,7 @@
 //! `sluice`: every Sluice service and tool behind one command.
 //!
-//! Today it carries the operator tools of the partition log; the broker (`sluice
-//! server`) joins with the single-node broker issue.
+//! `sluice server` runs a node (issue 3 in progress: it answers ApiVersions only);
+//! `sluice dump-log` prints segment files as Kafka's DumpLogSegments does.
 
 mod dump_log;
 
@@ -22,6 +22,17 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run a node (broker and controller) with the embedded default configuration
+    /// (Kafka's shipped server.properties on 127.0.0.1:9092), or `--config`. In
+    /// progress (issue 3): it serves ApiVersions only so far.
+    Server {
+        /// A Kafka server.properties file (Kafka's keys and defaults).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Override one key, `key=value`; repeatable.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        overrides: Vec<String>,
+    },
     /// Print the batches, records and index entries of segment files, in the format of
     /// Kafka's `kafka-dump-log.sh` (DumpLogSegments).
     DumpLog {
@@ -46,6 +57,7 @@ fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     match Cli::parse().command {
+        Command::Server { config, overrides } => server(config, &overrides),
         Command::DumpLog {
             files,
             deep_iteration,
@@ -71,4 +83,47 @@ fn main() -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+fn server(config_path: Option<PathBuf>, overrides: &[String]) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let text = match &config_path {
+        Some(path) => {
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?
+        }
+        None => sluice_broker::EMBEDDED_SERVER_PROPERTIES.to_string(),
+    };
+    let overrides = overrides
+        .iter()
+        .map(|o| sluice_broker::BrokerConfig::parse_override(o))
+        .collect::<Result<Vec<_>, _>>()?;
+    let loaded = sluice_broker::BrokerConfig::load(&text, &overrides)?;
+    for warning in &loaded.warnings {
+        tracing::warn!("{warning}");
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(async move {
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            let mut terminate =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                    .expect("installing a SIGTERM handler");
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = terminate.recv() => {}
+            }
+            eprintln!("sluice: shutting down");
+            let _ = stop.send(true);
+        });
+        sluice_broker::node::run(loaded.config, stopped, |listener, address| {
+            // One line per listener on stderr, for operators and for tests that ask
+            // for port 0.
+            eprintln!("sluice: listening on {}://{address}", listener.name);
+        })
+        .await
+    })?;
+    Ok(())
 }
