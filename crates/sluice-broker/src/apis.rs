@@ -13,6 +13,8 @@ use kafka_protocol::protocol::{Decodable, Encodable};
 
 /// Kafka's UNSUPPORTED_VERSION error code.
 pub const UNSUPPORTED_VERSION: i16 = 35;
+/// Kafka's INVALID_REQUEST error code.
+pub const INVALID_REQUEST: i16 = 42;
 
 /// (API, Kafka 4.1's minimum version, the highest version Sluice implements).
 pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[(ApiKey::ApiVersions, 0, 4)];
@@ -55,29 +57,44 @@ pub fn dispatch(api_key: ApiKey, header: &RequestHeader, mut body: Bytes) -> Out
     }
 }
 
-/// ApiVersions. A version newer than Sluice serves is answered at version 0 with
-/// UNSUPPORTED_VERSION and the supported ranges, so the client can retry with one it
-/// shares (KIP-511); a request that does not decode closes the connection.
+/// ApiVersions, as Kafka 4.1 answers it:
+/// - a version Sluice does not serve gets a v0 response with UNSUPPORTED_VERSION that
+///   lists only ApiVersions' own range, so the client retries with one it shares (KIP-511);
+/// - v3+ checks the client software name and version (KIP-511's pattern) and answers
+///   INVALID_REQUEST with no API list when they do not match;
+/// - a body that does not decode closes the connection.
 fn api_versions(version: i16, min: i16, max: i16, body: &mut Bytes) -> Outcome {
+    let entry = |key: ApiKey, min: i16, max: i16| {
+        let mut entry = ApiVersion::default();
+        entry.api_key = key as i16;
+        entry.min_version = min;
+        entry.max_version = max;
+        entry
+    };
     let mut response = ApiVersionsResponse::default();
-    response.api_keys = SUPPORTED_APIS
-        .iter()
-        .map(|(key, min, max)| {
-            let mut entry = ApiVersion::default();
-            entry.api_key = *key as i16;
-            entry.min_version = *min;
-            entry.max_version = *max;
-            entry
-        })
-        .collect();
     let response_version = if version > max || version < min {
         response.error_code = UNSUPPORTED_VERSION;
+        response.api_keys = vec![entry(ApiKey::ApiVersions, min, max)];
         0
     } else {
-        if let Err(error) = ApiVersionsRequest::decode(body, version) {
-            return Outcome::Close {
-                reason: format!("malformed ApiVersions v{version} request: {error}"),
-            };
+        let request = match ApiVersionsRequest::decode(body, version) {
+            Ok(request) => request,
+            Err(error) => {
+                return Outcome::Close {
+                    reason: format!("malformed ApiVersions v{version} request: {error}"),
+                };
+            }
+        };
+        if version >= 3
+            && !(valid_client_software(&request.client_software_name)
+                && valid_client_software(&request.client_software_version))
+        {
+            response.error_code = INVALID_REQUEST;
+        } else {
+            response.api_keys = SUPPORTED_APIS
+                .iter()
+                .map(|(key, min, max)| entry(*key, *min, *max))
+                .collect();
         }
         version
     };
@@ -88,5 +105,42 @@ fn api_versions(version: i16, min: i16, max: i16, body: &mut Bytes) -> Outcome {
     Outcome::Respond {
         body: out.freeze(),
         response_version,
+    }
+}
+
+/// Kafka's rule for ApiVersions v3+ client software names and versions:
+/// `[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?`.
+fn valid_client_software(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let (Some(first), Some(last)) = (bytes.first(), bytes.last()) else {
+        return false;
+    };
+    first.is_ascii_alphanumeric()
+        && last.is_ascii_alphanumeric()
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || *b == b'-' || *b == b'.')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_software_names_follow_kafkas_pattern() {
+        let cases = [
+            ("librdkafka", true),
+            ("apache-kafka-java", true),
+            ("4.1.1", true),
+            ("a", true),
+            ("", false),
+            ("-leading", false),
+            ("trailing.", false),
+            ("with space", false),
+            ("under_score", false),
+        ];
+        for (text, valid) in cases {
+            assert_eq!(valid_client_software(text), valid, "{text:?}");
+        }
     }
 }

@@ -101,12 +101,41 @@ async fn a_newer_api_versions_gets_a_v0_unsupported_version_answer() {
         decode_api_versions(read_response(&mut stream).await.unwrap(), 0);
     assert_eq!(correlation_id, 7);
     assert_eq!(response.error_code, 35);
-    assert!(!response.api_keys.is_empty());
+    // As Kafka 4.1: only ApiVersions' own range, so the client can retry.
+    let listed: Vec<(i16, i16, i16)> = response
+        .api_keys
+        .iter()
+        .map(|k| (k.api_key, k.min_version, k.max_version))
+        .collect();
+    assert_eq!(listed, vec![(18, 0, 4)]);
     // The connection stays usable.
     stream.write_all(&api_versions_frame(3, 8)).await.unwrap();
     let (correlation_id, response) =
         decode_api_versions(read_response(&mut stream).await.unwrap(), 3);
     assert_eq!((correlation_id, response.error_code), (8, 0));
+}
+
+#[tokio::test]
+async fn api_versions_v3_checks_the_client_software_name() {
+    let (address, _stop) = start(NetworkConfig::default()).await;
+    let mut stream = TcpStream::connect(address).await.unwrap();
+    let mut header = RequestHeader::default();
+    header.request_api_key = ApiKey::ApiVersions as i16;
+    header.request_api_version = 3;
+    header.correlation_id = 11;
+    let mut body = BytesMut::new();
+    header.encode(&mut body, 2).unwrap();
+    let mut request = ApiVersionsRequest::default();
+    request.client_software_name = StrBytes::from_static_str("bad name!");
+    request.client_software_version = StrBytes::from_static_str("1.0");
+    request.encode(&mut body, 3).unwrap();
+    let mut frame = (body.len() as i32).to_be_bytes().to_vec();
+    frame.extend_from_slice(&body);
+    stream.write_all(&frame).await.unwrap();
+    let (correlation_id, response) =
+        decode_api_versions(read_response(&mut stream).await.unwrap(), 3);
+    assert_eq!((correlation_id, response.error_code), (11, 42));
+    assert!(response.api_keys.is_empty());
 }
 
 #[tokio::test]
