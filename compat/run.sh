@@ -9,6 +9,9 @@
 #    fixtures; its output must equal `sluice dump-log` line for line, and it must report
 #    no index mismatch.
 #
+# 3. metadata-records: Kafka's DumpLogSegments --cluster-metadata-decoder reads a metadata
+#    log written with Sluice's record codec, record for record as Kafka printed its own.
+#
 # Expects the debug build (`cargo test --workspace` builds it); builds what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,4 +44,22 @@ dump_compare "sluice-written log" "$sluice_files"
 fixture_files="$(find "$PWD/crates/sluice-storage/tests/fixtures/kafka" -name '*.log' -o -name '*.index' -o -name '*.timeindex' | sort | paste -sd, -)"
 dump_compare "kafka-written fixtures" "$fixture_files"
 echo "dump-log: $passed passed, $failed failed"
+
+# 3. metadata records: a metadata log written by Sluice, decoded by Kafka's
+#    DumpLogSegments --cluster-metadata-decoder; every payload must be what Kafka printed
+#    for its own log in the capture of docs/design/kraft-metadata-records.md.
+cargo build -q -p sluice-metadata --examples
+target/debug/examples/metadata_log_sample "$work/metadata"
+java -cp "$libs/*" kafka.tools.DumpLogSegments --cluster-metadata-decoder \
+  --files "$work/metadata/__cluster_metadata-0/00000000000000000000.log" 2>/dev/null \
+  | grep -o 'payload: .*' | sed 's/^payload: //' > "$work/metadata/actual.txt"
+expected_count=$(wc -l < "$work/metadata/expected.txt")
+if diff -u "$work/metadata/expected.txt" "$work/metadata/actual.txt" > "$work/metadata.diff"; then
+  echo "metadata-records: $expected_count passed, 0 failed"
+else
+  echo "FAIL metadata-records: Kafka's decoder disagrees:" >&2
+  head -40 "$work/metadata.diff" >&2
+  echo "metadata-records: 0 passed, $expected_count failed"
+  failed=$((failed + 1))
+fi
 [[ "$failed" == 0 ]]

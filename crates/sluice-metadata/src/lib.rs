@@ -1,0 +1,29 @@
+//! Cluster metadata: KRaft's metadata records, encoded exactly as Kafka writes them in
+//! its `__cluster_metadata` log (see `docs/design/kraft-metadata-records.md`), so
+//! Kafka's DumpLogSegments `--cluster-metadata-decoder` and metadata shell read Sluice's
+//! metadata log.
+//!
+//! Issue 3 in progress: this crate holds the records and their codec. The metadata log
+//! (a Sluice partition log `__cluster_metadata-0`), the in-memory image the broker's
+//! handlers read, and (issue 4) the Raft quorum build on it.
+
+mod codec;
+pub mod record;
+
+pub use codec::Uuid;
+pub use record::{
+    ConfigRecord, MetadataRecord, PartitionChangeRecord, PartitionRecord, TopicRecord,
+};
+
+/// Why a metadata record could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MetadataError {
+    #[error("metadata record truncated in {0}")]
+    Truncated(&'static str),
+    #[error("malformed metadata record: {0}")]
+    Malformed(String),
+    #[error("unsupported frame version {0} (Kafka's metadata records use frame version 1)")]
+    FrameVersion(u32),
+    #[error("unsupported version {version} of metadata record type {api_key}")]
+    Version { api_key: u32, version: u32 },
+}

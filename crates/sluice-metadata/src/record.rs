@@ -1,0 +1,635 @@
+//! The metadata records Sluice writes, in Kafka 4.1's schemas and framing.
+//!
+//! A record is the value of a v2-batch record (key null) in the metadata log:
+//! `uvarint frame version (1) | uvarint record type (apiKey) | uvarint version | body`,
+//! the body in the flexible encoding of that version. Record types Sluice does not model
+//! decode as [`MetadataRecord::Unknown`] and re-encode byte for byte, so a log written by
+//! a newer peer passes through.
+
+use crate::MetadataError;
+use crate::codec::{Reader, Uuid, Writer, encoded};
+
+const FRAME_VERSION: u32 = 1;
+
+/// TopicRecord (apiKey 2, v0): a topic and its id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicRecord {
+    pub name: String,
+    pub topic_id: Uuid,
+}
+
+/// PartitionRecord (apiKey 3, v0-2): a partition's full state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionRecord {
+    pub partition_id: i32,
+    pub topic_id: Uuid,
+    pub replicas: Vec<i32>,
+    pub isr: Vec<i32>,
+    pub removing_replicas: Vec<i32>,
+    pub adding_replicas: Vec<i32>,
+    pub leader: i32,
+    /// Tagged (tag 0); 0 = RECOVERED, 1 = RECOVERING.
+    pub leader_recovery_state: i8,
+    pub leader_epoch: i32,
+    pub partition_epoch: i32,
+    /// v1+: one log directory id per replica.
+    pub directories: Vec<Uuid>,
+    /// v2+, tagged (tag 1).
+    pub eligible_leader_replicas: Option<Vec<i32>>,
+    /// v2+, tagged (tag 2).
+    pub last_known_elr: Option<Vec<i32>>,
+}
+
+/// PartitionChangeRecord (apiKey 5, v0-2): a change to one partition; `None` (or the
+/// "no change" value) leaves a field as it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionChangeRecord {
+    pub partition_id: i32,
+    pub topic_id: Uuid,
+    /// Tag 0.
+    pub isr: Option<Vec<i32>>,
+    /// Tag 1; -2 = no change, -1 = no leader.
+    pub leader: i32,
+    /// Tag 2.
+    pub replicas: Option<Vec<i32>>,
+    /// Tag 3.
+    pub removing_replicas: Option<Vec<i32>>,
+    /// Tag 4.
+    pub adding_replicas: Option<Vec<i32>>,
+    /// Tag 5; -1 = no change.
+    pub leader_recovery_state: i8,
+    /// Tag 6 (v2+).
+    pub eligible_leader_replicas: Option<Vec<i32>>,
+    /// Tag 7 (v2+).
+    pub last_known_elr: Option<Vec<i32>>,
+    /// Tag 8 (v1+).
+    pub directories: Option<Vec<Uuid>>,
+}
+
+impl PartitionChangeRecord {
+    /// A change record for the partition that changes nothing yet.
+    pub fn new(topic_id: Uuid, partition_id: i32) -> Self {
+        PartitionChangeRecord {
+            partition_id,
+            topic_id,
+            isr: None,
+            leader: -2,
+            replicas: None,
+            removing_replicas: None,
+            adding_replicas: None,
+            leader_recovery_state: -1,
+            eligible_leader_replicas: None,
+            last_known_elr: None,
+            directories: None,
+        }
+    }
+}
+
+/// ConfigRecord (apiKey 4, v0): sets (`value` some) or deletes one config key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigRecord {
+    /// `ConfigResource.Type`: 2 TOPIC, 4 BROKER, 16 CLIENT_METRICS, 32 GROUP.
+    pub resource_type: i8,
+    pub resource_name: String,
+    pub name: String,
+    pub value: Option<String>,
+}
+
+/// The records Sluice models, with the version each is written at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MetadataRecord {
+    Topic(TopicRecord),
+    Partition(PartitionRecord),
+    PartitionChange(PartitionChangeRecord),
+    /// RemoveTopicRecord (apiKey 9): the topic, its partitions and its configs go.
+    RemoveTopic {
+        topic_id: Uuid,
+    },
+    Config(ConfigRecord),
+    /// FeatureLevelRecord (apiKey 12): a finalized feature level (`metadata.version`, ...).
+    FeatureLevel {
+        name: String,
+        level: i16,
+    },
+    /// NoOpRecord (apiKey 20): the controller's heartbeat in the log.
+    NoOp,
+    /// Any other record type, kept as its body.
+    Unknown {
+        api_key: u32,
+        body: Vec<u8>,
+    },
+}
+
+impl MetadataRecord {
+    /// The record type id (Kafka's apiKey for metadata records).
+    pub fn api_key(&self) -> u32 {
+        match self {
+            MetadataRecord::Topic(_) => 2,
+            MetadataRecord::Partition(_) => 3,
+            MetadataRecord::Config(_) => 4,
+            MetadataRecord::PartitionChange(_) => 5,
+            MetadataRecord::RemoveTopic { .. } => 9,
+            MetadataRecord::FeatureLevel { .. } => 12,
+            MetadataRecord::NoOp => 20,
+            MetadataRecord::Unknown { api_key, .. } => *api_key,
+        }
+    }
+
+    /// The highest version Sluice writes of this record type (Kafka 4.1's at
+    /// metadata.version 4.1).
+    pub fn latest_version(&self) -> u32 {
+        match self {
+            MetadataRecord::Partition(_) | MetadataRecord::PartitionChange(_) => 2,
+            _ => 0,
+        }
+    }
+
+    /// Encodes the record value: frame header, then the body at `version`.
+    pub fn encode(&self, version: u32) -> Result<Vec<u8>, MetadataError> {
+        let max = match self {
+            MetadataRecord::Unknown { .. } => u32::MAX,
+            other => other.latest_version(),
+        };
+        if version > max {
+            return Err(MetadataError::Version {
+                api_key: self.api_key(),
+                version,
+            });
+        }
+        let mut w = Writer::new();
+        w.uvarint(FRAME_VERSION);
+        w.uvarint(self.api_key());
+        w.uvarint(version);
+        match self {
+            MetadataRecord::Topic(topic) => {
+                w.string(&topic.name);
+                w.uuid(&topic.topic_id);
+                w.tagged_fields(&[]);
+            }
+            MetadataRecord::Partition(p) => {
+                w.i32(p.partition_id);
+                w.uuid(&p.topic_id);
+                w.i32_array(&p.replicas);
+                w.i32_array(&p.isr);
+                w.i32_array(&p.removing_replicas);
+                w.i32_array(&p.adding_replicas);
+                w.i32(p.leader);
+                w.i32(p.leader_epoch);
+                w.i32(p.partition_epoch);
+                if version >= 1 {
+                    w.uuid_array(&p.directories);
+                }
+                let mut tags = Vec::new();
+                if p.leader_recovery_state != 0 {
+                    tags.push((0, vec![p.leader_recovery_state as u8]));
+                }
+                if version >= 2 {
+                    if let Some(elr) = &p.eligible_leader_replicas {
+                        tags.push((1, encoded(|w| w.i32_array(elr))));
+                    }
+                    if let Some(last) = &p.last_known_elr {
+                        tags.push((2, encoded(|w| w.i32_array(last))));
+                    }
+                }
+                w.tagged_fields(&tags);
+            }
+            MetadataRecord::PartitionChange(c) => {
+                w.i32(c.partition_id);
+                w.uuid(&c.topic_id);
+                let array = |values: &Option<Vec<i32>>| {
+                    values.as_ref().map(|v| encoded(|w| w.i32_array(v)))
+                };
+                let mut tags: Vec<(u32, Vec<u8>)> = Vec::new();
+                let mut push = |tag: u32, value: Option<Vec<u8>>| {
+                    if let Some(value) = value {
+                        tags.push((tag, value));
+                    }
+                };
+                push(0, array(&c.isr));
+                push(1, (c.leader != -2).then(|| c.leader.to_be_bytes().to_vec()));
+                push(2, array(&c.replicas));
+                push(3, array(&c.removing_replicas));
+                push(4, array(&c.adding_replicas));
+                push(
+                    5,
+                    (c.leader_recovery_state != -1).then(|| vec![c.leader_recovery_state as u8]),
+                );
+                if version >= 2 {
+                    push(6, array(&c.eligible_leader_replicas));
+                    push(7, array(&c.last_known_elr));
+                }
+                if version >= 1 {
+                    push(
+                        8,
+                        c.directories.as_ref().map(|d| encoded(|w| w.uuid_array(d))),
+                    );
+                }
+                w.tagged_fields(&tags);
+            }
+            MetadataRecord::RemoveTopic { topic_id } => {
+                w.uuid(topic_id);
+                w.tagged_fields(&[]);
+            }
+            MetadataRecord::Config(config) => {
+                w.i8(config.resource_type);
+                w.string(&config.resource_name);
+                w.string(&config.name);
+                w.nullable_string(config.value.as_deref());
+                w.tagged_fields(&[]);
+            }
+            MetadataRecord::FeatureLevel { name, level } => {
+                w.string(name);
+                w.i16(*level);
+                w.tagged_fields(&[]);
+            }
+            MetadataRecord::NoOp => w.tagged_fields(&[]),
+            MetadataRecord::Unknown { body, .. } => w.out.extend_from_slice(body),
+        }
+        Ok(w.out)
+    }
+
+    /// Decodes a record value; returns the record and the version it was written at.
+    pub fn decode(value: &[u8]) -> Result<(MetadataRecord, u32), MetadataError> {
+        let mut r = Reader::new(value);
+        let frame_version = r.uvarint("frame version")?;
+        if frame_version != FRAME_VERSION {
+            return Err(MetadataError::FrameVersion(frame_version));
+        }
+        let api_key = r.uvarint("record type")?;
+        let version = r.uvarint("version")?;
+        let too_new = |max: u32| -> Result<(), MetadataError> {
+            if version > max {
+                Err(MetadataError::Version { api_key, version })
+            } else {
+                Ok(())
+            }
+        };
+        let record = match api_key {
+            2 => {
+                too_new(0)?;
+                let name = r.string("TopicRecord.Name")?;
+                let topic_id = r.uuid("TopicRecord.TopicId")?;
+                r.tagged_fields()?;
+                MetadataRecord::Topic(TopicRecord { name, topic_id })
+            }
+            3 => {
+                too_new(2)?;
+                let partition_id = r.i32("PartitionRecord.PartitionId")?;
+                let topic_id = r.uuid("PartitionRecord.TopicId")?;
+                let replicas = r.i32_array("PartitionRecord.Replicas")?;
+                let isr = r.i32_array("PartitionRecord.Isr")?;
+                let removing_replicas = r.i32_array("PartitionRecord.RemovingReplicas")?;
+                let adding_replicas = r.i32_array("PartitionRecord.AddingReplicas")?;
+                let leader = r.i32("PartitionRecord.Leader")?;
+                let leader_epoch = r.i32("PartitionRecord.LeaderEpoch")?;
+                let partition_epoch = r.i32("PartitionRecord.PartitionEpoch")?;
+                let directories = if version >= 1 {
+                    r.nullable_uuid_array("PartitionRecord.Directories")?
+                        .unwrap_or_default()
+                } else {
+                    Vec::new()
+                };
+                let mut record = PartitionRecord {
+                    partition_id,
+                    topic_id,
+                    replicas,
+                    isr,
+                    removing_replicas,
+                    adding_replicas,
+                    leader,
+                    leader_recovery_state: 0,
+                    leader_epoch,
+                    partition_epoch,
+                    directories,
+                    eligible_leader_replicas: None,
+                    last_known_elr: None,
+                };
+                for (tag, bytes) in r.tagged_fields()? {
+                    let mut field = Reader::new(bytes);
+                    match tag {
+                        0 => record.leader_recovery_state = field.i8("LeaderRecoveryState")?,
+                        1 if version >= 2 => {
+                            record.eligible_leader_replicas =
+                                field.nullable_i32_array("EligibleLeaderReplicas")?
+                        }
+                        2 if version >= 2 => {
+                            record.last_known_elr = field.nullable_i32_array("LastKnownElr")?
+                        }
+                        _ => {}
+                    }
+                }
+                MetadataRecord::Partition(record)
+            }
+            4 => {
+                too_new(0)?;
+                let resource_type = r.i8("ConfigRecord.ResourceType")?;
+                let resource_name = r.string("ConfigRecord.ResourceName")?;
+                let name = r.string("ConfigRecord.Name")?;
+                let value = r.nullable_string("ConfigRecord.Value")?;
+                r.tagged_fields()?;
+                MetadataRecord::Config(ConfigRecord {
+                    resource_type,
+                    resource_name,
+                    name,
+                    value,
+                })
+            }
+            5 => {
+                too_new(2)?;
+                let partition_id = r.i32("PartitionChangeRecord.PartitionId")?;
+                let topic_id = r.uuid("PartitionChangeRecord.TopicId")?;
+                let mut change = PartitionChangeRecord::new(topic_id, partition_id);
+                for (tag, bytes) in r.tagged_fields()? {
+                    let mut field = Reader::new(bytes);
+                    match tag {
+                        0 => change.isr = field.nullable_i32_array("Isr")?,
+                        1 => change.leader = field.i32("Leader")?,
+                        2 => change.replicas = field.nullable_i32_array("Replicas")?,
+                        3 => {
+                            change.removing_replicas =
+                                field.nullable_i32_array("RemovingReplicas")?
+                        }
+                        4 => change.adding_replicas = field.nullable_i32_array("AddingReplicas")?,
+                        5 => change.leader_recovery_state = field.i8("LeaderRecoveryState")?,
+                        6 if version >= 2 => {
+                            change.eligible_leader_replicas =
+                                field.nullable_i32_array("EligibleLeaderReplicas")?
+                        }
+                        7 if version >= 2 => {
+                            change.last_known_elr = field.nullable_i32_array("LastKnownElr")?
+                        }
+                        8 if version >= 1 => {
+                            change.directories = field.nullable_uuid_array("Directories")?
+                        }
+                        _ => {}
+                    }
+                }
+                MetadataRecord::PartitionChange(change)
+            }
+            9 => {
+                too_new(0)?;
+                let topic_id = r.uuid("RemoveTopicRecord.TopicId")?;
+                r.tagged_fields()?;
+                MetadataRecord::RemoveTopic { topic_id }
+            }
+            12 => {
+                too_new(0)?;
+                let name = r.string("FeatureLevelRecord.Name")?;
+                let level = r.i16("FeatureLevelRecord.FeatureLevel")?;
+                r.tagged_fields()?;
+                MetadataRecord::FeatureLevel { name, level }
+            }
+            20 => {
+                too_new(0)?;
+                r.tagged_fields()?;
+                MetadataRecord::NoOp
+            }
+            _ => MetadataRecord::Unknown {
+                api_key,
+                body: r.rest().to_vec(),
+            },
+        };
+        if !r.is_empty() {
+            return Err(MetadataError::Malformed(format!(
+                "bytes left after record type {api_key} v{version}"
+            )));
+        }
+        Ok((record, version))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const ORDERS: Uuid = [
+        5, 132, 5, 152, 60, 80, 75, 197, 150, 193, 114, 70, 229, 203, 229, 200,
+    ];
+
+    /// Bytes from Kafka 4.1.1's own log (docs/design/kraft-metadata-records.md).
+    #[test]
+    fn known_values_match_kafkas_bytes() {
+        assert_eq!(
+            MetadataRecord::NoOp.encode(0).unwrap(),
+            vec![0x01, 0x14, 0x00, 0x00]
+        );
+        let topic = MetadataRecord::Topic(TopicRecord {
+            name: "orders".into(),
+            topic_id: ORDERS,
+        });
+        let mut expected = vec![0x01, 0x02, 0x00, 0x07];
+        expected.extend_from_slice(b"orders");
+        expected.extend_from_slice(&ORDERS);
+        expected.push(0x00);
+        assert_eq!(topic.encode(0).unwrap(), expected);
+        assert_eq!(
+            expected.len(),
+            27,
+            "Kafka's TopicRecord for \"orders\" is 27 bytes"
+        );
+        let remove = MetadataRecord::RemoveTopic { topic_id: ORDERS }
+            .encode(0)
+            .unwrap();
+        assert_eq!(remove.len(), 20);
+        // Value sizes of Kafka's records in the captured log.
+        let partition = MetadataRecord::Partition(PartitionRecord {
+            partition_id: 0,
+            topic_id: ORDERS,
+            replicas: vec![1],
+            isr: vec![1],
+            removing_replicas: vec![],
+            adding_replicas: vec![],
+            leader: 1,
+            leader_recovery_state: 0,
+            leader_epoch: 0,
+            partition_epoch: 0,
+            directories: vec![[7; 16]],
+            eligible_leader_replicas: None,
+            last_known_elr: None,
+        });
+        assert_eq!(partition.encode(2).unwrap().len(), 65);
+        let mut change = PartitionChangeRecord::new(ORDERS, 0);
+        change.isr = Some(vec![]);
+        change.leader = -1;
+        change.eligible_leader_replicas = Some(vec![1]);
+        change.last_known_elr = Some(vec![1]);
+        assert_eq!(
+            MetadataRecord::PartitionChange(change)
+                .encode(2)
+                .unwrap()
+                .len(),
+            47
+        );
+        let config = MetadataRecord::Config(ConfigRecord {
+            resource_type: 2,
+            resource_name: "orders".into(),
+            name: "retention.ms".into(),
+            value: Some("86400000".into()),
+        });
+        assert_eq!(config.encode(0).unwrap().len(), 34);
+        let feature = MetadataRecord::FeatureLevel {
+            name: "metadata.version".into(),
+            level: 27,
+        };
+        assert_eq!(feature.encode(0).unwrap().len(), 23);
+    }
+
+    fn ids() -> impl Strategy<Value = Vec<i32>> {
+        prop::collection::vec(-1i32..10, 0..4)
+    }
+
+    fn record() -> impl Strategy<Value = (MetadataRecord, u32)> {
+        let uuid = any::<[u8; 16]>();
+        prop_oneof![
+            ("[a-z._-]{1,20}", uuid).prop_map(|(name, topic_id)| (
+                MetadataRecord::Topic(TopicRecord { name, topic_id }),
+                0
+            )),
+            (
+                any::<i32>(),
+                uuid,
+                ids(),
+                ids(),
+                any::<i32>(),
+                0i8..2,
+                any::<i32>(),
+                prop::option::of(ids()),
+                0u32..3
+            )
+                .prop_map(
+                    |(
+                        partition_id,
+                        topic_id,
+                        replicas,
+                        isr,
+                        leader,
+                        recovery,
+                        epoch,
+                        elr,
+                        version,
+                    )| {
+                        let directories = if version >= 1 {
+                            vec![[3; 16]; replicas.len()]
+                        } else {
+                            vec![]
+                        };
+                        let (elr, last) = if version >= 2 {
+                            (elr.clone(), elr)
+                        } else {
+                            (None, None)
+                        };
+                        (
+                            MetadataRecord::Partition(PartitionRecord {
+                                partition_id,
+                                topic_id,
+                                replicas,
+                                isr,
+                                removing_replicas: vec![],
+                                adding_replicas: vec![2],
+                                leader,
+                                leader_recovery_state: recovery,
+                                leader_epoch: epoch,
+                                partition_epoch: epoch,
+                                directories,
+                                eligible_leader_replicas: elr,
+                                last_known_elr: last,
+                            }),
+                            version,
+                        )
+                    }
+                ),
+            (
+                any::<i32>(),
+                uuid,
+                prop::option::of(ids()),
+                -2i32..5,
+                prop::option::of(ids()),
+                -1i8..2,
+                0u32..3
+            )
+                .prop_map(
+                    |(partition, topic_id, isr, leader, replicas, recovery, version)| {
+                        let mut change = PartitionChangeRecord::new(topic_id, partition);
+                        change.isr = isr.clone();
+                        change.leader = leader;
+                        change.replicas = replicas;
+                        change.leader_recovery_state = recovery;
+                        if version >= 1 {
+                            change.directories = Some(vec![[9; 16]]);
+                        }
+                        if version >= 2 {
+                            change.eligible_leader_replicas = isr;
+                        }
+                        (MetadataRecord::PartitionChange(change), version)
+                    }
+                ),
+            uuid.prop_map(|topic_id| (MetadataRecord::RemoveTopic { topic_id }, 0)),
+            (
+                prop::sample::select(vec![2i8, 4]),
+                "[a-z]{0,8}",
+                "[a-z.]{1,20}",
+                prop::option::of("[0-9a-z]{0,10}")
+            )
+                .prop_map(|(resource_type, resource_name, name, value)| (
+                    MetadataRecord::Config(ConfigRecord {
+                        resource_type,
+                        resource_name,
+                        name,
+                        value
+                    }),
+                    0
+                )),
+            ("[a-z.]{1,20}", any::<i16>())
+                .prop_map(|(name, level)| (MetadataRecord::FeatureLevel { name, level }, 0)),
+            Just((MetadataRecord::NoOp, 0)),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn records_round_trip((record, version) in record()) {
+            let bytes = record.encode(version).unwrap();
+            prop_assert_eq!(MetadataRecord::decode(&bytes).unwrap(), (record, version));
+        }
+
+        #[test]
+        fn garbage_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..80)) {
+            let _ = MetadataRecord::decode(&bytes);
+            let mut framed = vec![1u8, 3, 2];
+            framed.extend_from_slice(&bytes);
+            let _ = MetadataRecord::decode(&framed);
+        }
+    }
+
+    #[test]
+    fn bad_frames_are_typed_errors() {
+        assert_eq!(
+            MetadataRecord::decode(&[0, 2, 0]).unwrap_err(),
+            MetadataError::FrameVersion(0)
+        );
+        assert!(matches!(
+            MetadataRecord::decode(&[1, 2, 1]).unwrap_err(),
+            MetadataError::Version {
+                api_key: 2,
+                version: 1
+            }
+        ));
+        assert!(matches!(
+            MetadataRecord::decode(&[1, 2]).unwrap_err(),
+            MetadataError::Truncated(_)
+        ));
+        // An array claiming a billion replicas in a short record allocates nothing.
+        let mut huge = vec![1, 3, 0, 0, 0, 0, 0];
+        huge.extend_from_slice(&[0; 16]);
+        huge.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0x03]);
+        assert!(matches!(
+            MetadataRecord::decode(&huge).unwrap_err(),
+            MetadataError::Truncated(_)
+        ));
+        // Unknown record types pass through unchanged.
+        let unknown = [1u8, 26, 0, 7, 7, 0];
+        let (record, version) = MetadataRecord::decode(&unknown).unwrap();
+        assert_eq!(record.encode(version).unwrap(), unknown);
+    }
+}
