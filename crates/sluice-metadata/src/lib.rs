@@ -3,14 +3,17 @@
 //! Kafka's DumpLogSegments `--cluster-metadata-decoder` and metadata shell read Sluice's
 //! metadata log.
 //!
-//! Issue 3 in progress: this crate holds the records and their codec. The metadata log
-//! (a Sluice partition log `__cluster_metadata-0`), the in-memory image the broker's
-//! handlers read, and (issue 4) the Raft quorum build on it.
+//! Issue 3 in progress: this crate holds the records, their codec and the image they
+//! build ([`MetadataImage`], replayed with Kafka's rules). The metadata log itself (a
+//! Sluice partition log `__cluster_metadata-0` the controller appends to and replays at
+//! start), its use by the broker's handlers, and (issue 4) the Raft quorum build on it.
 
 mod codec;
+pub mod image;
 pub mod record;
 
 pub use codec::Uuid;
+pub use image::{ApplyError, MetadataImage, PartitionImage, TopicImage};
 pub use record::{
     ConfigRecord, MetadataRecord, PartitionChangeRecord, PartitionRecord, TopicRecord,
 };

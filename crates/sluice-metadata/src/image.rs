@@ -1,0 +1,411 @@
+//! The metadata image: the cluster state the metadata records describe, built by
+//! replaying them in log order with Kafka's rules (`docs/design/kraft-metadata-records.md`
+//! §6). The broker's request handlers read only an image; they keep no state of their own.
+//!
+//! Replay is strict, as Kafka's is: a record about a topic or partition that does not
+//! exist is an error, so a log Sluice accepts is one Kafka's metadata shell accepts.
+
+use std::collections::BTreeMap;
+
+use crate::codec::Uuid;
+use crate::record::{MetadataRecord, PartitionChangeRecord, PartitionRecord};
+
+/// Why a record could not be applied.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApplyError {
+    #[error("topic {name} already exists")]
+    TopicExists { name: String },
+    #[error("unknown topic id {0:?}")]
+    UnknownTopic(Uuid),
+    #[error("unable to find partition {topic_id:?}:{partition}")]
+    UnknownPartition { topic_id: Uuid, partition: i32 },
+}
+
+/// One partition's registration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionImage {
+    pub replicas: Vec<i32>,
+    pub isr: Vec<i32>,
+    pub removing_replicas: Vec<i32>,
+    pub adding_replicas: Vec<i32>,
+    pub leader: i32,
+    pub leader_recovery_state: i8,
+    pub leader_epoch: i32,
+    pub partition_epoch: i32,
+    pub directories: Vec<Uuid>,
+    pub eligible_leader_replicas: Vec<i32>,
+    pub last_known_elr: Vec<i32>,
+}
+
+impl From<&PartitionRecord> for PartitionImage {
+    fn from(record: &PartitionRecord) -> Self {
+        PartitionImage {
+            replicas: record.replicas.clone(),
+            isr: record.isr.clone(),
+            removing_replicas: record.removing_replicas.clone(),
+            adding_replicas: record.adding_replicas.clone(),
+            leader: record.leader,
+            leader_recovery_state: record.leader_recovery_state,
+            leader_epoch: record.leader_epoch,
+            partition_epoch: record.partition_epoch,
+            directories: record.directories.clone(),
+            eligible_leader_replicas: record.eligible_leader_replicas.clone().unwrap_or_default(),
+            last_known_elr: record.last_known_elr.clone().unwrap_or_default(),
+        }
+    }
+}
+
+impl PartitionImage {
+    /// Kafka's `PartitionRegistration.merge`: present fields replace, a `Leader` field
+    /// (even the same leader) bumps the leader epoch, every change bumps the partition
+    /// epoch. New replicas keep their directories by replica id unless directories are
+    /// given.
+    fn merge(&mut self, change: &PartitionChangeRecord) {
+        if let Some(replicas) = &change.replicas {
+            if change.directories.is_none() {
+                self.directories = replicas
+                    .iter()
+                    .map(|replica| {
+                        self.replicas
+                            .iter()
+                            .position(|r| r == replica)
+                            .and_then(|i| self.directories.get(i).copied())
+                            .unwrap_or([0; 16])
+                    })
+                    .collect();
+            }
+            self.replicas = replicas.clone();
+        }
+        if let Some(isr) = &change.isr {
+            self.isr = isr.clone();
+        }
+        if change.leader != -2 {
+            self.leader = change.leader;
+            self.leader_epoch += 1;
+        }
+        if let Some(removing) = &change.removing_replicas {
+            self.removing_replicas = removing.clone();
+        }
+        if let Some(adding) = &change.adding_replicas {
+            self.adding_replicas = adding.clone();
+        }
+        if change.leader_recovery_state != -1 {
+            self.leader_recovery_state = change.leader_recovery_state;
+        }
+        if let Some(directories) = &change.directories {
+            self.directories = directories.clone();
+        }
+        if let Some(elr) = &change.eligible_leader_replicas {
+            self.eligible_leader_replicas = elr.clone();
+        }
+        if let Some(last) = &change.last_known_elr {
+            self.last_known_elr = last.clone();
+        }
+        self.partition_epoch += 1;
+    }
+}
+
+/// A topic and its partitions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicImage {
+    pub name: String,
+    pub topic_id: Uuid,
+    pub partitions: BTreeMap<i32, PartitionImage>,
+}
+
+/// The whole image.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MetadataImage {
+    topics: BTreeMap<Uuid, TopicImage>,
+    topic_ids: BTreeMap<String, Uuid>,
+    /// (resource type, resource name) → key → value.
+    configs: BTreeMap<(i8, String), BTreeMap<String, String>>,
+    features: BTreeMap<String, i16>,
+}
+
+/// `ConfigResource.Type` of a topic.
+const TOPIC_RESOURCE: i8 = 2;
+
+impl MetadataImage {
+    /// Applies one record. On error the image is unchanged.
+    pub fn apply(&mut self, record: &MetadataRecord) -> Result<(), ApplyError> {
+        match record {
+            MetadataRecord::Topic(topic) => {
+                if self.topic_ids.contains_key(&topic.name)
+                    || self.topics.contains_key(&topic.topic_id)
+                {
+                    return Err(ApplyError::TopicExists {
+                        name: topic.name.clone(),
+                    });
+                }
+                self.topic_ids.insert(topic.name.clone(), topic.topic_id);
+                self.topics.insert(
+                    topic.topic_id,
+                    TopicImage {
+                        name: topic.name.clone(),
+                        topic_id: topic.topic_id,
+                        partitions: BTreeMap::new(),
+                    },
+                );
+            }
+            MetadataRecord::Partition(partition) => {
+                let topic = self
+                    .topics
+                    .get_mut(&partition.topic_id)
+                    .ok_or(ApplyError::UnknownTopic(partition.topic_id))?;
+                topic
+                    .partitions
+                    .insert(partition.partition_id, PartitionImage::from(partition));
+            }
+            MetadataRecord::PartitionChange(change) => {
+                let unknown = ApplyError::UnknownPartition {
+                    topic_id: change.topic_id,
+                    partition: change.partition_id,
+                };
+                let partition = self
+                    .topics
+                    .get_mut(&change.topic_id)
+                    .and_then(|t| t.partitions.get_mut(&change.partition_id))
+                    .ok_or(unknown)?;
+                partition.merge(change);
+            }
+            MetadataRecord::RemoveTopic { topic_id } => {
+                let topic = self
+                    .topics
+                    .remove(topic_id)
+                    .ok_or(ApplyError::UnknownTopic(*topic_id))?;
+                self.topic_ids.remove(&topic.name);
+                self.configs.remove(&(TOPIC_RESOURCE, topic.name));
+            }
+            MetadataRecord::Config(config) => {
+                let resource = (config.resource_type, config.resource_name.clone());
+                match &config.value {
+                    Some(value) => {
+                        self.configs
+                            .entry(resource)
+                            .or_default()
+                            .insert(config.name.clone(), value.clone());
+                    }
+                    None => {
+                        if let Some(keys) = self.configs.get_mut(&resource) {
+                            keys.remove(&config.name);
+                            if keys.is_empty() {
+                                self.configs.remove(&resource);
+                            }
+                        }
+                    }
+                }
+            }
+            MetadataRecord::FeatureLevel { name, level } => {
+                if *level == 0 && name != "metadata.version" {
+                    self.features.remove(name);
+                } else {
+                    self.features.insert(name.clone(), *level);
+                }
+            }
+            MetadataRecord::NoOp | MetadataRecord::Unknown { .. } => {}
+        }
+        Ok(())
+    }
+
+    pub fn topic(&self, name: &str) -> Option<&TopicImage> {
+        self.topic_ids.get(name).and_then(|id| self.topics.get(id))
+    }
+
+    pub fn topic_by_id(&self, topic_id: &Uuid) -> Option<&TopicImage> {
+        self.topics.get(topic_id)
+    }
+
+    /// Topics in name order.
+    pub fn topics(&self) -> impl Iterator<Item = &TopicImage> {
+        self.topic_ids.values().filter_map(|id| self.topics.get(id))
+    }
+
+    /// The explicitly set configs of a resource.
+    pub fn configs(
+        &self,
+        resource_type: i8,
+        resource_name: &str,
+    ) -> Option<&BTreeMap<String, String>> {
+        self.configs
+            .get(&(resource_type, resource_name.to_string()))
+    }
+
+    pub fn feature_level(&self, name: &str) -> Option<i16> {
+        self.features.get(name).copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{ConfigRecord, TopicRecord};
+
+    const ORDERS: Uuid = [1; 16];
+    const SCRATCH: Uuid = [2; 16];
+
+    fn partition(topic_id: Uuid, partition_id: i32) -> MetadataRecord {
+        MetadataRecord::Partition(PartitionRecord {
+            partition_id,
+            topic_id,
+            replicas: vec![1, 2],
+            isr: vec![1, 2],
+            removing_replicas: vec![],
+            adding_replicas: vec![],
+            leader: 1,
+            leader_recovery_state: 0,
+            leader_epoch: 0,
+            partition_epoch: 0,
+            directories: vec![[7; 16], [8; 16]],
+            eligible_leader_replicas: None,
+            last_known_elr: None,
+        })
+    }
+
+    fn config(name: &str, value: Option<&str>) -> MetadataRecord {
+        MetadataRecord::Config(ConfigRecord {
+            resource_type: 2,
+            resource_name: "orders".into(),
+            name: name.into(),
+            value: value.map(str::to_string),
+        })
+    }
+
+    /// The sequence of Kafka 4.1.1's captured log (§9), replayed.
+    #[test]
+    fn replays_kafkas_example_log() {
+        let mut image = MetadataImage::default();
+        let mut shutdown = PartitionChangeRecord::new(ORDERS, 0);
+        shutdown.isr = Some(vec![]);
+        shutdown.leader = -1;
+        shutdown.eligible_leader_replicas = Some(vec![1]);
+        let records = vec![
+            MetadataRecord::FeatureLevel {
+                name: "metadata.version".into(),
+                level: 27,
+            },
+            MetadataRecord::Topic(TopicRecord {
+                name: "orders".into(),
+                topic_id: ORDERS,
+            }),
+            config("cleanup.policy", Some("compact")),
+            config("retention.ms", Some("86400000")),
+            partition(ORDERS, 0),
+            partition(ORDERS, 1),
+            MetadataRecord::Topic(TopicRecord {
+                name: "scratch".into(),
+                topic_id: SCRATCH,
+            }),
+            partition(SCRATCH, 0),
+            MetadataRecord::NoOp,
+            MetadataRecord::RemoveTopic { topic_id: SCRATCH },
+            config("retention.ms", None),
+            MetadataRecord::PartitionChange(shutdown),
+        ];
+        for record in &records {
+            image.apply(record).unwrap();
+        }
+        assert_eq!(image.feature_level("metadata.version"), Some(27));
+        assert!(image.topic("scratch").is_none());
+        assert!(image.topic_by_id(&SCRATCH).is_none());
+        let orders = image.topic("orders").unwrap();
+        assert_eq!(orders.partitions.len(), 2);
+        let p0 = &orders.partitions[&0];
+        assert_eq!((p0.leader, p0.leader_epoch, p0.partition_epoch), (-1, 1, 1));
+        assert!(p0.isr.is_empty());
+        assert_eq!(p0.eligible_leader_replicas, vec![1]);
+        assert_eq!(orders.partitions[&1].leader_epoch, 0);
+        let configs = image.configs(2, "orders").unwrap();
+        assert_eq!(
+            configs.get("cleanup.policy").map(String::as_str),
+            Some("compact")
+        );
+        assert!(!configs.contains_key("retention.ms"));
+    }
+
+    /// (change, expected leader epoch, expected partition epoch) from a fresh partition.
+    #[test]
+    fn leader_and_partition_epochs_follow_kafkas_merge() {
+        type Change = fn(&mut PartitionChangeRecord);
+        let cases: [(Change, i32, i32); 4] = [
+            (|c| c.isr = Some(vec![1]), 0, 1),
+            (|c| c.leader = 1, 1, 1), // the same leader still bumps the epoch
+            (|c| c.leader = 2, 1, 1),
+            (|c| c.leader_recovery_state = 1, 0, 1),
+        ];
+        for (change, leader_epoch, partition_epoch) in cases {
+            let mut image = MetadataImage::default();
+            image
+                .apply(&MetadataRecord::Topic(TopicRecord {
+                    name: "t".into(),
+                    topic_id: ORDERS,
+                }))
+                .unwrap();
+            image.apply(&partition(ORDERS, 0)).unwrap();
+            let mut record = PartitionChangeRecord::new(ORDERS, 0);
+            change(&mut record);
+            image
+                .apply(&MetadataRecord::PartitionChange(record))
+                .unwrap();
+            let p = &image.topic("t").unwrap().partitions[&0];
+            assert_eq!(
+                (p.leader_epoch, p.partition_epoch),
+                (leader_epoch, partition_epoch)
+            );
+        }
+        // New replicas keep their directories by replica id.
+        let mut image = MetadataImage::default();
+        image
+            .apply(&MetadataRecord::Topic(TopicRecord {
+                name: "t".into(),
+                topic_id: ORDERS,
+            }))
+            .unwrap();
+        image.apply(&partition(ORDERS, 0)).unwrap();
+        let mut record = PartitionChangeRecord::new(ORDERS, 0);
+        record.replicas = Some(vec![2, 3]);
+        image
+            .apply(&MetadataRecord::PartitionChange(record))
+            .unwrap();
+        assert_eq!(
+            image.topic("t").unwrap().partitions[&0].directories,
+            vec![[8; 16], [0; 16]]
+        );
+    }
+
+    #[test]
+    fn replay_is_strict() {
+        let mut image = MetadataImage::default();
+        assert_eq!(
+            image.apply(&partition(ORDERS, 0)),
+            Err(ApplyError::UnknownTopic(ORDERS))
+        );
+        assert_eq!(
+            image.apply(&MetadataRecord::PartitionChange(
+                PartitionChangeRecord::new(ORDERS, 0)
+            )),
+            Err(ApplyError::UnknownPartition {
+                topic_id: ORDERS,
+                partition: 0
+            })
+        );
+        assert_eq!(
+            image.apply(&MetadataRecord::RemoveTopic { topic_id: ORDERS }),
+            Err(ApplyError::UnknownTopic(ORDERS))
+        );
+        image
+            .apply(&MetadataRecord::Topic(TopicRecord {
+                name: "t".into(),
+                topic_id: ORDERS,
+            }))
+            .unwrap();
+        assert!(matches!(
+            image.apply(&MetadataRecord::Topic(TopicRecord {
+                name: "t".into(),
+                topic_id: SCRATCH
+            })),
+            Err(ApplyError::TopicExists { .. })
+        ));
+        assert_eq!(image.topics().count(), 1);
+    }
+}
