@@ -3,17 +3,19 @@
 //! Kafka's DumpLogSegments `--cluster-metadata-decoder` and metadata shell read Sluice's
 //! metadata log.
 //!
-//! Issue 3 in progress: this crate holds the records, their codec and the image they
-//! build ([`MetadataImage`], replayed with Kafka's rules). The metadata log itself (a
-//! Sluice partition log `__cluster_metadata-0` the controller appends to and replays at
-//! start), its use by the broker's handlers, and (issue 4) the Raft quorum build on it.
+//! Issue 3 in progress: this crate holds the records, their codec, the image they build
+//! ([`MetadataImage`], replayed with Kafka's rules) and the single-node metadata log
+//! ([`MetadataLog`]: `__cluster_metadata-0`, validated, fsynced, replayed at start). Its
+//! use by the broker's handlers and (issue 4) the Raft quorum build on it.
 
 mod codec;
 pub mod image;
+pub mod metadata_log;
 pub mod record;
 
 pub use codec::Uuid;
 pub use image::{ApplyError, MetadataImage, PartitionImage, TopicImage};
+pub use metadata_log::{METADATA_LOG_DIR, MetadataLog, MetadataLogError};
 pub use record::{
     ConfigRecord, MetadataRecord, PartitionChangeRecord, PartitionRecord, TopicRecord,
 };
