@@ -2,12 +2,17 @@
 //! told to stop, then shuts down cleanly (logs flushed, checkpoints and the clean-shutdown
 //! marker written), as `kafka.Kafka` does on SIGTERM.
 //!
+//! The node keeps its metadata log (`__cluster_metadata-0`) in the first log directory
+//! (Kafka's default for `metadata.log.dir`) and bootstraps it with the
+//! `metadata.version` feature level on first start, as `kafka-storage format` does.
+//!
 //! Issue 3 in progress: the listeners answer ApiVersions only; the controller listener
-//! is not bound yet (the metadata log arrives with the metadata image).
+//! is not bound yet.
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 
+use sluice_metadata::{MetadataLog, MetadataLogError, MetadataRecord};
 use sluice_storage::LogManager;
 use tokio::sync::watch;
 
@@ -26,7 +31,14 @@ pub enum NodeError {
     Listener { listener: String, reason: String },
     #[error("no broker listener: listeners has only controller listeners")]
     NoBrokerListener,
+    #[error("metadata log: {0}")]
+    Metadata(#[from] MetadataLogError),
 }
+
+/// Kafka 4.1's `metadata.version` feature level (4.1-IV1), written at bootstrap.
+pub const METADATA_VERSION_LEVEL: i16 = 27;
+/// The controller epoch of a single-node quorum until the Raft quorum (issue 4).
+const SINGLE_NODE_EPOCH: i32 = 1;
 
 /// Runs the node until `shutdown` turns true. `on_listening` is told each bound address
 /// (the port is the real one when the configuration asked for port 0).
@@ -45,6 +57,25 @@ pub async fn run(
         tracing::info!(dir = %dir.display(), clean = manager.was_clean_start(), partitions = manager.partitions().count(), "opened log directory");
         managers.push(manager);
     }
+    let first = managers.first().ok_or_else(|| NodeError::Listener {
+        listener: "log.dirs".into(),
+        reason: "no log directory configured".into(),
+    })?;
+    let mut metadata = MetadataLog::open(first.dir(), first.was_clean_start(), SINGLE_NODE_EPOCH)?;
+    if metadata.image().feature_level("metadata.version").is_none() {
+        metadata.append(
+            &[MetadataRecord::FeatureLevel {
+                name: "metadata.version".into(),
+                level: METADATA_VERSION_LEVEL,
+            }],
+            sluice_storage::now_ms(),
+        )?;
+    }
+    tracing::info!(
+        end_offset = metadata.end_offset(),
+        topics = metadata.image().topics().count(),
+        "replayed the metadata log"
+    );
     let controller_listeners: Vec<String> = config
         .get("controller.listener.names")
         .unwrap_or("")
@@ -93,6 +124,7 @@ pub async fn run(
     for server in servers {
         let _ = server.await;
     }
+    metadata.close()?;
     for manager in managers {
         let dir = manager.dir().to_path_buf();
         manager

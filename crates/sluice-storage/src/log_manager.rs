@@ -23,6 +23,8 @@ use crate::log::{Log, LogOpenOptions};
 pub const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
 pub const LOG_START_OFFSET_CHECKPOINT: &str = "log-start-offset-checkpoint";
 pub const CLEAN_SHUTDOWN_MARKER: &str = ".kafka_cleanshutdown";
+/// The metadata log's topic: its directory lives in a log dir but is not a data log.
+pub const METADATA_TOPIC: &str = "__cluster_metadata";
 
 /// A topic name and partition number.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -94,6 +96,10 @@ impl LogManager {
             else {
                 continue;
             };
+            // The metadata log has its own owner (sluice-metadata), as in Kafka.
+            if partition.topic == METADATA_TOPIC {
+                continue;
+            }
             let options = LogOpenOptions {
                 recovery_point: recovery_points.get(&partition).copied().unwrap_or(0),
                 log_start_offset: log_start_offsets.get(&partition).copied().unwrap_or(0),

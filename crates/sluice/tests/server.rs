@@ -121,4 +121,12 @@ fn serves_api_versions_and_shuts_down_cleanly_on_sigterm() {
             "{file} missing after a clean shutdown"
         );
     }
+    // The metadata log was bootstrapped with metadata.version and closed cleanly; it is
+    // not listed among the data logs.
+    let metadata = sluice_metadata::MetadataLog::open(data.path(), true, 1).unwrap();
+    assert_eq!(metadata.image().feature_level("metadata.version"), Some(27));
+    assert_eq!(metadata.end_offset(), 1);
+    let checkpoint =
+        std::fs::read_to_string(data.path().join("recovery-point-offset-checkpoint")).unwrap();
+    assert_eq!(checkpoint, "0\n0\n");
 }
