@@ -28,21 +28,12 @@ fn main() {
     let scratch = id("tDGYpWqaQb2q14K1sipY4A");
     let directory = id("_p4W9a37WrHVE07BPs2jMQ");
     let partition = |topic_id, partition_id| {
-        MetadataRecord::Partition(PartitionRecord {
-            partition_id,
+        MetadataRecord::Partition(PartitionRecord::new_partition(
             topic_id,
-            replicas: vec![1],
-            isr: vec![1],
-            removing_replicas: vec![],
-            adding_replicas: vec![],
-            leader: 1,
-            leader_recovery_state: 0,
-            leader_epoch: 0,
-            partition_epoch: 0,
-            directories: vec![directory],
-            eligible_leader_replicas: None,
-            last_known_elr: None,
-        })
+            partition_id,
+            vec![1],
+            vec![directory],
+        ))
     };
     let config = |name: &str, value: Option<&str>| {
         MetadataRecord::Config(ConfigRecord {

@@ -245,21 +245,12 @@ mod tests {
     const SCRATCH: Uuid = [2; 16];
 
     fn partition(topic_id: Uuid, partition_id: i32) -> MetadataRecord {
-        MetadataRecord::Partition(PartitionRecord {
-            partition_id,
+        MetadataRecord::Partition(PartitionRecord::new_partition(
             topic_id,
-            replicas: vec![1, 2],
-            isr: vec![1, 2],
-            removing_replicas: vec![],
-            adding_replicas: vec![],
-            leader: 1,
-            leader_recovery_state: 0,
-            leader_epoch: 0,
-            partition_epoch: 0,
-            directories: vec![[7; 16], [8; 16]],
-            eligible_leader_replicas: None,
-            last_known_elr: None,
-        })
+            partition_id,
+            vec![1, 2],
+            vec![[7; 16], [8; 16]],
+        ))
     }
 
     fn config(name: &str, value: Option<&str>) -> MetadataRecord {

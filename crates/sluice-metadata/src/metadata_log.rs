@@ -158,21 +158,12 @@ mod tests {
             topic_id,
         })];
         for partition_id in 0..partitions {
-            records.push(MetadataRecord::Partition(PartitionRecord {
-                partition_id,
+            records.push(MetadataRecord::Partition(PartitionRecord::new_partition(
                 topic_id,
-                replicas: vec![1],
-                isr: vec![1],
-                removing_replicas: vec![],
-                adding_replicas: vec![],
-                leader: 1,
-                leader_recovery_state: 0,
-                leader_epoch: 0,
-                partition_epoch: 0,
-                directories: vec![[9; 16]],
-                eligible_leader_replicas: None,
-                last_known_elr: None,
-            }));
+                partition_id,
+                vec![1],
+                vec![[9; 16]],
+            )));
         }
         records
     }

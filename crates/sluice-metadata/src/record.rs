@@ -40,6 +40,33 @@ pub struct PartitionRecord {
     pub last_known_elr: Option<Vec<i32>>,
 }
 
+impl PartitionRecord {
+    /// A new partition as Kafka's controller creates it: every replica in the ISR, the
+    /// first replica leading, both epochs 0, recovered, one directory per replica.
+    pub fn new_partition(
+        topic_id: Uuid,
+        partition_id: i32,
+        replicas: Vec<i32>,
+        directories: Vec<Uuid>,
+    ) -> Self {
+        PartitionRecord {
+            partition_id,
+            topic_id,
+            isr: replicas.clone(),
+            leader: replicas.first().copied().unwrap_or(-1),
+            replicas,
+            removing_replicas: Vec::new(),
+            adding_replicas: Vec::new(),
+            leader_recovery_state: 0,
+            leader_epoch: 0,
+            partition_epoch: 0,
+            directories,
+            eligible_leader_replicas: None,
+            last_known_elr: None,
+        }
+    }
+}
+
 /// PartitionChangeRecord (apiKey 5, v0-2): a change to one partition; `None` (or the
 /// "no change" value) leaves a field as it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -433,21 +460,12 @@ mod tests {
             .unwrap();
         assert_eq!(remove.len(), 20);
         // Value sizes of Kafka's records in the captured log.
-        let partition = MetadataRecord::Partition(PartitionRecord {
-            partition_id: 0,
-            topic_id: ORDERS,
-            replicas: vec![1],
-            isr: vec![1],
-            removing_replicas: vec![],
-            adding_replicas: vec![],
-            leader: 1,
-            leader_recovery_state: 0,
-            leader_epoch: 0,
-            partition_epoch: 0,
-            directories: vec![[7; 16]],
-            eligible_leader_replicas: None,
-            last_known_elr: None,
-        });
+        let partition = MetadataRecord::Partition(PartitionRecord::new_partition(
+            ORDERS,
+            0,
+            vec![1],
+            vec![[7; 16]],
+        ));
         assert_eq!(partition.encode(2).unwrap().len(), 65);
         let mut change = PartitionChangeRecord::new(ORDERS, 0);
         change.isr = Some(vec![]);
