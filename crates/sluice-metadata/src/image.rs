@@ -315,6 +315,19 @@ mod tests {
     }
 
     /// (change, expected leader epoch, expected partition epoch) from a fresh partition.
+    /// Topic "t" (id ORDERS) with partition 0 on replicas 1 and 2.
+    fn one_partition_image() -> MetadataImage {
+        let mut image = MetadataImage::default();
+        image
+            .apply(&MetadataRecord::Topic(TopicRecord {
+                name: "t".into(),
+                topic_id: ORDERS,
+            }))
+            .unwrap();
+        image.apply(&partition(ORDERS, 0)).unwrap();
+        image
+    }
+
     #[test]
     fn leader_and_partition_epochs_follow_kafkas_merge() {
         type Change = fn(&mut PartitionChangeRecord);
@@ -325,14 +338,7 @@ mod tests {
             (|c| c.leader_recovery_state = 1, 0, 1),
         ];
         for (change, leader_epoch, partition_epoch) in cases {
-            let mut image = MetadataImage::default();
-            image
-                .apply(&MetadataRecord::Topic(TopicRecord {
-                    name: "t".into(),
-                    topic_id: ORDERS,
-                }))
-                .unwrap();
-            image.apply(&partition(ORDERS, 0)).unwrap();
+            let mut image = one_partition_image();
             let mut record = PartitionChangeRecord::new(ORDERS, 0);
             change(&mut record);
             image
@@ -345,14 +351,7 @@ mod tests {
             );
         }
         // New replicas keep their directories by replica id.
-        let mut image = MetadataImage::default();
-        image
-            .apply(&MetadataRecord::Topic(TopicRecord {
-                name: "t".into(),
-                topic_id: ORDERS,
-            }))
-            .unwrap();
-        image.apply(&partition(ORDERS, 0)).unwrap();
+        let mut image = one_partition_image();
         let mut record = PartitionChangeRecord::new(ORDERS, 0);
         record.replicas = Some(vec![2, 3]);
         image
