@@ -150,20 +150,25 @@ fn appending_kafkas_batches_rebuilds_kafkas_files_byte_for_byte() {
     }
 }
 
+/// A builder with the header fields of `batch` (offsets, epoch, producer), no codec.
+fn uncompressed_builder_like(batch: &RecordBatch) -> RecordBatchBuilder {
+    RecordBatchBuilder::new(Compression::None)
+        .base_offset(batch.base_offset())
+        .partition_leader_epoch(batch.partition_leader_epoch())
+        .producer(
+            batch.producer_id(),
+            batch.producer_epoch(),
+            batch.base_sequence(),
+        )
+}
+
 #[test]
 fn builder_reproduces_the_java_clients_uncompressed_batches() {
     let kafka_log = std::fs::read(fixtures().join(format!("java-none/{SEGMENT}.log"))).unwrap();
     let mut compared = 0;
     for batch in batches(Bytes::from(kafka_log)) {
         let batch = batch.unwrap();
-        let mut builder = RecordBatchBuilder::new(Compression::None)
-            .base_offset(batch.base_offset())
-            .partition_leader_epoch(batch.partition_leader_epoch())
-            .producer(
-                batch.producer_id(),
-                batch.producer_epoch(),
-                batch.base_sequence(),
-            );
+        let mut builder = uncompressed_builder_like(&batch);
         for record in batch.records().unwrap() {
             let record = record.unwrap();
             builder
@@ -198,14 +203,7 @@ fn builder_rebuilds_the_expected_records_as_the_java_client_batched_them() {
     let mut next = 0usize;
     for batch in &java {
         let count = batch.record_count() as usize;
-        let mut builder = RecordBatchBuilder::new(Compression::None)
-            .base_offset(batch.base_offset())
-            .partition_leader_epoch(batch.partition_leader_epoch())
-            .producer(
-                batch.producer_id(),
-                batch.producer_epoch(),
-                batch.base_sequence(),
-            );
+        let mut builder = uncompressed_builder_like(batch);
         for record in &expected[next..next + count] {
             builder
                 .append(&NewRecord {
