@@ -6,18 +6,46 @@
 //!
 //! Error codes for this API family are mapped here and nowhere else.
 
+use std::sync::Arc;
+
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestHeader};
 use kafka_protocol::protocol::{Decodable, Encodable};
+
+use crate::broker::Broker;
+use crate::handlers;
 
 /// Kafka's UNSUPPORTED_VERSION error code.
 pub const UNSUPPORTED_VERSION: i16 = 35;
 /// Kafka's INVALID_REQUEST error code.
 pub const INVALID_REQUEST: i16 = 42;
 
-/// (API, Kafka 4.1's minimum version, the highest version Sluice implements).
-pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[(ApiKey::ApiVersions, 0, 4)];
+/// (API, Kafka 4.1's minimum version, the highest version Sluice implements), in api-key
+/// order. Produce is advertised from v0 as Kafka 4.1 does (KAFKA-18659: librdkafka wants
+/// to see v0 before it compresses) but v0-2 requests close the connection.
+pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
+    (ApiKey::Produce, 0, 13),
+    (ApiKey::Fetch, 4, 18),
+    (ApiKey::ListOffsets, 1, 10),
+    (ApiKey::Metadata, 0, 13),
+    (ApiKey::ApiVersions, 0, 4),
+    (ApiKey::CreateTopics, 2, 7),
+    (ApiKey::DeleteTopics, 1, 6),
+    (ApiKey::DeleteRecords, 0, 2),
+    (ApiKey::InitProducerId, 0, 5),
+    (ApiKey::OffsetForLeaderEpoch, 2, 4),
+    (ApiKey::DescribeConfigs, 1, 4),
+    (ApiKey::AlterConfigs, 0, 2),
+    (ApiKey::DescribeLogDirs, 1, 4),
+    (ApiKey::CreatePartitions, 0, 3),
+    (ApiKey::IncrementalAlterConfigs, 0, 1),
+    (ApiKey::DescribeCluster, 0, 2),
+    (ApiKey::DescribeTopicPartitions, 0, 0),
+];
+
+/// The lowest Produce version a 4.1 broker accepts (below it: the connection closes).
+const PRODUCE_MIN_ACCEPTED: i16 = 3;
 
 /// The version range Sluice serves for `api_key`, if it serves it.
 pub fn supported_versions(api_key: ApiKey) -> Option<(i16, i16)> {
@@ -32,29 +60,88 @@ pub fn supported_versions(api_key: ApiKey) -> Option<(i16, i16)> {
 pub enum Outcome {
     /// Send this response body (encoded at the version the response goes out at).
     Respond { body: Bytes, response_version: i16 },
+    /// Send nothing (Produce with acks=0).
+    NoResponse,
     /// Close the connection, as Kafka does for a request it cannot serve.
     Close { reason: String },
 }
 
-/// Routes one decoded request to its handler.
-pub fn dispatch(api_key: ApiKey, header: &RequestHeader, mut body: Bytes) -> Outcome {
-    let version = header.request_api_version;
+/// Who sent a request and where.
+#[derive(Debug, Clone)]
+pub struct RequestContext {
+    pub broker: Arc<Broker>,
+    /// The listener the request came in on (its advertised endpoint answers Metadata).
+    pub listener: Arc<str>,
+    pub version: i16,
+    pub client_id: Option<String>,
+}
+
+/// Encodes a response at `version`.
+pub fn respond<R: Encodable>(response: &R, version: i16) -> Outcome {
+    let mut out = BytesMut::new();
+    match response.encode(&mut out, version) {
+        Ok(()) => Outcome::Respond {
+            body: out.freeze(),
+            response_version: version,
+        },
+        // A handler set a field this version cannot carry: a bug, but not the client's
+        // to pay for with a hang.
+        Err(error) => Outcome::Close {
+            reason: format!("response does not encode at v{version}: {error}"),
+        },
+    }
+}
+
+/// Decodes a request body, or says why the connection closes.
+pub fn decode<R: Decodable>(api_key: ApiKey, body: &mut Bytes, version: i16) -> Result<R, Outcome> {
+    R::decode(body, version).map_err(|error| Outcome::Close {
+        reason: format!("malformed {api_key:?} v{version} request: {error}"),
+    })
+}
+
+/// Whether Sluice serves `version` of `api_key` (ApiVersions has its own rule).
+pub fn check_version(api_key: ApiKey, version: i16) -> Result<(), Outcome> {
     let Some((min, max)) = supported_versions(api_key) else {
-        return Outcome::Close {
+        return Err(Outcome::Close {
             reason: format!("unsupported API {api_key:?}"),
-        };
+        });
     };
+    let min = if api_key == ApiKey::Produce {
+        PRODUCE_MIN_ACCEPTED
+    } else {
+        min
+    };
+    if version < min || version > max {
+        return Err(Outcome::Close {
+            reason: format!("unsupported version {version} of {api_key:?} (serving {min}..={max})"),
+        });
+    }
+    Ok(())
+}
+
+/// Routes one decoded request to its handler.
+pub async fn dispatch(
+    broker: Arc<Broker>,
+    listener: Arc<str>,
+    api_key: ApiKey,
+    header: &RequestHeader,
+    mut body: Bytes,
+) -> Outcome {
+    let version = header.request_api_version;
     if api_key == ApiKey::ApiVersions {
+        let (min, max) = supported_versions(api_key).expect("ApiVersions is served");
         return api_versions(version, min, max, &mut body);
     }
-    if version < min || version > max {
-        return Outcome::Close {
-            reason: format!("unsupported version {version} of {api_key:?} (serving {min}..={max})"),
-        };
+    if let Err(outcome) = check_version(api_key, version) {
+        return outcome;
     }
-    Outcome::Close {
-        reason: format!("{api_key:?} has no handler"),
-    }
+    let context = RequestContext {
+        broker,
+        listener,
+        version,
+        client_id: header.client_id.as_ref().map(|c| c.to_string()),
+    };
+    handlers::handle(context, api_key, body).await
 }
 
 /// ApiVersions, as Kafka 4.1 answers it:

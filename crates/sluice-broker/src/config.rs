@@ -177,6 +177,11 @@ const DEFINITIONS: &[Definition] = &[
         Some("102400"),
     ),
     def("num.io.threads", Kind::Int { min: 1 }, Some("8")),
+    def(
+        "max.incremental.fetch.session.cache.slots",
+        Kind::Int { min: 0 },
+        Some("1000"),
+    ),
     def("num.network.threads", Kind::Int { min: 1 }, Some("3")),
     def(
         "num.recovery.threads.per.data.dir",
@@ -282,6 +287,8 @@ pub struct Listener {
 pub struct BrokerConfig {
     /// Every known key that has a value (explicit or Kafka's default).
     values: BTreeMap<&'static str, String>,
+    /// The keys set by the properties text or an override (not Kafka's default).
+    explicit: std::collections::BTreeSet<&'static str>,
 }
 
 /// A configuration and the warnings it produced (unknown keys).
@@ -303,6 +310,7 @@ impl BrokerConfig {
             .filter_map(|d| d.default.map(|v| (d.key, v.to_string())))
             .collect();
         let mut warnings = Vec::new();
+        let mut explicit_keys = std::collections::BTreeSet::new();
         let explicit = properties::parse(properties_text)?
             .into_iter()
             .map(|(line, key, value)| (format!("line {line}"), key, value))
@@ -321,8 +329,12 @@ impl BrokerConfig {
             let value = value.trim().to_string();
             check(definition, &value)?;
             values.insert(definition.key, value);
+            explicit_keys.insert(definition.key);
         }
-        let config = BrokerConfig { values };
+        let config = BrokerConfig {
+            values,
+            explicit: explicit_keys,
+        };
         config.check_required()?;
         Ok(Loaded { config, warnings })
     }
@@ -374,6 +386,18 @@ impl BrokerConfig {
     /// The raw value of a known key (explicit or Kafka's default).
     pub fn get(&self, key: &str) -> Option<&str> {
         self.values.get(key).map(String::as_str)
+    }
+
+    /// Whether `key` was set by the configuration file or an override.
+    pub fn is_explicit(&self, key: &str) -> bool {
+        self.explicit.contains(key)
+    }
+
+    /// Every key Sluice knows, with its value when it has one (DescribeConfigs).
+    pub fn entries(&self) -> impl Iterator<Item = (&'static str, Option<&str>)> {
+        DEFINITIONS
+            .iter()
+            .map(|d| (d.key, self.values.get(d.key).map(String::as_str)))
     }
 
     fn int(&self, key: &str) -> i64 {

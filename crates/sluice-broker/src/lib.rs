@@ -1,16 +1,24 @@
 //! The Sluice broker.
 //!
-//! So far this crate holds the broker's configuration (Kafka's `server.properties`
-//! format, keys, defaults and validation: [`config`], [`properties`]) and its network
-//! layer ([`network`]: frames, pipelining, limits) with the API table ([`apis`]), which
-//! serves ApiVersions only. The metadata log and image and the other request handlers
-//! of issue 3 build on them. [`node`] runs a node (`sluice server`): log directories,
-//! listeners, clean shutdown.
+//! - [`config`], [`properties`]: Kafka's `server.properties` format, keys, defaults and
+//!   validation; [`topic_config`]: topic-level keys, validation, synonyms and sources.
+//! - [`network`]: frames, pipelining, limits; [`apis`]: the API table and dispatch;
+//!   `handlers`: one module per API family, reading the metadata image.
+//! - [`broker`]: the shared state (metadata image, local replicas, the metadata log
+//!   writer); [`fetch_session`]: KIP-227 incremental fetch sessions.
+//! - [`node`]: runs a node (`sluice server`): log directories, metadata log, listeners,
+//!   periodic log tasks, clean shutdown.
 
 pub mod apis;
+pub mod broker;
 pub mod config;
+pub mod errors;
+pub mod fetch_session;
+mod handlers;
 pub mod network;
 pub mod node;
 pub mod properties;
+pub mod topic_config;
 
 pub use config::{BrokerConfig, ConfigError, EMBEDDED_SERVER_PROPERTIES, Listener, Role};
+pub use handlers::decode_request;

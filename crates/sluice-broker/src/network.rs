@@ -26,6 +26,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::apis::{self, Outcome};
+use crate::broker::Broker;
 
 /// Bounds of one connection.
 #[derive(Debug, Clone)]
@@ -45,17 +46,28 @@ impl Default for NetworkConfig {
     }
 }
 
-/// A listening socket serving Kafka requests.
+/// A listening socket serving Kafka requests for one listener of a broker.
 pub struct Server {
     listener: TcpListener,
     config: Arc<NetworkConfig>,
+    broker: Arc<Broker>,
+    name: Arc<str>,
 }
 
 impl Server {
-    pub async fn bind(address: SocketAddr, config: NetworkConfig) -> std::io::Result<Server> {
+    /// Binds `address` for the listener called `name` (whose advertised endpoint
+    /// Metadata answers with).
+    pub async fn bind(
+        address: SocketAddr,
+        config: NetworkConfig,
+        broker: Arc<Broker>,
+        name: &str,
+    ) -> std::io::Result<Server> {
         Ok(Server {
             listener: TcpListener::bind(address).await?,
             config: Arc::new(config),
+            broker,
+            name: Arc::from(name),
         })
     }
 
@@ -70,7 +82,13 @@ impl Server {
                 accepted = self.listener.accept() => match accepted {
                     Ok((stream, peer)) => {
                         let _ = stream.set_nodelay(true);
-                        tokio::spawn(serve_connection(stream, peer, self.config.clone()));
+                        tokio::spawn(serve_connection(
+                            stream,
+                            peer,
+                            self.config.clone(),
+                            self.broker.clone(),
+                            self.name.clone(),
+                        ));
                     }
                     Err(error) => tracing::warn!(%error, "accept failed"),
                 },
@@ -84,10 +102,24 @@ impl Server {
     }
 }
 
-/// A response waiting its turn: the frame to write, or `None` to close the connection.
-type Pending = oneshot::Receiver<Option<Bytes>>;
+/// What the writer does with a request's turn.
+enum Reply {
+    Frame(Bytes),
+    /// Nothing to send (Produce with acks=0); the next response may go.
+    Nothing,
+    Close,
+}
 
-async fn serve_connection(stream: TcpStream, peer: SocketAddr, config: Arc<NetworkConfig>) {
+/// A response waiting its turn.
+type Pending = oneshot::Receiver<Reply>;
+
+async fn serve_connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    config: Arc<NetworkConfig>,
+    broker: Arc<Broker>,
+    listener: Arc<str>,
+) {
     let (mut reader, writer) = stream.into_split();
     let (queue, pending) = mpsc::channel::<Pending>(config.max_in_flight_requests.max(1));
     let writer_task = tokio::spawn(write_responses(writer, pending, peer));
@@ -100,7 +132,11 @@ async fn serve_connection(stream: TcpStream, peer: SocketAddr, config: Arc<Netwo
         let frame = match frame {
             Ok(Some(frame)) => frame,
             Ok(None) => break,
-            Err(reason) => {
+            Err(ReadError::Io(error)) => {
+                tracing::debug!(%peer, %error, "connection ended");
+                break;
+            }
+            Err(ReadError::Bad(reason)) => {
                 tracing::warn!(%peer, %reason, "closing connection");
                 break;
             }
@@ -109,8 +145,9 @@ async fn serve_connection(stream: TcpStream, peer: SocketAddr, config: Arc<Netwo
         if queue.send(response).await.is_err() {
             break;
         }
+        let (broker, listener) = (broker.clone(), listener.clone());
         tokio::spawn(async move {
-            let _ = respond.send(handle_frame(frame, peer));
+            let _ = respond.send(handle_frame(frame, peer, broker, listener).await);
         });
     }
     drop(queue);
@@ -123,8 +160,10 @@ async fn write_responses(
     peer: SocketAddr,
 ) {
     while let Some(response) = pending.recv().await {
-        let Ok(Some(frame)) = response.await else {
-            break;
+        let frame = match response.await {
+            Ok(Reply::Frame(frame)) => frame,
+            Ok(Reply::Nothing) => continue,
+            Ok(Reply::Close) | Err(_) => break,
         };
         if let Err(error) = writer.write_all(&frame).await {
             tracing::debug!(%peer, %error, "write failed; closing connection");
@@ -134,43 +173,56 @@ async fn write_responses(
     let _ = writer.shutdown().await;
 }
 
-/// Reads one frame: `Ok(None)` at a clean end of stream, `Err` with the reason to close.
-async fn read_frame(reader: &mut OwnedReadHalf, max_bytes: usize) -> Result<Option<Bytes>, String> {
+/// Why a frame could not be read.
+enum ReadError {
+    /// The socket failed (a reset, usually: the client went away).
+    Io(std::io::Error),
+    /// The client sent something the broker refuses.
+    Bad(String),
+}
+
+/// Reads one frame: `Ok(None)` at a clean end of stream.
+async fn read_frame(
+    reader: &mut OwnedReadHalf,
+    max_bytes: usize,
+) -> Result<Option<Bytes>, ReadError> {
     let mut prefix = [0u8; 4];
     match reader.read_exact(&mut prefix).await {
         Ok(_) => {}
         Err(error) if error.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
-        Err(error) => return Err(format!("read failed: {error}")),
+        Err(error) => return Err(ReadError::Io(error)),
     }
     let size = i32::from_be_bytes(prefix);
-    let size = usize::try_from(size).map_err(|_| format!("negative frame size {size}"))?;
+    let size =
+        usize::try_from(size).map_err(|_| ReadError::Bad(format!("negative frame size {size}")))?;
     if size > max_bytes {
-        return Err(format!(
+        return Err(ReadError::Bad(format!(
             "frame of {size} bytes exceeds socket.request.max.bytes={max_bytes}"
-        ));
+        )));
     }
     let mut frame = BytesMut::with_capacity(size);
     while frame.len() < size {
-        let read = reader
-            .read_buf(&mut frame)
-            .await
-            .map_err(|error| format!("read failed: {error}"))?;
+        let read = reader.read_buf(&mut frame).await.map_err(ReadError::Io)?;
         if read == 0 {
-            return Err(format!(
+            return Err(ReadError::Bad(format!(
                 "connection closed inside a frame ({} of {size} bytes)",
                 frame.len()
-            ));
+            )));
         }
     }
     Ok(Some(frame.freeze()))
 }
 
-/// Decodes the request header, dispatches, and frames the response; `None` closes the
-/// connection (after one log line).
-fn handle_frame(frame: Bytes, peer: SocketAddr) -> Option<Bytes> {
+/// Decodes the request header, dispatches, and frames the response.
+async fn handle_frame(
+    frame: Bytes,
+    peer: SocketAddr,
+    broker: Arc<Broker>,
+    listener: Arc<str>,
+) -> Reply {
     let close = |reason: String| {
         tracing::warn!(%peer, %reason, "closing connection");
-        None
+        Reply::Close
     };
     if frame.len() < 8 {
         return close(format!(
@@ -199,7 +251,7 @@ fn handle_frame(frame: Bytes, peer: SocketAddr) -> Option<Bytes> {
         }
         Err(error) => return close(format!("malformed {api_key:?} v{version} header: {error}")),
     };
-    match apis::dispatch(api_key, &header, body) {
+    match apis::dispatch(broker, listener, api_key, &header, body).await {
         Outcome::Respond {
             body,
             response_version,
@@ -214,8 +266,9 @@ fn handle_frame(frame: Bytes, peer: SocketAddr) -> Option<Bytes> {
             out.extend_from_slice(&body);
             let size = (out.len() - 4) as i32;
             out[..4].copy_from_slice(&size.to_be_bytes());
-            Some(out.freeze())
+            Reply::Frame(out.freeze())
         }
+        Outcome::NoResponse => Reply::Nothing,
         Outcome::Close { reason } => close(reason),
     }
 }

@@ -1,21 +1,26 @@
-//! A Sluice node: opens its log directories, binds its broker listeners, serves until
-//! told to stop, then shuts down cleanly (logs flushed, checkpoints and the clean-shutdown
-//! marker written), as `kafka.Kafka` does on SIGTERM.
+//! A Sluice node: opens its log directories (stamping each with Kafka's
+//! `meta.properties`: cluster id, node id, directory id), replays the metadata log,
+//! binds its broker listeners, serves until told to stop, then shuts down cleanly (logs
+//! flushed, checkpoints and the clean-shutdown marker written), as `kafka.Kafka` does on
+//! SIGTERM.
 //!
 //! The node keeps its metadata log (`__cluster_metadata-0`) in the first log directory
 //! (Kafka's default for `metadata.log.dir`) and bootstraps it with the
 //! `metadata.version` feature level on first start, as `kafka-storage format` does.
-//!
-//! Issue 3 in progress: the listeners answer ApiVersions only; the controller listener
-//! is not bound yet.
+//! It is its own controller (a quorum of one until issue 4); the controller listener is
+//! not bound yet, as nothing but other nodes would talk to it.
 
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
 
+use base64::Engine;
 use sluice_metadata::{MetadataLog, MetadataLogError, MetadataRecord};
 use sluice_storage::LogManager;
 use tokio::sync::watch;
 
+use crate::broker::{Broker, BrokerError, Endpoint, random_uuid};
 use crate::config::{BrokerConfig, Listener};
 use crate::network::{NetworkConfig, Server};
 
@@ -27,33 +32,100 @@ pub enum NodeError {
         #[source]
         source: sluice_storage::StorageError,
     },
+    #[error("{path}: {reason}")]
+    MetaProperties { path: PathBuf, reason: String },
     #[error("listener {listener}: {reason}")]
     Listener { listener: String, reason: String },
     #[error("no broker listener: listeners has only controller listeners")]
     NoBrokerListener,
     #[error("metadata log: {0}")]
     Metadata(#[from] MetadataLogError),
+    #[error("{0}")]
+    Broker(#[from] BrokerError),
 }
 
 /// Kafka 4.1's `metadata.version` feature level (4.1-IV1), written at bootstrap.
 pub const METADATA_VERSION_LEVEL: i16 = 27;
 /// The controller epoch of a single-node quorum until the Raft quorum (issue 4).
 const SINGLE_NODE_EPOCH: i32 = 1;
+/// How often time-based flushes (`flush.ms`) are checked, at most.
+const FLUSH_CHECK_INTERVAL_MS: u64 = 1_000;
+
+/// Kafka's base64 form of a UUID (URL-safe, no padding: 22 characters).
+fn uuid_base64(id: [u8; 16]) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(id)
+}
+
+/// Reads or writes `meta.properties` in `dir`; returns the cluster id it holds. A
+/// directory stamped for another node or cluster is refused, as Kafka refuses it.
+fn stamp_log_dir(dir: &Path, node_id: i32, cluster_id: Option<&str>) -> Result<String, NodeError> {
+    let path = dir.join("meta.properties");
+    let error = |reason: String| NodeError::MetaProperties {
+        path: path.clone(),
+        reason,
+    };
+    match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            let entries = crate::properties::parse(&text).map_err(|e| error(e.to_string()))?;
+            let get = |key: &str| {
+                entries
+                    .iter()
+                    .find(|(_, k, _)| k == key)
+                    .map(|(_, _, v)| v.clone())
+            };
+            let stored_node = get("node.id").and_then(|v| v.parse::<i32>().ok());
+            if stored_node != Some(node_id) {
+                return Err(error(format!(
+                    "stored node.id {stored_node:?} does not match this node's node.id {node_id}"
+                )));
+            }
+            let stored = get("cluster.id").ok_or_else(|| error("no cluster.id".into()))?;
+            if let Some(expected) = cluster_id
+                && expected != stored
+            {
+                return Err(error(format!(
+                    "cluster.id {stored} does not match {expected} of the other log directories"
+                )));
+            }
+            Ok(stored)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let cluster = cluster_id
+                .map(str::to_string)
+                .unwrap_or_else(|| uuid_base64(random_uuid()));
+            let text = format!(
+                "#\n#Written by Sluice\ncluster.id={cluster}\ndirectory.id={}\nnode.id={node_id}\nversion=1\n",
+                uuid_base64(random_uuid())
+            );
+            sluice_storage::checkpoint::write_atomically(&path, text.as_bytes()).map_err(
+                |source| NodeError::LogDir {
+                    dir: dir.to_path_buf(),
+                    source,
+                },
+            )?;
+            Ok(cluster)
+        }
+        Err(e) => Err(error(e.to_string())),
+    }
+}
 
 /// Runs the node until `shutdown` turns true. `on_listening` is told each bound address
 /// (the port is the real one when the configuration asked for port 0).
 pub async fn run(
     config: BrokerConfig,
-    shutdown: watch::Receiver<bool>,
+    mut shutdown: watch::Receiver<bool>,
     on_listening: impl Fn(&Listener, SocketAddr),
 ) -> Result<(), NodeError> {
+    let node_id = config.node_id();
     let mut managers = Vec::new();
+    let mut cluster_id: Option<String> = None;
     for dir in config.log_dirs() {
         let manager =
             LogManager::open(&dir, config.log_config()).map_err(|source| NodeError::LogDir {
                 dir: dir.clone(),
                 source,
             })?;
+        cluster_id = Some(stamp_log_dir(&dir, node_id, cluster_id.as_deref())?);
         tracing::info!(dir = %dir.display(), clean = manager.was_clean_start(), partitions = manager.partitions().count(), "opened log directory");
         managers.push(manager);
     }
@@ -76,6 +148,12 @@ pub async fn run(
         topics = metadata.image().topics().count(),
         "replayed the metadata log"
     );
+    let broker = Arc::new(Broker::new(
+        config.clone(),
+        cluster_id.unwrap_or_default(),
+        managers,
+        metadata,
+    )?);
     let controller_listeners: Vec<String> = config
         .get("controller.listener.names")
         .unwrap_or("")
@@ -86,7 +164,9 @@ pub async fn run(
         socket_request_max_bytes: config.socket_request_max_bytes(),
         ..NetworkConfig::default()
     };
+    let advertised = config.advertised_listeners();
     let mut servers = Vec::new();
+    let mut endpoints = Vec::new();
     for listener in config
         .listeners()
         .into_iter()
@@ -105,7 +185,7 @@ pub async fn run(
                 listener: listener.name.clone(),
                 reason: format!("cannot resolve {host}"),
             })?;
-        let server = Server::bind(address, network.clone())
+        let server = Server::bind(address, network.clone(), broker.clone(), &listener.name)
             .await
             .map_err(|error| NodeError::Listener {
                 listener: listener.name.clone(),
@@ -115,22 +195,63 @@ pub async fn run(
             listener: listener.name.clone(),
             reason: error.to_string(),
         })?;
-        on_listening(&listener, bound);
-        servers.push(tokio::spawn(server.run(shutdown.clone())));
+        // The advertised endpoint: `advertised.listeners` when it names this listener
+        // (port 0 there means the bound port), else the bound address.
+        let (adv_host, adv_port) = match advertised.iter().find(|a| a.name == listener.name) {
+            Some(a) if !a.host.is_empty() => (
+                a.host.clone(),
+                if a.port == 0 { bound.port() } else { a.port },
+            ),
+            _ => (bound.ip().to_string(), bound.port()),
+        };
+        endpoints.push(Endpoint {
+            listener: listener.name.clone(),
+            host: adv_host,
+            port: adv_port,
+        });
+        servers.push((listener, bound, server));
     }
     if servers.is_empty() {
         return Err(NodeError::NoBrokerListener);
     }
-    for server in servers {
-        let _ = server.await;
+    broker.set_endpoints(endpoints);
+    let mut tasks = Vec::new();
+    for (listener, bound, server) in servers {
+        tasks.push(tokio::spawn(server.run(shutdown.clone())));
+        on_listening(&listener, bound);
     }
-    metadata.close()?;
-    for manager in managers {
-        let dir = manager.dir().to_path_buf();
-        manager
-            .shutdown()
-            .map_err(|source| NodeError::LogDir { dir, source })?;
+    // Retention and checkpoints every log.retention.check.interval.ms; time-based
+    // flushes (flush.ms) and deferred flushes of rolled segments every second.
+    let retention_every = config.log_retention_check_interval_ms().max(1) as u64;
+    let mut flush_timer = tokio::time::interval(Duration::from_millis(FLUSH_CHECK_INTERVAL_MS));
+    let mut retention_timer = tokio::time::interval(Duration::from_millis(retention_every));
+    retention_timer.tick().await;
+    loop {
+        tokio::select! {
+            _ = shutdown.changed() => {
+                if *shutdown.borrow() {
+                    break;
+                }
+            }
+            _ = retention_timer.tick() => {
+                let broker = broker.clone();
+                match tokio::task::spawn_blocking(move || broker.run_periodic_tasks()).await {
+                    Ok(Ok(deleted)) if deleted > 0 => tracing::info!(deleted, "retention deleted segments"),
+                    Ok(Ok(_)) => {}
+                    Ok(Err(error)) => tracing::error!(%error, "periodic log tasks failed"),
+                    Err(error) => tracing::error!(%error, "periodic log tasks panicked"),
+                }
+            }
+            _ = flush_timer.tick() => {
+                let broker = broker.clone();
+                let _ = tokio::task::spawn_blocking(move || broker.flush_due_logs()).await;
+            }
+        }
     }
+    for task in tasks {
+        let _ = task.await;
+    }
+    broker.shutdown()?;
     tracing::info!("shut down cleanly");
     Ok(())
 }

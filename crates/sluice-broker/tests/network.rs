@@ -1,28 +1,19 @@
-//! The network layer against a live server on a free loopback port: ApiVersions at every
+//! The network layer against a live node on a free loopback port: ApiVersions at every
 //! version, the unsupported-version fallback, pipelining order, and bad input (oversized,
-//! negative, garbage, unknown API) closing only the offending connection.
+//! negative, garbage, unknown API, unsupported versions, lying array counts) closing only
+//! the offending connection while the node keeps serving others.
 
-use std::net::SocketAddr;
+mod common;
+
+use common::TestNode;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestHeader, ResponseHeader,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
-use sluice_broker::network::{NetworkConfig, Server};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::watch;
-
-async fn start(config: NetworkConfig) -> (SocketAddr, watch::Sender<bool>) {
-    let server = Server::bind("127.0.0.1:0".parse().unwrap(), config)
-        .await
-        .unwrap();
-    let address = server.local_addr().unwrap();
-    let (stop, stopped) = watch::channel(false);
-    tokio::spawn(server.run(stopped));
-    (address, stop)
-}
 
 fn api_versions_frame(version: i16, correlation_id: i32) -> Vec<u8> {
     let mut header = RequestHeader::default();
@@ -68,7 +59,8 @@ fn decode_api_versions(mut body: Bytes, version: i16) -> (i32, ApiVersionsRespon
 
 #[tokio::test]
 async fn api_versions_at_every_supported_version() {
-    let (address, _stop) = start(NetworkConfig::default()).await;
+    let node = TestNode::start(&[]).await;
+    let address = node.address;
     let mut stream = TcpStream::connect(address).await.unwrap();
     for version in 0..=4 {
         stream
@@ -90,7 +82,8 @@ async fn api_versions_at_every_supported_version() {
 
 #[tokio::test]
 async fn a_newer_api_versions_gets_a_v0_unsupported_version_answer() {
-    let (address, _stop) = start(NetworkConfig::default()).await;
+    let node = TestNode::start(&[]).await;
+    let address = node.address;
     let mut stream = TcpStream::connect(address).await.unwrap();
     // Version 9 does not exist: the body is v4-shaped, the answer is v0.
     let mut frame = api_versions_frame(4, 7);
@@ -117,7 +110,8 @@ async fn a_newer_api_versions_gets_a_v0_unsupported_version_answer() {
 
 #[tokio::test]
 async fn api_versions_v3_checks_the_client_software_name() {
-    let (address, _stop) = start(NetworkConfig::default()).await;
+    let node = TestNode::start(&[]).await;
+    let address = node.address;
     let mut stream = TcpStream::connect(address).await.unwrap();
     let mut header = RequestHeader::default();
     header.request_api_key = ApiKey::ApiVersions as i16;
@@ -140,11 +134,8 @@ async fn api_versions_v3_checks_the_client_software_name() {
 
 #[tokio::test]
 async fn pipelined_requests_are_answered_in_order() {
-    let (address, _stop) = start(NetworkConfig {
-        max_in_flight_requests: 4,
-        ..NetworkConfig::default()
-    })
-    .await;
+    let node = TestNode::start(&[]).await;
+    let address = node.address;
     let mut stream = TcpStream::connect(address).await.unwrap();
     let mut all = Vec::new();
     for i in 0..200 {
@@ -161,16 +152,35 @@ async fn pipelined_requests_are_answered_in_order() {
 
 #[tokio::test]
 async fn bad_input_closes_only_its_connection() {
-    let (address, _stop) = start(NetworkConfig {
-        socket_request_max_bytes: 1024,
-        ..NetworkConfig::default()
-    })
-    .await;
+    let node = TestNode::start(&[("socket.request.max.bytes", "1024")]).await;
+    let address = node.address;
     let mut healthy = TcpStream::connect(address).await.unwrap();
     let mut unknown_api = api_versions_frame(0, 1);
     unknown_api[4..6].copy_from_slice(&999i16.to_be_bytes());
-    let mut unserved_api = api_versions_frame(0, 1);
-    unserved_api[4..6].copy_from_slice(&(ApiKey::Produce as i16).to_be_bytes());
+    let with_key = |key: ApiKey, version: i16| {
+        let mut frame = api_versions_frame(0, 1);
+        frame[4..6].copy_from_slice(&(key as i16).to_be_bytes());
+        frame[6..8].copy_from_slice(&version.to_be_bytes());
+        frame
+    };
+    let unserved_api = with_key(ApiKey::JoinGroup, 0);
+    // Kafka 4.1 advertises Produce from v0 but closes the connection for v0-2
+    // (KAFKA-18659); Fetch v3 was removed in 4.0; Metadata v14 does not exist yet.
+    let produce_v2 = with_key(ApiKey::Produce, 2);
+    let fetch_v3 = with_key(ApiKey::Fetch, 3);
+    let metadata_v14 = with_key(ApiKey::Metadata, 14);
+    // A Metadata v1 request whose topic array claims 2^31-1 entries in a 16-byte body:
+    // decoding must fail on the missing bytes, not reserve memory for the count.
+    let body = [
+        (ApiKey::Metadata as i16).to_be_bytes().to_vec(),
+        1i16.to_be_bytes().to_vec(),
+        7i32.to_be_bytes().to_vec(),
+        (-1i16).to_be_bytes().to_vec(),
+        i32::MAX.to_be_bytes().to_vec(),
+    ]
+    .concat();
+    let mut lying_array = (body.len() as i32).to_be_bytes().to_vec();
+    lying_array.extend_from_slice(&body);
     let mut oversized = i32::MAX.to_be_bytes().to_vec(); // a 2 GiB length prefix
     oversized.extend_from_slice(&[0; 16]);
     let mut just_over = 1025i32.to_be_bytes().to_vec();
@@ -188,6 +198,10 @@ async fn bad_input_closes_only_its_connection() {
         ("garbage header", garbage),
         ("unknown API key", unknown_api),
         ("API not served", unserved_api),
+        ("Produce v2", produce_v2),
+        ("Fetch v3", fetch_v3),
+        ("Metadata v14", metadata_v14),
+        ("array count of 2^31-1", lying_array),
     ];
     for (name, bytes) in cases {
         let mut stream = TcpStream::connect(address).await.unwrap();

@@ -91,6 +91,7 @@ fn main() {
     let log = manager
         .get_or_create(&TopicPartition::new("__cluster_metadata", 0), None, None)
         .expect("create the metadata log");
+    let mut log = sluice_storage::lock(&log);
     let mut expected = String::new();
     for batch in &batches {
         let mut builder = RecordBatchBuilder::new(Compression::None);
@@ -114,6 +115,7 @@ fn main() {
         log.append_as_leader(&mut bytes, 1, 1_795_968_139_529)
             .expect("append");
     }
+    drop(log);
     manager.shutdown().expect("clean shutdown");
     std::fs::write(out.join("expected.txt"), expected).expect("write expected.txt");
 }

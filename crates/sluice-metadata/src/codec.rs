@@ -34,6 +34,9 @@ impl Writer {
     pub fn i32(&mut self, value: i32) {
         self.out.extend_from_slice(&value.to_be_bytes());
     }
+    pub fn i64(&mut self, value: i64) {
+        self.out.extend_from_slice(&value.to_be_bytes());
+    }
     pub fn uuid(&mut self, value: &Uuid) {
         self.out.extend_from_slice(value);
     }
@@ -131,6 +134,10 @@ impl<'a> Reader<'a> {
     pub fn i32(&mut self, what: &'static str) -> Result<i32, MetadataError> {
         let bytes = self.take(4, what)?;
         Ok(i32::from_be_bytes(bytes.try_into().expect("4 bytes")))
+    }
+    pub fn i64(&mut self, what: &'static str) -> Result<i64, MetadataError> {
+        let bytes = self.take(8, what)?;
+        Ok(i64::from_be_bytes(bytes.try_into().expect("8 bytes")))
     }
     pub fn uuid(&mut self, what: &'static str) -> Result<Uuid, MetadataError> {
         Ok(self.take(16, what)?.try_into().expect("16 bytes"))

@@ -19,6 +19,8 @@ pub enum ApplyError {
     UnknownTopic(Uuid),
     #[error("unable to find partition {topic_id:?}:{partition}")]
     UnknownPartition { topic_id: Uuid, partition: i32 },
+    #[error("producer id block ends at {next}, before the current end {current}")]
+    ProducerIdsBackwards { next: i64, current: i64 },
 }
 
 /// One partition's registration.
@@ -121,6 +123,8 @@ pub struct MetadataImage {
     /// (resource type, resource name) → key → value.
     configs: BTreeMap<(i8, String), BTreeMap<String, String>>,
     features: BTreeMap<String, i16>,
+    /// The first producer id not yet handed out (ProducerIdsRecord).
+    next_producer_id: i64,
 }
 
 /// `ConfigResource.Type` of a topic.
@@ -203,6 +207,17 @@ impl MetadataImage {
                     self.features.insert(name.clone(), *level);
                 }
             }
+            MetadataRecord::ProducerIds {
+                next_producer_id, ..
+            } => {
+                if *next_producer_id <= self.next_producer_id {
+                    return Err(ApplyError::ProducerIdsBackwards {
+                        next: *next_producer_id,
+                        current: self.next_producer_id,
+                    });
+                }
+                self.next_producer_id = *next_producer_id;
+            }
             MetadataRecord::NoOp | MetadataRecord::Unknown { .. } => {}
         }
         Ok(())
@@ -229,6 +244,11 @@ impl MetadataImage {
     ) -> Option<&BTreeMap<String, String>> {
         self.configs
             .get(&(resource_type, resource_name.to_string()))
+    }
+
+    /// The first producer id no broker has been given yet.
+    pub fn next_producer_id(&self) -> i64 {
+        self.next_producer_id
     }
 
     pub fn feature_level(&self, name: &str) -> Option<i16> {

@@ -42,6 +42,8 @@ pub enum MetadataLogError {
     Refused(#[from] ApplyError),
     #[error("a metadata batch holds at least one record")]
     Empty,
+    #[error("the metadata log is closed (the node is shutting down)")]
+    Closed,
 }
 
 pub struct MetadataLog {

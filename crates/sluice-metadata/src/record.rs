@@ -138,6 +138,13 @@ pub enum MetadataRecord {
         name: String,
         level: i16,
     },
+    /// ProducerIdsRecord (apiKey 15): a block of producer ids was handed to a broker;
+    /// ids below `next_producer_id` are taken.
+    ProducerIds {
+        broker_id: i32,
+        broker_epoch: i64,
+        next_producer_id: i64,
+    },
     /// NoOpRecord (apiKey 20): the controller's heartbeat in the log.
     NoOp,
     /// Any other record type, kept as its body.
@@ -157,6 +164,7 @@ impl MetadataRecord {
             MetadataRecord::PartitionChange(_) => 5,
             MetadataRecord::RemoveTopic { .. } => 9,
             MetadataRecord::FeatureLevel { .. } => 12,
+            MetadataRecord::ProducerIds { .. } => 15,
             MetadataRecord::NoOp => 20,
             MetadataRecord::Unknown { api_key, .. } => *api_key,
         }
@@ -267,6 +275,16 @@ impl MetadataRecord {
             MetadataRecord::FeatureLevel { name, level } => {
                 w.string(name);
                 w.i16(*level);
+                w.tagged_fields(&[]);
+            }
+            MetadataRecord::ProducerIds {
+                broker_id,
+                broker_epoch,
+                next_producer_id,
+            } => {
+                w.i32(*broker_id);
+                w.i64(*broker_epoch);
+                w.i64(*next_producer_id);
                 w.tagged_fields(&[]);
             }
             MetadataRecord::NoOp => w.tagged_fields(&[]),
@@ -405,6 +423,18 @@ impl MetadataRecord {
                 let level = r.i16("FeatureLevelRecord.FeatureLevel")?;
                 r.tagged_fields()?;
                 MetadataRecord::FeatureLevel { name, level }
+            }
+            15 => {
+                too_new(0)?;
+                let broker_id = r.i32("ProducerIdsRecord.BrokerId")?;
+                let broker_epoch = r.i64("ProducerIdsRecord.BrokerEpoch")?;
+                let next_producer_id = r.i64("ProducerIdsRecord.NextProducerId")?;
+                r.tagged_fields()?;
+                MetadataRecord::ProducerIds {
+                    broker_id,
+                    broker_epoch,
+                    next_producer_id,
+                }
             }
             20 => {
                 too_new(0)?;
@@ -600,6 +630,16 @@ mod tests {
                 )),
             ("[a-z.]{1,20}", any::<i16>())
                 .prop_map(|(name, level)| (MetadataRecord::FeatureLevel { name, level }, 0)),
+            (any::<i32>(), any::<i64>(), any::<i64>()).prop_map(
+                |(broker_id, broker_epoch, next_producer_id)| (
+                    MetadataRecord::ProducerIds {
+                        broker_id,
+                        broker_epoch,
+                        next_producer_id
+                    },
+                    0
+                )
+            ),
             Just((MetadataRecord::NoOp, 0)),
         ]
     }

@@ -67,6 +67,7 @@ fn main() {
             None,
         )
         .expect("create the log");
+    let mut log = sluice_storage::lock(&log);
     for (round, codec) in Compression::ALL.into_iter().enumerate() {
         let small = &records[..first];
         let mut bytes = build_batches(codec, small, &[20, 23, 17]);
@@ -81,9 +82,11 @@ fn main() {
     let log = manager
         .get_or_create(&append_time, None, Some(config))
         .expect("create the log");
+    let mut log = sluice_storage::lock(&log);
     let mut bytes = build_batches(Compression::Lz4, &records[..first], &[20, 23, 17]);
     log.append_as_leader(&mut bytes, 0, 1_700_000_300_000)
         .expect("append");
+    drop(log);
     manager.shutdown().expect("clean shutdown");
 }
 

@@ -19,7 +19,7 @@ use crate::error::{IoContext, Result, StorageError};
 const VERSION: &str = "0";
 
 /// Writes `contents` to `path` atomically and durably.
-pub(crate) fn write_atomically(path: &Path, contents: &[u8]) -> Result<()> {
+pub fn write_atomically(path: &Path, contents: &[u8]) -> Result<()> {
     let mut temporary = path.as_os_str().to_owned();
     temporary.push(".tmp");
     let temporary = PathBuf::from(temporary);

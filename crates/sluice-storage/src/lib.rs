@@ -28,5 +28,5 @@ pub use checkpoint::TopicId;
 pub use config::LogConfig;
 pub use error::{Result, StorageError};
 pub use log::{FetchData, Log, LogAppendInfo, LogOpenOptions, SegmentInfo, now_ms};
-pub use log_manager::{LogManager, TopicPartition};
+pub use log_manager::{LogManager, SharedLog, TopicPartition, lock};
 pub use segment::segment_file_name;

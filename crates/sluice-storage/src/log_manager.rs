@@ -14,6 +14,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::checkpoint::{self, TopicId};
 use crate::config::LogConfig;
@@ -62,11 +63,21 @@ impl std::fmt::Display for TopicPartition {
     }
 }
 
+/// A log shared between the tasks that append to it and read from it.
+pub type SharedLog = Arc<Mutex<Log>>;
+
+/// Locks a shared log. A panic while it was held does not poison it for everyone else:
+/// every `Log` operation leaves the log consistent or returns an error before changing
+/// it, so the state is usable.
+pub fn lock(log: &SharedLog) -> MutexGuard<'_, Log> {
+    log.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 #[derive(Debug)]
 pub struct LogManager {
     dir: PathBuf,
     default_config: LogConfig,
-    logs: BTreeMap<TopicPartition, Log>,
+    logs: BTreeMap<TopicPartition, SharedLog>,
     /// Whether this start followed a clean shutdown.
     clean_start: bool,
 }
@@ -108,7 +119,7 @@ impl LogManager {
                 now_ms: now,
             };
             let log = Log::open(&entry.path(), default_config.clone(), options)?;
-            logs.insert(partition, log);
+            logs.insert(partition, Arc::new(Mutex::new(log)));
         }
         // From here on a crash must be detected at the next start.
         if clean_start {
@@ -137,12 +148,9 @@ impl LogManager {
         self.logs.keys()
     }
 
-    pub fn get(&self, partition: &TopicPartition) -> Option<&Log> {
-        self.logs.get(partition)
-    }
-
-    pub fn get_mut(&mut self, partition: &TopicPartition) -> Option<&mut Log> {
-        self.logs.get_mut(partition)
+    /// The log of `partition`, shared: lock it with [`lock`].
+    pub fn get(&self, partition: &TopicPartition) -> Option<SharedLog> {
+        self.logs.get(partition).cloned()
     }
 
     /// The log of `partition`, created with `config` (or the default) when absent.
@@ -151,7 +159,7 @@ impl LogManager {
         partition: &TopicPartition,
         topic_id: Option<TopicId>,
         config: Option<LogConfig>,
-    ) -> Result<&mut Log> {
+    ) -> Result<SharedLog> {
         if !self.logs.contains_key(partition) {
             let dir = self.dir.join(partition.dir_name());
             let options = LogOpenOptions {
@@ -165,15 +173,16 @@ impl LogManager {
                 options,
             )?;
             checkpoint::sync_dir(&self.dir)?;
-            self.logs.insert(partition.clone(), log);
+            self.logs
+                .insert(partition.clone(), Arc::new(Mutex::new(log)));
         }
-        Ok(self.logs.get_mut(partition).expect("inserted above"))
+        Ok(self.logs[partition].clone())
     }
 
     /// Deletes a partition's log and its directory.
     pub fn delete(&mut self, partition: &TopicPartition) -> Result<()> {
         if let Some(log) = self.logs.remove(partition) {
-            let dir = log.dir().to_path_buf();
+            let dir = lock(&log).dir().to_path_buf();
             drop(log);
             std::fs::remove_dir_all(&dir).at(&dir)?;
             checkpoint::sync_dir(&self.dir)?;
@@ -187,7 +196,7 @@ impl LogManager {
         let collect = |value: fn(&Log) -> i64| -> Vec<(String, i32, i64)> {
             self.logs
                 .iter()
-                .map(|(tp, log)| (tp.topic.clone(), tp.partition, value(log)))
+                .map(|(tp, log)| (tp.topic.clone(), tp.partition, value(&lock(log))))
                 .collect()
         };
         checkpoint::write_offset_checkpoint(
@@ -204,7 +213,8 @@ impl LogManager {
     /// number of segments deleted.
     pub fn run_periodic_tasks(&mut self, now_ms: i64) -> Result<usize> {
         let mut deleted = 0;
-        for log in self.logs.values_mut() {
+        for log in self.logs.values() {
+            let mut log = lock(log);
             deleted += log.delete_old_segments(now_ms)?;
             log.flush_rolled_segments()?;
             log.flush_if_due(now_ms)?;
@@ -214,9 +224,9 @@ impl LogManager {
     }
 
     /// Clean shutdown: flush and close every log, write the checkpoints, then the marker.
-    pub fn shutdown(mut self) -> Result<()> {
-        for log in self.logs.values_mut() {
-            log.close()?;
+    pub fn shutdown(self) -> Result<()> {
+        for log in self.logs.values() {
+            lock(log).close()?;
         }
         self.checkpoint()?;
         let marker = self.dir.join(CLEAN_SHUTDOWN_MARKER);

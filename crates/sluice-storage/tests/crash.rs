@@ -192,6 +192,7 @@ fn check_log(dir: &Path, acked: Option<Acked>, intact_below: i64, context: &str)
         assert!(acked.is_none(), "{context}: acknowledged data but no log");
         return 0;
     };
+    let log = sluice_storage::lock(&log);
     let mut offset = log.log_start_offset();
     assert_eq!(offset, 0);
     while offset < log.log_end_offset() {
@@ -278,6 +279,7 @@ fn acknowledged_writes_survive_sigkill_and_torn_tails() {
     let manager = LogManager::open(dir, LogConfig::default()).unwrap();
     assert!(manager.was_clean_start());
     let log = manager.get(&TopicPartition::new("crash", 0)).unwrap();
+    let log = sluice_storage::lock(&log);
     assert!(
         log.log_end_offset() > log_end_offset,
         "appends resumed after the crashes"

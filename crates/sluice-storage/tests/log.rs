@@ -433,11 +433,13 @@ fn log_manager_checkpoints_marker_and_clean_restart() {
         let log = manager
             .get_or_create(&partition, Some(topic_id), None)
             .unwrap();
+        let mut log = sluice_storage::lock(&log);
         for _ in 0..10 {
             let mut b = batch(2, Compression::None, T0, 400);
             log.append_as_leader(&mut b, 0, T0).unwrap();
         }
         log.delete_records(5).unwrap();
+        drop(log);
         manager.shutdown().unwrap();
     }
     let names = file_names(temp.path());
@@ -470,9 +472,11 @@ fn log_manager_checkpoints_marker_and_clean_restart() {
         "the marker is consumed at start"
     );
     let log = manager.get(&partition).unwrap();
+    let log = sluice_storage::lock(&log);
     assert_eq!((log.log_start_offset(), log.log_end_offset()), (5, 20));
     assert_eq!(log.topic_id(), Some(topic_id));
-    assert_eq!(read_batches(log, 1 << 20).len(), 8);
+    assert_eq!(read_batches(&log, 1 << 20).len(), 8);
+    drop(log);
     drop(manager);
 
     // A different topic id for the same directory is refused.

@@ -50,6 +50,7 @@ fn main() {
         let log = manager
             .get_or_create(&partition, None, None)
             .expect("open the partition");
+        let mut log = sluice_storage::lock(&log);
         let first = log.log_end_offset();
         let count = 1 + next_random() % 20;
         let codec = Compression::ALL[(next_random() % 5) as usize];

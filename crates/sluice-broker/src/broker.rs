@@ -1,0 +1,392 @@
+//! The broker's shared state, read by every request handler:
+//!
+//! - the metadata image (topics, partitions, configs, producer-id blocks), replaced
+//!   whole after each metadata write; handlers read only the image, never a copy of
+//!   their own, so the Raft quorum of issue 4 can feed it instead of the local log;
+//! - the replicas this node hosts: one [`Replica`] per partition whose replica set holds
+//!   this node, created and deleted to follow the image;
+//! - the metadata log itself, written only through [`Broker::write_metadata`] (the
+//!   single-node controller).
+//!
+//! Locks: `metadata` (held across a metadata write and the replica sync that follows
+//! it), then `managers`, then `replicas`; the hot path takes only `replicas` (read) and
+//! one log's mutex.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
+
+use sluice_metadata::{MetadataImage, MetadataLog, MetadataLogError, MetadataRecord, Uuid};
+use sluice_storage::{LogManager, SharedLog, StorageError, TopicId, TopicPartition};
+use tokio::sync::watch;
+
+use crate::config::BrokerConfig;
+use crate::fetch_session::FetchSessions;
+use crate::topic_config;
+
+/// `ConfigResource.Type` of a topic.
+pub const TOPIC_RESOURCE: i8 = 2;
+/// `ConfigResource.Type` of a broker.
+pub const BROKER_RESOURCE: i8 = 4;
+/// How many producer ids a broker takes from the metadata log at once (Kafka's block).
+const PRODUCER_ID_BLOCK: i64 = 1000;
+
+/// One advertised endpoint of this node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    pub listener: String,
+    pub host: String,
+    pub port: u16,
+}
+
+/// A partition replica hosted by this node.
+#[derive(Debug)]
+pub struct Replica {
+    pub topic_id: Uuid,
+    pub log: SharedLog,
+    /// The index of the log directory holding it.
+    pub dir_index: usize,
+    leader_epoch: AtomicI32,
+    /// The log end offset, published after each append so long-polling fetches wake.
+    end_offset: watch::Sender<i64>,
+}
+
+impl Replica {
+    pub fn leader_epoch(&self) -> i32 {
+        self.leader_epoch.load(Ordering::Acquire)
+    }
+
+    /// Publishes a new log end offset to waiting fetches.
+    pub fn appended(&self, end_offset: i64) {
+        self.end_offset.send_replace(end_offset);
+    }
+
+    pub fn subscribe(&self) -> watch::Receiver<i64> {
+        self.end_offset.subscribe()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BrokerError {
+    #[error("metadata log: {0}")]
+    Metadata(#[from] MetadataLogError),
+    #[error("storage: {0}")]
+    Storage(#[from] StorageError),
+}
+
+fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The node's shared state.
+pub struct Broker {
+    pub config: BrokerConfig,
+    pub node_id: i32,
+    pub cluster_id: String,
+    endpoints: RwLock<Vec<Endpoint>>,
+    metadata: Mutex<Option<MetadataLog>>,
+    image: RwLock<Arc<MetadataImage>>,
+    managers: Mutex<Vec<LogManager>>,
+    replicas: RwLock<HashMap<TopicPartition, Arc<Replica>>>,
+    /// The current producer-id block: next id to hand out, end (exclusive).
+    producer_ids: Mutex<(i64, i64)>,
+    /// Serializes the controller's read-check-write operations on the metadata.
+    controller: Mutex<()>,
+    pub fetch_sessions: FetchSessions,
+}
+
+impl std::fmt::Debug for Broker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Broker")
+            .field("node_id", &self.node_id)
+            .field("cluster_id", &self.cluster_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Broker {
+    /// Builds the state from opened log directories and the replayed metadata log, and
+    /// creates or removes local replicas to match the image.
+    pub fn new(
+        config: BrokerConfig,
+        cluster_id: String,
+        managers: Vec<LogManager>,
+        metadata: MetadataLog,
+    ) -> Result<Broker, BrokerError> {
+        let image = Arc::new(metadata.image().clone());
+        let broker = Broker {
+            node_id: config.node_id(),
+            cluster_id,
+            endpoints: RwLock::new(Vec::new()),
+            metadata: Mutex::new(Some(metadata)),
+            image: RwLock::new(image.clone()),
+            managers: Mutex::new(managers),
+            replicas: RwLock::new(HashMap::new()),
+            producer_ids: Mutex::new((0, 0)),
+            controller: Mutex::new(()),
+            fetch_sessions: FetchSessions::new(
+                config
+                    .get("max.incremental.fetch.session.cache.slots")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(1000),
+            ),
+            config,
+        };
+        {
+            let mut managers = guard(&broker.managers);
+            broker.sync_replicas(&image, &mut managers)?;
+        }
+        Ok(broker)
+    }
+
+    pub fn set_endpoints(&self, endpoints: Vec<Endpoint>) {
+        *self
+            .endpoints
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = endpoints;
+    }
+
+    /// This node's advertised endpoint on `listener` (the one a client connected to).
+    pub fn endpoint(&self, listener: &str) -> Option<Endpoint> {
+        self.endpoints
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .find(|e| e.listener == listener)
+            .cloned()
+    }
+
+    /// The current metadata image.
+    pub fn image(&self) -> Arc<MetadataImage> {
+        self.image
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The local replica of a partition.
+    pub fn replica(&self, topic: &str, partition: i32) -> Option<Arc<Replica>> {
+        self.replicas
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&TopicPartition::new(topic, partition))
+            .cloned()
+    }
+
+    /// Every local replica, in topic-partition order.
+    pub fn replicas(&self) -> Vec<(TopicPartition, Arc<Replica>)> {
+        let mut all: Vec<_> = self
+            .replicas
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(tp, r)| (tp.clone(), r.clone()))
+            .collect();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all
+    }
+
+    pub fn log_dirs(&self) -> Vec<PathBuf> {
+        guard(&self.managers)
+            .iter()
+            .map(|m| m.dir().to_path_buf())
+            .collect()
+    }
+
+    /// Held across a controller operation: its checks against the image and its write.
+    pub fn controller_lock(&self) -> MutexGuard<'_, ()> {
+        guard(&self.controller)
+    }
+
+    /// A topic's explicit config overrides.
+    pub fn topic_overrides(
+        &self,
+        image: &MetadataImage,
+        topic: &str,
+    ) -> Option<BTreeMap<String, String>> {
+        image.configs(TOPIC_RESOURCE, topic).cloned()
+    }
+
+    /// Appends `records` to the metadata log as one batch (validated against the image
+    /// and refused whole), publishes the new image, and brings local replicas in line.
+    /// Returns when the records are durable (fsynced) and applied.
+    pub fn write_metadata(&self, records: &[MetadataRecord]) -> Result<(), BrokerError> {
+        let mut metadata = guard(&self.metadata);
+        let log = metadata.as_mut().ok_or(MetadataLogError::Closed)?;
+        log.append(records, sluice_storage::now_ms())?;
+        let image = Arc::new(log.image().clone());
+        *self.image.write().unwrap_or_else(PoisonError::into_inner) = image.clone();
+        let mut managers = guard(&self.managers);
+        self.sync_replicas(&image, &mut managers)?;
+        Ok(())
+    }
+
+    /// Creates local logs for partitions the image assigns to this node, deletes those
+    /// of topics it no longer has, and applies topic config changes to open logs.
+    fn sync_replicas(
+        &self,
+        image: &MetadataImage,
+        managers: &mut [LogManager],
+    ) -> Result<(), BrokerError> {
+        let mut replicas = self
+            .replicas
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        // Replicas whose topic is gone (or was re-created with a new id).
+        let gone: Vec<TopicPartition> = replicas
+            .iter()
+            .filter(|(tp, replica)| {
+                image.topic(&tp.topic).is_none_or(|t| {
+                    t.topic_id != replica.topic_id
+                        || !t
+                            .partitions
+                            .get(&tp.partition)
+                            .is_some_and(|p| p.replicas.contains(&self.node_id))
+                })
+            })
+            .map(|(tp, _)| tp.clone())
+            .collect();
+        for tp in gone {
+            if let Some(replica) = replicas.remove(&tp) {
+                managers[replica.dir_index].delete(&tp)?;
+                tracing::info!(partition = %tp, "deleted the replica of a removed topic");
+            }
+        }
+        for topic in image.topics() {
+            let overrides = image.configs(TOPIC_RESOURCE, &topic.name);
+            let layers = topic_config::BrokerLayers::new(&self.config, image);
+            let config = topic_config::log_config(&layers, overrides);
+            for (index, partition) in &topic.partitions {
+                if !partition.replicas.contains(&self.node_id) {
+                    continue;
+                }
+                let tp = TopicPartition::new(topic.name.clone(), *index);
+                if let Some(replica) = replicas.get(&tp) {
+                    replica
+                        .leader_epoch
+                        .store(partition.leader_epoch, Ordering::Release);
+                    let mut log = sluice_storage::lock(&replica.log);
+                    if log.config() != &config {
+                        log.set_config(config.clone())?;
+                    }
+                    continue;
+                }
+                let topic_id = TopicId(topic.topic_id);
+                let dir_index = match managers.iter().position(|m| m.get(&tp).is_some()) {
+                    Some(index) => {
+                        // A log left from an earlier topic of the same name goes.
+                        let stale = managers[index].get(&tp).is_some_and(|log| {
+                            sluice_storage::lock(&log)
+                                .topic_id()
+                                .is_some_and(|id| id != topic_id)
+                        });
+                        if stale {
+                            managers[index].delete(&tp)?;
+                        }
+                        index
+                    }
+                    None => managers
+                        .iter()
+                        .enumerate()
+                        .min_by_key(|(_, m)| m.partitions().count())
+                        .map(|(i, _)| i)
+                        .unwrap_or(0),
+                };
+                let log =
+                    managers[dir_index].get_or_create(&tp, Some(topic_id), Some(config.clone()))?;
+                {
+                    let mut locked = sluice_storage::lock(&log);
+                    if locked.config() != &config {
+                        locked.set_config(config.clone())?;
+                    }
+                }
+                let end = sluice_storage::lock(&log).log_end_offset();
+                replicas.insert(
+                    tp,
+                    Arc::new(Replica {
+                        topic_id: topic.topic_id,
+                        log,
+                        dir_index,
+                        leader_epoch: AtomicI32::new(partition.leader_epoch),
+                        end_offset: watch::Sender::new(end),
+                    }),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Hands out one producer id, taking a new block through the metadata log when the
+    /// current one is used up (so ids stay unique across restarts).
+    pub fn allocate_producer_id(&self) -> Result<i64, BrokerError> {
+        let mut block = guard(&self.producer_ids);
+        if block.0 >= block.1 {
+            let start = self.image().next_producer_id();
+            let end = start + PRODUCER_ID_BLOCK;
+            self.write_metadata(&[MetadataRecord::ProducerIds {
+                broker_id: self.node_id,
+                broker_epoch: 0,
+                next_producer_id: end,
+            }])?;
+            *block = (start, end);
+        }
+        let id = block.0;
+        block.0 += 1;
+        Ok(id)
+    }
+
+    /// Retention, time-based flushes and checkpoints for every log directory.
+    pub fn run_periodic_tasks(&self) -> Result<usize, StorageError> {
+        let now = sluice_storage::now_ms();
+        let mut deleted = 0;
+        for manager in guard(&self.managers).iter_mut() {
+            deleted += manager.run_periodic_tasks(now)?;
+        }
+        Ok(deleted)
+    }
+
+    /// Time-based flushes (`flush.ms`) and the deferred fsync of rolled segments.
+    pub fn flush_due_logs(&self) {
+        let now = sluice_storage::now_ms();
+        for (tp, replica) in self.replicas() {
+            let mut log = sluice_storage::lock(&replica.log);
+            if let Err(error) = log
+                .flush_rolled_segments()
+                .and_then(|_| log.flush_if_due(now))
+            {
+                tracing::error!(partition = %tp, %error, "flush failed");
+            }
+        }
+    }
+
+    /// Clean shutdown: closes the metadata log, then flushes and closes every log and
+    /// writes the clean-shutdown markers.
+    pub fn shutdown(&self) -> Result<(), BrokerError> {
+        if let Some(metadata) = guard(&self.metadata).take() {
+            metadata.close()?;
+        }
+        self.replicas
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+        for manager in std::mem::take(&mut *guard(&self.managers)) {
+            manager.shutdown()?;
+        }
+        Ok(())
+    }
+}
+
+/// A random topic id as Kafka makes them: a version-4 UUID that is neither the zero nor
+/// the sentinel id and whose base64 form does not start with '-'.
+pub fn random_uuid() -> Uuid {
+    loop {
+        let mut id: Uuid = rand::random();
+        id[6] = (id[6] & 0x0f) | 0x40;
+        id[8] = (id[8] & 0x3f) | 0x80;
+        // URL-safe base64 of a first byte of 0b111110xx starts with '-'.
+        if id[0] >> 2 != 62 {
+            return id;
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! The request handlers: each decodes its request with `kafka-protocol`, reads the
+//! metadata image and the local replicas through [`Broker`], and answers as Kafka 4.1
+//! does at the request's version.
+
+mod configs;
+mod fetch;
+mod log_dirs;
+mod metadata;
+mod offsets;
+mod produce;
+mod producer_id;
+mod topics;
+
+use bytes::Bytes;
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+
+use crate::apis::{Outcome, RequestContext, decode, respond};
+use crate::broker::Broker;
+
+/// Decodes and serves one request of a supported version.
+pub async fn handle(context: RequestContext, api_key: ApiKey, mut body: Bytes) -> Outcome {
+    let version = context.version;
+    macro_rules! serve {
+        ($request:ty, $handler:expr) => {{
+            let request: $request = match decode(api_key, &mut body, version) {
+                Ok(request) => request,
+                Err(outcome) => return outcome,
+            };
+            let response = $handler(&context, request).await;
+            respond(&response, version)
+        }};
+    }
+    match api_key {
+        ApiKey::Produce => {
+            let request: ProduceRequest = match decode(api_key, &mut body, version) {
+                Ok(request) => request,
+                Err(outcome) => return outcome,
+            };
+            match produce::produce(&context, request).await {
+                Some(response) => respond(&response, version),
+                None => Outcome::NoResponse,
+            }
+        }
+        ApiKey::Fetch => serve!(FetchRequest, fetch::fetch),
+        ApiKey::ListOffsets => serve!(ListOffsetsRequest, offsets::list_offsets),
+        ApiKey::Metadata => serve!(MetadataRequest, metadata::metadata),
+        ApiKey::CreateTopics => serve!(CreateTopicsRequest, topics::create_topics),
+        ApiKey::DeleteTopics => serve!(DeleteTopicsRequest, topics::delete_topics),
+        ApiKey::CreatePartitions => serve!(CreatePartitionsRequest, topics::create_partitions),
+        ApiKey::DeleteRecords => serve!(DeleteRecordsRequest, offsets::delete_records),
+        ApiKey::InitProducerId => serve!(InitProducerIdRequest, producer_id::init_producer_id),
+        ApiKey::OffsetForLeaderEpoch => {
+            serve!(
+                OffsetForLeaderEpochRequest,
+                offsets::offset_for_leader_epoch
+            )
+        }
+        ApiKey::DescribeConfigs => serve!(DescribeConfigsRequest, configs::describe_configs),
+        ApiKey::AlterConfigs => serve!(AlterConfigsRequest, configs::alter_configs),
+        ApiKey::IncrementalAlterConfigs => {
+            serve!(
+                IncrementalAlterConfigsRequest,
+                configs::incremental_alter_configs
+            )
+        }
+        ApiKey::DescribeLogDirs => serve!(DescribeLogDirsRequest, log_dirs::describe_log_dirs),
+        ApiKey::DescribeCluster => serve!(DescribeClusterRequest, metadata::describe_cluster),
+        ApiKey::DescribeTopicPartitions => serve!(
+            DescribeTopicPartitionsRequest,
+            metadata::describe_topic_partitions
+        ),
+        other => Outcome::Close {
+            reason: format!("{other:?} has no handler"),
+        },
+    }
+}
+
+/// Decodes a request body of any served API without serving it: what the broker does
+/// with a frame before a handler runs. The request-decoding fuzz target calls this; an
+/// `Err` is a clean refusal (the connection would close), never a panic.
+pub fn decode_request(api_key: ApiKey, version: i16, body: &mut Bytes) -> Result<(), String> {
+    fn check<R: kafka_protocol::protocol::Decodable>(
+        api_key: ApiKey,
+        version: i16,
+        body: &mut Bytes,
+    ) -> Result<(), String> {
+        decode::<R>(api_key, body, version)
+            .map(|_| ())
+            .map_err(|outcome| format!("{outcome:?}"))
+    }
+    crate::apis::check_version(api_key, version).map_err(|outcome| format!("{outcome:?}"))?;
+    match api_key {
+        ApiKey::Produce => check::<ProduceRequest>(api_key, version, body),
+        ApiKey::Fetch => check::<FetchRequest>(api_key, version, body),
+        ApiKey::ListOffsets => check::<ListOffsetsRequest>(api_key, version, body),
+        ApiKey::Metadata => check::<MetadataRequest>(api_key, version, body),
+        ApiKey::ApiVersions => check::<ApiVersionsRequest>(api_key, version, body),
+        ApiKey::CreateTopics => check::<CreateTopicsRequest>(api_key, version, body),
+        ApiKey::DeleteTopics => check::<DeleteTopicsRequest>(api_key, version, body),
+        ApiKey::CreatePartitions => check::<CreatePartitionsRequest>(api_key, version, body),
+        ApiKey::DeleteRecords => check::<DeleteRecordsRequest>(api_key, version, body),
+        ApiKey::InitProducerId => check::<InitProducerIdRequest>(api_key, version, body),
+        ApiKey::OffsetForLeaderEpoch => {
+            check::<OffsetForLeaderEpochRequest>(api_key, version, body)
+        }
+        ApiKey::DescribeConfigs => check::<DescribeConfigsRequest>(api_key, version, body),
+        ApiKey::AlterConfigs => check::<AlterConfigsRequest>(api_key, version, body),
+        ApiKey::IncrementalAlterConfigs => {
+            check::<IncrementalAlterConfigsRequest>(api_key, version, body)
+        }
+        ApiKey::DescribeLogDirs => check::<DescribeLogDirsRequest>(api_key, version, body),
+        ApiKey::DescribeCluster => check::<DescribeClusterRequest>(api_key, version, body),
+        ApiKey::DescribeTopicPartitions => {
+            check::<DescribeTopicPartitionsRequest>(api_key, version, body)
+        }
+        other => Err(format!("{other:?} is not served")),
+    }
+}
+
+pub(crate) fn str_bytes(text: impl Into<String>) -> StrBytes {
+    StrBytes::from_string(text.into())
+}
+
+pub(crate) fn topic_name(text: impl Into<String>) -> TopicName {
+    TopicName(str_bytes(text))
+}
+
+pub(crate) fn to_uuid(id: sluice_metadata::Uuid) -> uuid::Uuid {
+    uuid::Uuid::from_bytes(id)
+}
+
+pub(crate) fn from_uuid(id: &uuid::Uuid) -> sluice_metadata::Uuid {
+    *id.as_bytes()
+}
+
+/// Whether `name` is a legal topic name (Kafka's `Topic.validate`): 1-249 characters of
+/// ASCII letters, digits, '.', '_' and '-', and not "." or "..".
+pub(crate) fn valid_topic_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("Topic name is illegal, it can't be empty".into());
+    }
+    if name == "." || name == ".." {
+        return Err("Topic name cannot be \".\" or \"..\"".into());
+    }
+    if name.len() > 249 {
+        return Err(format!(
+            "Topic name is illegal, it can't be longer than 249 characters, topic name: {name}"
+        ));
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+    {
+        return Err(format!(
+            "Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
+        ));
+    }
+    Ok(())
+}
+
+/// Kafka's internal topics.
+pub(crate) fn is_internal(topic: &str) -> bool {
+    topic == "__consumer_offsets"
+        || topic == "__transaction_state"
+        || topic == "__share_group_state"
+}
+
+/// This node as a broker entry for `listener`, (id, host, port).
+pub(crate) fn this_node(broker: &Broker, listener: &str) -> (i32, String, i32) {
+    let endpoint = broker.endpoint(listener);
+    (
+        broker.node_id,
+        endpoint
+            .as_ref()
+            .map_or_else(String::new, |e| e.host.clone()),
+        endpoint.map_or(-1, |e| i32::from(e.port)),
+    )
+}
