@@ -71,3 +71,138 @@ impl TestNode {
         self.dir
     }
 }
+
+/// A bare Kafka connection for tests: frames a request with kafka-protocol's types and
+/// reads its response (no version negotiation: the test picks the version).
+pub struct Wire {
+    stream: tokio::net::TcpStream,
+    next_correlation_id: i32,
+}
+
+impl Wire {
+    pub async fn connect(address: SocketAddr) -> Wire {
+        Wire {
+            stream: tokio::net::TcpStream::connect(address).await.unwrap(),
+            next_correlation_id: 1,
+        }
+    }
+
+    /// Sends `request` at `version` and returns its correlation id.
+    pub async fn send<R: kafka_protocol::protocol::Request>(
+        &mut self,
+        request: &R,
+        version: i16,
+    ) -> i32 {
+        use bytes::BufMut;
+        use kafka_protocol::protocol::Encodable;
+        use tokio::io::AsyncWriteExt;
+        let correlation_id = self.next_correlation_id;
+        self.next_correlation_id += 1;
+        let api_key = kafka_protocol::messages::ApiKey::try_from(R::KEY).unwrap();
+        let header = kafka_protocol::messages::RequestHeader::default()
+            .with_request_api_key(R::KEY)
+            .with_request_api_version(version)
+            .with_correlation_id(correlation_id)
+            .with_client_id(Some(kafka_protocol::protocol::StrBytes::from_static_str(
+                "sluice-test",
+            )));
+        let mut body = bytes::BytesMut::new();
+        header
+            .encode(&mut body, api_key.request_header_version(version))
+            .unwrap();
+        request.encode(&mut body, version).unwrap();
+        let mut frame = bytes::BytesMut::with_capacity(4 + body.len());
+        frame.put_i32(body.len() as i32);
+        frame.extend_from_slice(&body);
+        self.stream.write_all(&frame).await.unwrap();
+        correlation_id
+    }
+
+    /// Reads one response frame: (correlation id, body after the response header).
+    pub async fn receive<R: kafka_protocol::protocol::Decodable>(
+        &mut self,
+        api_key: kafka_protocol::messages::ApiKey,
+        version: i16,
+    ) -> (i32, R) {
+        use kafka_protocol::protocol::Decodable;
+        use tokio::io::AsyncReadExt;
+        let size = self.stream.read_i32().await.unwrap();
+        let mut frame = vec![0u8; size as usize];
+        self.stream.read_exact(&mut frame).await.unwrap();
+        let mut frame = bytes::Bytes::from(frame);
+        let header = kafka_protocol::messages::ResponseHeader::decode(
+            &mut frame,
+            api_key.response_header_version(version),
+        )
+        .unwrap();
+        (
+            header.correlation_id,
+            R::decode(&mut frame, version).unwrap(),
+        )
+    }
+
+    /// Sends a request and reads its response.
+    pub async fn call<Q: kafka_protocol::protocol::Request>(
+        &mut self,
+        request: &Q,
+        version: i16,
+    ) -> Q::Response {
+        let correlation_id = self.send(request, version).await;
+        let api_key = kafka_protocol::messages::ApiKey::try_from(Q::KEY).unwrap();
+        let (received, response) = self.receive(api_key, version).await;
+        assert_eq!(received, correlation_id, "responses come back in order");
+        response
+    }
+
+    /// Like [`Wire::call`], but `None` when the connection fails (the broker died).
+    pub async fn try_call<Q: kafka_protocol::protocol::Request>(
+        &mut self,
+        request: &Q,
+        version: i16,
+    ) -> Option<Q::Response> {
+        use bytes::BufMut;
+        use kafka_protocol::protocol::{Decodable, Encodable};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let correlation_id = self.next_correlation_id;
+        self.next_correlation_id += 1;
+        let api_key = kafka_protocol::messages::ApiKey::try_from(Q::KEY).unwrap();
+        let header = kafka_protocol::messages::RequestHeader::default()
+            .with_request_api_key(Q::KEY)
+            .with_request_api_version(version)
+            .with_correlation_id(correlation_id);
+        let mut body = bytes::BytesMut::new();
+        header
+            .encode(&mut body, api_key.request_header_version(version))
+            .unwrap();
+        request.encode(&mut body, version).unwrap();
+        let mut frame = bytes::BytesMut::with_capacity(4 + body.len());
+        frame.put_i32(body.len() as i32);
+        frame.extend_from_slice(&body);
+        self.stream.write_all(&frame).await.ok()?;
+        let size = self.stream.read_i32().await.ok()?;
+        let mut frame = vec![0u8; size as usize];
+        self.stream.read_exact(&mut frame).await.ok()?;
+        let mut frame = bytes::Bytes::from(frame);
+        let header = kafka_protocol::messages::ResponseHeader::decode(
+            &mut frame,
+            api_key.response_header_version(version),
+        )
+        .unwrap();
+        assert_eq!(header.correlation_id, correlation_id);
+        Some(Q::Response::decode(&mut frame, version).unwrap())
+    }
+
+    /// Whether the broker closed the connection (read returns end of stream).
+    pub async fn is_closed(&mut self) -> bool {
+        use tokio::io::AsyncReadExt;
+        let mut byte = [0u8; 1];
+        matches!(
+            tokio::time::timeout(
+                std::time::Duration::from_secs(10),
+                self.stream.read(&mut byte)
+            )
+            .await,
+            Ok(Ok(0)) | Ok(Err(_))
+        )
+    }
+}
