@@ -14,7 +14,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 
 use sluice_metadata::{MetadataImage, MetadataLog, MetadataLogError, MetadataRecord, Uuid};
@@ -48,6 +48,10 @@ pub struct Replica {
     /// The index of the log directory holding it.
     pub dir_index: usize,
     leader_epoch: AtomicI32,
+    /// The topic's `message.timestamp.before.max.ms` and `after.max.ms`, kept here so
+    /// produce does not derive them from the configs on every request.
+    timestamp_before_max_ms: AtomicI64,
+    timestamp_after_max_ms: AtomicI64,
     /// The log end offset, published after each append so long-polling fetches wake.
     end_offset: watch::Sender<i64>,
 }
@@ -55,6 +59,14 @@ pub struct Replica {
 impl Replica {
     pub fn leader_epoch(&self) -> i32 {
         self.leader_epoch.load(Ordering::Acquire)
+    }
+
+    /// (`message.timestamp.before.max.ms`, `message.timestamp.after.max.ms`).
+    pub fn timestamp_bounds(&self) -> (i64, i64) {
+        (
+            self.timestamp_before_max_ms.load(Ordering::Relaxed),
+            self.timestamp_after_max_ms.load(Ordering::Relaxed),
+        )
     }
 
     /// Publishes a new log end offset to waiting fetches.
@@ -257,6 +269,7 @@ impl Broker {
             let overrides = image.configs(TOPIC_RESOURCE, &topic.name);
             let layers = topic_config::BrokerLayers::new(&self.config, image);
             let config = topic_config::log_config(&layers, overrides);
+            let (before_max, after_max) = topic_config::timestamp_bounds(&layers, overrides);
             for (index, partition) in &topic.partitions {
                 if !partition.replicas.contains(&self.node_id) {
                     continue;
@@ -266,6 +279,12 @@ impl Broker {
                     replica
                         .leader_epoch
                         .store(partition.leader_epoch, Ordering::Release);
+                    replica
+                        .timestamp_before_max_ms
+                        .store(before_max, Ordering::Relaxed);
+                    replica
+                        .timestamp_after_max_ms
+                        .store(after_max, Ordering::Relaxed);
                     let mut log = sluice_storage::lock(&replica.log);
                     if log.config() != &config {
                         log.set_config(config.clone())?;
@@ -309,6 +328,8 @@ impl Broker {
                         log,
                         dir_index,
                         leader_epoch: AtomicI32::new(partition.leader_epoch),
+                        timestamp_before_max_ms: AtomicI64::new(before_max),
+                        timestamp_after_max_ms: AtomicI64::new(after_max),
                         end_offset: watch::Sender::new(end),
                     }),
                 );

@@ -20,7 +20,6 @@ use sluice_storage::StorageError;
 use super::{from_uuid, str_bytes, topic_name};
 use crate::apis::RequestContext;
 use crate::errors;
-use crate::topic_config;
 
 /// A refused partition: error code, message, and the index of the bad batch when one is.
 struct Refused {
@@ -56,9 +55,6 @@ pub async fn produce(context: &RequestContext, request: ProduceRequest) -> Optio
         } else {
             errors::UNKNOWN_TOPIC_OR_PARTITION
         };
-        let overrides = found.and_then(|t| image.configs(crate::broker::TOPIC_RESOURCE, &t.name));
-        let layers = topic_config::BrokerLayers::new(&broker.config, &image);
-        let (before_max, after_max) = topic_config::timestamp_bounds(&layers, overrides);
         let mut partitions = Vec::with_capacity(topic.partition_data.len());
         for partition in topic.partition_data {
             let index = partition.index;
@@ -78,7 +74,7 @@ pub async fn produce(context: &RequestContext, request: ProduceRequest) -> Optio
                         "This server does not host this topic-partition.",
                     )),
                     Some(replica) => {
-                        append(version, &replica, partition.records, before_max, after_max)
+                        append(version, &replica, partition.records)
                     }
                 }
             } else {
@@ -135,8 +131,6 @@ fn append(
     version: i16,
     replica: &crate::broker::Replica,
     records: Option<bytes::Bytes>,
-    before_max: i64,
-    after_max: i64,
 ) -> Result<(i64, i64, i64), Refused> {
     let records = records.unwrap_or_default();
     // v3+: exactly one batch of magic 2.
@@ -193,6 +187,7 @@ fn append(
     batch.verify_crc().map_err(corrupt)?;
     batch.validate().map_err(corrupt)?;
     if timestamp_type == TimestampType::CreateTime {
+        let (before_max, after_max) = replica.timestamp_bounds();
         check_timestamps(&batch, before_max, after_max)?;
     }
     let mut bytes = BytesMut::from(&records[..]);
