@@ -922,3 +922,88 @@ async fn describe_topic_partitions_pages_with_a_cursor() {
     assert_eq!(seen, vec!["a-0", "a-1", "a-2", "b-0", "b-1"]);
     node.stop().await;
 }
+
+/// Sends a request and reads its response; (sent, received) correlation ids.
+async fn round_trip<Q: kafka_protocol::protocol::Request>(
+    wire: &mut Wire,
+    request: &Q,
+    version: i16,
+) -> (i32, i32) {
+    let sent = wire.send(request, version).await;
+    let api_key = ApiKey::try_from(Q::KEY).unwrap();
+    let (received, _) = wire.receive::<Q::Response>(api_key, version).await;
+    (sent, received)
+}
+
+/// Every served API answers at every version it advertises (Produce from v3): a handler
+/// that sets a field its version cannot carry would close the connection instead.
+#[tokio::test]
+async fn every_api_answers_at_every_advertised_version() {
+    let node = TestNode::start(&[]).await;
+    let mut wire = Wire::connect(node.address).await;
+    create(&mut wire, "any", 1, &[]).await;
+    macro_rules! each_version {
+        ($key:expr, $request:expr) => {{
+            let (min, max) = sluice_broker::apis::supported_versions($key).unwrap();
+            let min = if $key == ApiKey::Produce { 3 } else { min };
+            for version in min..=max {
+                let (sent, received) = round_trip(&mut wire, &$request, version).await;
+                assert_eq!(received, sent, "{:?} v{version}", $key);
+            }
+        }};
+    }
+    let topic = || metadata_request::MetadataRequestTopic::default().with_name(Some(name("any")));
+    each_version!(
+        ApiKey::Metadata,
+        MetadataRequest::default().with_topics(Some(vec![topic()]))
+    );
+    each_version!(
+        ApiKey::Produce,
+        produce_request("any", 0, batch("v", 1, now_ms(), Compression::None), 1)
+    );
+    each_version!(ApiKey::Fetch, fetch_request("any", 0, 0));
+    each_version!(
+        ApiKey::ListOffsets,
+        ListOffsetsRequest::default().with_topics(vec![
+            ListOffsetsTopic::default()
+                .with_name(name("any"))
+                .with_partitions(vec![ListOffsetsPartition::default().with_timestamp(-1)]),
+        ])
+    );
+    each_version!(ApiKey::CreateTopics, CreateTopicsRequest::default());
+    each_version!(ApiKey::DeleteTopics, DeleteTopicsRequest::default());
+    each_version!(ApiKey::CreatePartitions, CreatePartitionsRequest::default());
+    each_version!(ApiKey::DeleteRecords, DeleteRecordsRequest::default());
+    each_version!(
+        ApiKey::InitProducerId,
+        InitProducerIdRequest::default().with_transactional_id(None)
+    );
+    each_version!(
+        ApiKey::OffsetForLeaderEpoch,
+        OffsetForLeaderEpochRequest::default()
+    );
+    each_version!(
+        ApiKey::DescribeConfigs,
+        DescribeConfigsRequest::default().with_resources(vec![
+            describe_configs_request::DescribeConfigsResource::default()
+                .with_resource_type(2)
+                .with_resource_name(s("any"))
+                .with_configuration_keys(None),
+        ])
+    );
+    each_version!(ApiKey::AlterConfigs, AlterConfigsRequest::default());
+    each_version!(
+        ApiKey::IncrementalAlterConfigs,
+        IncrementalAlterConfigsRequest::default()
+    );
+    each_version!(
+        ApiKey::DescribeLogDirs,
+        DescribeLogDirsRequest::default().with_topics(None)
+    );
+    each_version!(ApiKey::DescribeCluster, DescribeClusterRequest::default());
+    each_version!(
+        ApiKey::DescribeTopicPartitions,
+        DescribeTopicPartitionsRequest::default()
+    );
+    node.stop().await;
+}
