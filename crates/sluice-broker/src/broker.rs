@@ -17,7 +17,10 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 
-use sluice_metadata::{MetadataImage, MetadataLog, MetadataLogError, MetadataRecord, Uuid};
+use sluice_metadata::{
+    BrokerEndpoint, MetadataImage, MetadataLog, MetadataLogError, MetadataRecord,
+    RegisterBrokerRecord, Uuid,
+};
 use sluice_storage::{LogManager, SharedLog, StorageError, TopicId, TopicPartition};
 use tokio::sync::watch;
 
@@ -96,7 +99,6 @@ pub struct Broker {
     pub config: BrokerConfig,
     pub node_id: i32,
     pub cluster_id: String,
-    endpoints: RwLock<Vec<Endpoint>>,
     metadata: Mutex<Option<MetadataLog>>,
     image: RwLock<Arc<MetadataImage>>,
     managers: Mutex<Vec<LogManager>>,
@@ -130,7 +132,6 @@ impl Broker {
         let broker = Broker {
             node_id: config.node_id(),
             cluster_id,
-            endpoints: RwLock::new(Vec::new()),
             metadata: Mutex::new(Some(metadata)),
             image: RwLock::new(image.clone()),
             managers: Mutex::new(managers),
@@ -152,21 +153,72 @@ impl Broker {
         Ok(broker)
     }
 
-    pub fn set_endpoints(&self, endpoints: Vec<Endpoint>) {
-        *self
-            .endpoints
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = endpoints;
+    /// Registers this node in the metadata (RegisterBrokerRecord), as a KRaft broker
+    /// does at start: its advertised endpoints, supported features and log directories,
+    /// with a new incarnation id and a broker epoch (the registration's offset). A
+    /// single node registers unfenced; fencing by heartbeats comes with the quorum.
+    pub fn register(&self, endpoints: &[Endpoint], log_dirs: Vec<Uuid>) -> Result<(), BrokerError> {
+        let protocols = self
+            .config
+            .get("listener.security.protocol.map")
+            .unwrap_or("")
+            .to_string();
+        let protocol_of = |listener: &str| {
+            let name = protocols
+                .split(',')
+                .filter_map(|entry| entry.trim().split_once(':'))
+                .find(|(l, _)| *l == listener)
+                .map_or(listener, |(_, p)| p);
+            match name {
+                "SSL" => 1,
+                "SASL_PLAINTEXT" => 2,
+                "SASL_SSL" => 3,
+                _ => 0,
+            }
+        };
+        let broker_epoch = guard(&self.metadata)
+            .as_ref()
+            .map_or(0, |log| log.end_offset());
+        let record = RegisterBrokerRecord {
+            broker_id: self.node_id,
+            is_migrating_zk_broker: false,
+            incarnation_id: random_uuid(),
+            broker_epoch,
+            endpoints: endpoints
+                .iter()
+                .map(|e| BrokerEndpoint {
+                    name: e.listener.clone(),
+                    host: e.host.clone(),
+                    port: e.port,
+                    security_protocol: protocol_of(&e.listener),
+                })
+                .collect(),
+            features: vec![(
+                "metadata.version".into(),
+                crate::node::MIN_METADATA_VERSION_LEVEL,
+                crate::node::METADATA_VERSION_LEVEL,
+            )],
+            rack: self.config.get("broker.rack").map(str::to_string),
+            fenced: false,
+            in_controlled_shutdown: false,
+            log_dirs,
+        };
+        self.write_metadata(&[MetadataRecord::RegisterBroker(record)])
     }
 
-    /// This node's advertised endpoint on `listener` (the one a client connected to).
-    pub fn endpoint(&self, listener: &str) -> Option<Endpoint> {
-        self.endpoints
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
+    /// A registered, unfenced broker's endpoint on `listener` (the one a client
+    /// connected to), from the metadata image.
+    pub fn endpoint_of(image: &MetadataImage, broker_id: i32, listener: &str) -> Option<Endpoint> {
+        let broker = image.broker(broker_id).filter(|b| !b.fenced)?;
+        broker
+            .endpoints
             .iter()
-            .find(|e| e.listener == listener)
-            .cloned()
+            .find(|e| e.name == listener)
+            .map(|e| Endpoint {
+                listener: e.name.clone(),
+                host: e.host.clone(),
+                port: e.port,
+            })
     }
 
     /// The current metadata image.

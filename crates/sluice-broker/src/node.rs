@@ -46,6 +46,8 @@ pub enum NodeError {
 
 /// Kafka 4.1's `metadata.version` feature level (4.1-IV1), written at bootstrap.
 pub const METADATA_VERSION_LEVEL: i16 = 27;
+/// The lowest `metadata.version` level a 4.1 broker supports (3.3-IV3).
+pub const MIN_METADATA_VERSION_LEVEL: i16 = 7;
 /// The controller epoch of a single-node quorum until the Raft quorum (issue 4).
 const SINGLE_NODE_EPOCH: i32 = 1;
 /// How often time-based flushes (`flush.ms`) are checked, at most.
@@ -56,9 +58,14 @@ fn uuid_base64(id: [u8; 16]) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(id)
 }
 
-/// Reads or writes `meta.properties` in `dir`; returns the cluster id it holds. A
-/// directory stamped for another node or cluster is refused, as Kafka refuses it.
-fn stamp_log_dir(dir: &Path, node_id: i32, cluster_id: Option<&str>) -> Result<String, NodeError> {
+/// Reads or writes `meta.properties` in `dir`; returns the cluster id and directory id
+/// it holds. A directory stamped for another node or cluster is refused, as Kafka
+/// refuses it.
+fn stamp_log_dir(
+    dir: &Path,
+    node_id: i32,
+    cluster_id: Option<&str>,
+) -> Result<(String, [u8; 16]), NodeError> {
     let path = dir.join("meta.properties");
     let error = |reason: String| NodeError::MetaProperties {
         path: path.clone(),
@@ -87,15 +94,24 @@ fn stamp_log_dir(dir: &Path, node_id: i32, cluster_id: Option<&str>) -> Result<S
                     "cluster.id {stored} does not match {expected} of the other log directories"
                 )));
             }
-            Ok(stored)
+            let directory = get("directory.id")
+                .and_then(|id| {
+                    base64::engine::general_purpose::URL_SAFE_NO_PAD
+                        .decode(id)
+                        .ok()
+                })
+                .and_then(|bytes| <[u8; 16]>::try_from(bytes).ok())
+                .ok_or_else(|| error("no valid directory.id".into()))?;
+            Ok((stored, directory))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let cluster = cluster_id
                 .map(str::to_string)
                 .unwrap_or_else(|| uuid_base64(random_uuid()));
+            let directory = random_uuid();
             let text = format!(
                 "#\n#Written by Sluice\ncluster.id={cluster}\ndirectory.id={}\nnode.id={node_id}\nversion=1\n",
-                uuid_base64(random_uuid())
+                uuid_base64(directory)
             );
             sluice_storage::checkpoint::write_atomically(&path, text.as_bytes()).map_err(
                 |source| NodeError::LogDir {
@@ -103,7 +119,7 @@ fn stamp_log_dir(dir: &Path, node_id: i32, cluster_id: Option<&str>) -> Result<S
                     source,
                 },
             )?;
-            Ok(cluster)
+            Ok((cluster, directory))
         }
         Err(e) => Err(error(e.to_string())),
     }
@@ -119,13 +135,16 @@ pub async fn run(
     let node_id = config.node_id();
     let mut managers = Vec::new();
     let mut cluster_id: Option<String> = None;
+    let mut directory_ids = Vec::new();
     for dir in config.log_dirs() {
         let manager =
             LogManager::open(&dir, config.log_config()).map_err(|source| NodeError::LogDir {
                 dir: dir.clone(),
                 source,
             })?;
-        cluster_id = Some(stamp_log_dir(&dir, node_id, cluster_id.as_deref())?);
+        let (cluster, directory) = stamp_log_dir(&dir, node_id, cluster_id.as_deref())?;
+        cluster_id = Some(cluster);
+        directory_ids.push(directory);
         tracing::info!(dir = %dir.display(), clean = manager.was_clean_start(), partitions = manager.partitions().count(), "opened log directory");
         managers.push(manager);
     }
@@ -214,7 +233,7 @@ pub async fn run(
     if servers.is_empty() {
         return Err(NodeError::NoBrokerListener);
     }
-    broker.set_endpoints(endpoints);
+    broker.register(&endpoints, directory_ids)?;
     let mut tasks = Vec::new();
     for (listener, bound, server) in servers {
         tasks.push(tokio::spawn(server.run(shutdown.clone())));

@@ -28,6 +28,12 @@ impl Writer {
     pub fn i8(&mut self, value: i8) {
         self.out.push(value as u8);
     }
+    pub fn bool(&mut self, value: bool) {
+        self.out.push(u8::from(value));
+    }
+    pub fn u16(&mut self, value: u16) {
+        self.out.extend_from_slice(&value.to_be_bytes());
+    }
     pub fn i16(&mut self, value: i16) {
         self.out.extend_from_slice(&value.to_be_bytes());
     }
@@ -126,6 +132,14 @@ impl<'a> Reader<'a> {
 
     pub fn i8(&mut self, what: &'static str) -> Result<i8, MetadataError> {
         Ok(self.take(1, what)?[0] as i8)
+    }
+    pub fn bool(&mut self, what: &'static str) -> Result<bool, MetadataError> {
+        // Kafka reads any non-zero byte as true.
+        Ok(self.take(1, what)?[0] != 0)
+    }
+    pub fn u16(&mut self, what: &'static str) -> Result<u16, MetadataError> {
+        let bytes = self.take(2, what)?;
+        Ok(u16::from_be_bytes([bytes[0], bytes[1]]))
     }
     pub fn i16(&mut self, what: &'static str) -> Result<i16, MetadataError> {
         let bytes = self.take(2, what)?;

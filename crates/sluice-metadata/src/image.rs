@@ -125,6 +125,8 @@ pub struct MetadataImage {
     features: BTreeMap<String, i16>,
     /// The first producer id not yet handed out (ProducerIdsRecord).
     next_producer_id: i64,
+    /// Broker id → its latest registration.
+    brokers: BTreeMap<i32, crate::RegisterBrokerRecord>,
 }
 
 /// `ConfigResource.Type` of a topic.
@@ -134,6 +136,10 @@ impl MetadataImage {
     /// Applies one record. On error the image is unchanged.
     pub fn apply(&mut self, record: &MetadataRecord) -> Result<(), ApplyError> {
         match record {
+            MetadataRecord::RegisterBroker(registration) => {
+                self.brokers
+                    .insert(registration.broker_id, registration.clone());
+            }
             MetadataRecord::Topic(topic) => {
                 if self.topic_ids.contains_key(&topic.name)
                     || self.topics.contains_key(&topic.topic_id)
@@ -244,6 +250,15 @@ impl MetadataImage {
     ) -> Option<&BTreeMap<String, String>> {
         self.configs
             .get(&(resource_type, resource_name.to_string()))
+    }
+
+    /// Registered brokers in id order (fenced ones included).
+    pub fn brokers(&self) -> impl Iterator<Item = &crate::RegisterBrokerRecord> {
+        self.brokers.values()
+    }
+
+    pub fn broker(&self, id: i32) -> Option<&crate::RegisterBrokerRecord> {
+        self.brokers.get(&id)
     }
 
     /// The first producer id no broker has been given yet.

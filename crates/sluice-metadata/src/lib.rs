@@ -17,7 +17,8 @@ pub use codec::Uuid;
 pub use image::{ApplyError, MetadataImage, PartitionImage, TopicImage};
 pub use metadata_log::{METADATA_LOG_DIR, MetadataLog, MetadataLogError};
 pub use record::{
-    ConfigRecord, MetadataRecord, PartitionChangeRecord, PartitionRecord, TopicRecord,
+    BrokerEndpoint, ConfigRecord, MetadataRecord, PartitionChangeRecord, PartitionRecord,
+    RegisterBrokerRecord, TopicRecord,
 };
 
 /// Why a metadata record could not be decoded.

@@ -122,9 +122,39 @@ pub struct ConfigRecord {
     pub value: Option<String>,
 }
 
+/// One endpoint of a registered broker (RegisterBrokerRecord.EndPoints).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerEndpoint {
+    pub name: String,
+    pub host: String,
+    pub port: u16,
+    /// Kafka's `SecurityProtocol` id: 0 PLAINTEXT, 1 SSL, 2 SASL_PLAINTEXT, 3 SASL_SSL.
+    pub security_protocol: i16,
+}
+
+/// RegisterBrokerRecord (apiKey 0, v0-3): a broker's registration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegisterBrokerRecord {
+    pub broker_id: i32,
+    /// v2+.
+    pub is_migrating_zk_broker: bool,
+    pub incarnation_id: Uuid,
+    pub broker_epoch: i64,
+    pub endpoints: Vec<BrokerEndpoint>,
+    /// (name, min supported, max supported).
+    pub features: Vec<(String, i16, i16)>,
+    pub rack: Option<String>,
+    pub fenced: bool,
+    /// v1+.
+    pub in_controlled_shutdown: bool,
+    /// v3+, tagged (tag 0).
+    pub log_dirs: Vec<Uuid>,
+}
+
 /// The records Sluice models, with the version each is written at.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MetadataRecord {
+    RegisterBroker(RegisterBrokerRecord),
     Topic(TopicRecord),
     Partition(PartitionRecord),
     PartitionChange(PartitionChangeRecord),
@@ -158,6 +188,7 @@ impl MetadataRecord {
     /// The record type id (Kafka's apiKey for metadata records).
     pub fn api_key(&self) -> u32 {
         match self {
+            MetadataRecord::RegisterBroker(_) => 0,
             MetadataRecord::Topic(_) => 2,
             MetadataRecord::Partition(_) => 3,
             MetadataRecord::Config(_) => 4,
@@ -175,6 +206,7 @@ impl MetadataRecord {
     pub fn latest_version(&self) -> u32 {
         match self {
             MetadataRecord::Partition(_) | MetadataRecord::PartitionChange(_) => 2,
+            MetadataRecord::RegisterBroker(_) => 3,
             _ => 0,
         }
     }
@@ -196,6 +228,39 @@ impl MetadataRecord {
         w.uvarint(self.api_key());
         w.uvarint(version);
         match self {
+            MetadataRecord::RegisterBroker(b) => {
+                w.i32(b.broker_id);
+                if version >= 2 {
+                    w.bool(b.is_migrating_zk_broker);
+                }
+                w.uuid(&b.incarnation_id);
+                w.i64(b.broker_epoch);
+                w.uvarint(b.endpoints.len() as u32 + 1);
+                for endpoint in &b.endpoints {
+                    w.string(&endpoint.name);
+                    w.string(&endpoint.host);
+                    w.u16(endpoint.port);
+                    w.i16(endpoint.security_protocol);
+                    w.tagged_fields(&[]);
+                }
+                w.uvarint(b.features.len() as u32 + 1);
+                for (name, min, max) in &b.features {
+                    w.string(name);
+                    w.i16(*min);
+                    w.i16(*max);
+                    w.tagged_fields(&[]);
+                }
+                w.nullable_string(b.rack.as_deref());
+                w.bool(b.fenced);
+                if version >= 1 {
+                    w.bool(b.in_controlled_shutdown);
+                }
+                let mut tags = Vec::new();
+                if version >= 3 && !b.log_dirs.is_empty() {
+                    tags.push((0, encoded(|w| w.uuid_array(&b.log_dirs))));
+                }
+                w.tagged_fields(&tags);
+            }
             MetadataRecord::Topic(topic) => {
                 w.string(&topic.name);
                 w.uuid(&topic.topic_id);
@@ -310,6 +375,58 @@ impl MetadataRecord {
             }
         };
         let record = match api_key {
+            0 => {
+                too_new(3)?;
+                let broker_id = r.i32("RegisterBrokerRecord.BrokerId")?;
+                let is_migrating_zk_broker =
+                    version >= 2 && r.bool("RegisterBrokerRecord.IsMigratingZkBroker")?;
+                let incarnation_id = r.uuid("RegisterBrokerRecord.IncarnationId")?;
+                let broker_epoch = r.i64("RegisterBrokerRecord.BrokerEpoch")?;
+                let count = r.uvarint("RegisterBrokerRecord.EndPoints")?;
+                let mut endpoints = Vec::new();
+                for _ in 1..count {
+                    endpoints.push(BrokerEndpoint {
+                        name: r.string("BrokerEndpoint.Name")?,
+                        host: r.string("BrokerEndpoint.Host")?,
+                        port: r.u16("BrokerEndpoint.Port")?,
+                        security_protocol: r.i16("BrokerEndpoint.SecurityProtocol")?,
+                    });
+                    r.tagged_fields()?;
+                }
+                let count = r.uvarint("RegisterBrokerRecord.Features")?;
+                let mut features = Vec::new();
+                for _ in 1..count {
+                    let name = r.string("BrokerFeature.Name")?;
+                    let min = r.i16("BrokerFeature.MinSupportedVersion")?;
+                    let max = r.i16("BrokerFeature.MaxSupportedVersion")?;
+                    r.tagged_fields()?;
+                    features.push((name, min, max));
+                }
+                let rack = r.nullable_string("RegisterBrokerRecord.Rack")?;
+                let fenced = r.bool("RegisterBrokerRecord.Fenced")?;
+                let in_controlled_shutdown =
+                    version >= 1 && r.bool("RegisterBrokerRecord.InControlledShutdown")?;
+                let mut log_dirs = Vec::new();
+                for (tag, bytes) in r.tagged_fields()? {
+                    if tag == 0 && version >= 3 {
+                        log_dirs = Reader::new(bytes)
+                            .nullable_uuid_array("RegisterBrokerRecord.LogDirs")?
+                            .unwrap_or_default();
+                    }
+                }
+                MetadataRecord::RegisterBroker(RegisterBrokerRecord {
+                    broker_id,
+                    is_migrating_zk_broker,
+                    incarnation_id,
+                    broker_epoch,
+                    endpoints,
+                    features,
+                    rack,
+                    fenced,
+                    in_controlled_shutdown,
+                    log_dirs,
+                })
+            }
             2 => {
                 too_new(0)?;
                 let name = r.string("TopicRecord.Name")?;
@@ -529,7 +646,50 @@ mod tests {
 
     fn record() -> impl Strategy<Value = (MetadataRecord, u32)> {
         let uuid = any::<[u8; 16]>();
+        let endpoint = ("[A-Z_]{1,10}", "[a-z0-9.]{1,20}", any::<u16>(), 0i16..4).prop_map(
+            |(name, host, port, security_protocol)| BrokerEndpoint {
+                name,
+                host,
+                port,
+                security_protocol,
+            },
+        );
+        let registration = (
+            (any::<i32>(), any::<bool>(), uuid, any::<i64>()),
+            proptest::collection::vec(endpoint, 0..3),
+            proptest::collection::vec(("[a-z.]{1,20}", any::<i16>(), any::<i16>()), 0..3),
+            proptest::option::of("[a-z0-9]{0,8}"),
+            (any::<bool>(), any::<bool>()),
+            proptest::collection::vec(uuid, 0..3),
+        )
+            .prop_map(
+                |(
+                    (broker_id, is_migrating_zk_broker, incarnation_id, broker_epoch),
+                    endpoints,
+                    features,
+                    rack,
+                    (fenced, in_controlled_shutdown),
+                    log_dirs,
+                )| {
+                    (
+                        MetadataRecord::RegisterBroker(RegisterBrokerRecord {
+                            broker_id,
+                            is_migrating_zk_broker,
+                            incarnation_id,
+                            broker_epoch,
+                            endpoints,
+                            features,
+                            rack,
+                            fenced,
+                            in_controlled_shutdown,
+                            log_dirs,
+                        }),
+                        3,
+                    )
+                },
+            );
         prop_oneof![
+            registration,
             ("[a-z._-]{1,20}", uuid).prop_map(|(name, topic_id)| (
                 MetadataRecord::Topic(TopicRecord { name, topic_id }),
                 0

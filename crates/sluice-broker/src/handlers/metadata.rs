@@ -12,7 +12,7 @@ use kafka_protocol::messages::*;
 use sluice_metadata::{MetadataImage, PartitionImage, TopicImage};
 
 use super::{
-    from_uuid, is_internal, str_bytes, this_node, to_uuid, topic_name, topics, valid_topic_name,
+    from_uuid, is_internal, live_brokers, str_bytes, to_uuid, topic_name, topics, valid_topic_name,
 };
 use crate::apis::RequestContext;
 use crate::errors;
@@ -28,14 +28,22 @@ const TOPIC_OPERATIONS: i32 =
 const CLUSTER_OPERATIONS: i32 =
     (1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12);
 
-/// Replicas that are not alive: every replica but this node's until brokers register
-/// (issue 4).
-fn offline(broker_id: i32, partition: &PartitionImage) -> Vec<BrokerId> {
+/// Replicas on brokers that are not registered and unfenced.
+fn offline(live: &[i32], partition: &PartitionImage) -> Vec<BrokerId> {
     partition
         .replicas
         .iter()
-        .filter(|r| **r != broker_id)
+        .filter(|r| !live.contains(r))
         .map(|r| BrokerId(*r))
+        .collect()
+}
+
+/// Ids of the registered, unfenced brokers.
+fn live_ids(image: &MetadataImage) -> Vec<i32> {
+    image
+        .brokers()
+        .filter(|b| !b.fenced)
+        .map(|b| b.broker_id)
         .collect()
 }
 
@@ -43,7 +51,7 @@ fn ids(values: &[i32]) -> Vec<BrokerId> {
     values.iter().map(|v| BrokerId(*v)).collect()
 }
 
-fn describe_partition(node_id: i32, index: i32, p: &PartitionImage) -> MetadataResponsePartition {
+fn describe_partition(live: &[i32], index: i32, p: &PartitionImage) -> MetadataResponsePartition {
     MetadataResponsePartition::default()
         .with_error_code(if p.leader < 0 {
             errors::LEADER_NOT_AVAILABLE
@@ -55,11 +63,11 @@ fn describe_partition(node_id: i32, index: i32, p: &PartitionImage) -> MetadataR
         .with_leader_epoch(p.leader_epoch)
         .with_replica_nodes(ids(&p.replicas))
         .with_isr_nodes(ids(&p.isr))
-        .with_offline_replicas(offline(node_id, p))
+        .with_offline_replicas(offline(live, p))
 }
 
 fn describe_topic(
-    node_id: i32,
+    live: &[i32],
     topic: &TopicImage,
     with_operations: bool,
 ) -> MetadataResponseTopic {
@@ -71,7 +79,7 @@ fn describe_topic(
             topic
                 .partitions
                 .iter()
-                .map(|(index, p)| describe_partition(node_id, *index, p))
+                .map(|(index, p)| describe_partition(live, *index, p))
                 .collect(),
         )
         .with_topic_authorized_operations(if with_operations {
@@ -91,7 +99,6 @@ fn topic_error(name: Option<String>, id: uuid::Uuid, code: i16) -> MetadataRespo
 pub async fn metadata(context: &RequestContext, request: MetadataRequest) -> MetadataResponse {
     let broker = &context.broker;
     let version = context.version;
-    let (node_id, host, port) = this_node(broker, &context.listener);
     let with_operations = version >= 8 && request.include_topic_authorized_operations;
     // v0: an empty list means all topics; v1+: null means all, empty means none.
     let requested = match request.topics {
@@ -102,10 +109,11 @@ pub async fn metadata(context: &RequestContext, request: MetadataRequest) -> Met
     let allow_auto_create =
         broker.config.auto_create_topics() && (version < 4 || request.allow_auto_topic_creation);
     let mut image = broker.image();
+    let live = live_ids(&image);
     let topics = match requested {
         None => image
             .topics()
-            .map(|t| describe_topic(node_id, t, with_operations))
+            .map(|t| describe_topic(&live, t, with_operations))
             .collect(),
         Some(requested) => {
             // Auto-create the missing ones first (one metadata write), then describe.
@@ -124,19 +132,29 @@ pub async fn metadata(context: &RequestContext, request: MetadataRequest) -> Met
             }
             requested
                 .iter()
-                .map(|t| describe_requested(node_id, &image, t, version, with_operations))
+                .map(|t| describe_requested(&live, &image, t, version, with_operations))
                 .collect()
         }
     };
+    let brokers = live_brokers(&image, &context.listener);
+    // Kafka answers a random alive broker as the "controller" (clients send admin
+    // requests there); the lowest id is as good and stable.
+    let controller = brokers.first().map_or(-1, |b| b.0);
     let mut response = MetadataResponse::default()
-        .with_brokers(vec![
-            MetadataResponseBroker::default()
-                .with_node_id(BrokerId(node_id))
-                .with_host(str_bytes(host))
-                .with_port(port),
-        ])
+        .with_brokers(
+            brokers
+                .into_iter()
+                .map(|(id, host, port, rack)| {
+                    MetadataResponseBroker::default()
+                        .with_node_id(BrokerId(id))
+                        .with_host(str_bytes(host))
+                        .with_port(port)
+                        .with_rack(rack.map(str_bytes))
+                })
+                .collect(),
+        )
         .with_cluster_id(Some(str_bytes(broker.cluster_id.clone())))
-        .with_controller_id(BrokerId(node_id))
+        .with_controller_id(BrokerId(controller))
         .with_topics(topics);
     if (8..=10).contains(&version) && request.include_cluster_authorized_operations {
         response = response.with_cluster_authorized_operations(CLUSTER_OPERATIONS);
@@ -145,7 +163,7 @@ pub async fn metadata(context: &RequestContext, request: MetadataRequest) -> Met
 }
 
 fn describe_requested(
-    node_id: i32,
+    live: &[i32],
     image: &MetadataImage,
     requested: &metadata_request::MetadataRequestTopic,
     version: i16,
@@ -162,7 +180,7 @@ fn describe_requested(
                 );
             }
             match image.topic(&name) {
-                Some(topic) => describe_topic(node_id, topic, with_operations),
+                Some(topic) => describe_topic(live, topic, with_operations),
                 None => topic_error(
                     Some(name),
                     uuid::Uuid::nil(),
@@ -172,7 +190,7 @@ fn describe_requested(
         }
         // Lookup by id works from v12 (v10-11 carried the field but did not serve it).
         None if version >= 12 => match image.topic_by_id(&from_uuid(&requested.topic_id)) {
-            Some(topic) => describe_topic(node_id, topic, with_operations),
+            Some(topic) => describe_topic(live, topic, with_operations),
             None => topic_error(None, requested.topic_id, errors::UNKNOWN_TOPIC_ID),
         },
         None => topic_error(None, requested.topic_id, errors::INVALID_REQUEST),
@@ -184,7 +202,7 @@ pub async fn describe_cluster(
     request: DescribeClusterRequest,
 ) -> DescribeClusterResponse {
     let broker = &context.broker;
-    let (node_id, host, port) = this_node(broker, &context.listener);
+    let image = broker.image();
     let mut response = DescribeClusterResponse::default()
         .with_endpoint_type(request.endpoint_type)
         .with_cluster_id(str_bytes(broker.cluster_id.clone()));
@@ -205,14 +223,21 @@ pub async fn describe_cluster(
                 ))));
         }
     }
+    let brokers = live_brokers(&image, &context.listener);
     response = response
-        .with_controller_id(BrokerId(node_id))
-        .with_brokers(vec![
-            DescribeClusterBroker::default()
-                .with_broker_id(BrokerId(node_id))
-                .with_host(str_bytes(host))
-                .with_port(port),
-        ]);
+        .with_controller_id(BrokerId(brokers.first().map_or(-1, |b| b.0)))
+        .with_brokers(
+            brokers
+                .into_iter()
+                .map(|(id, host, port, rack)| {
+                    DescribeClusterBroker::default()
+                        .with_broker_id(BrokerId(id))
+                        .with_host(str_bytes(host))
+                        .with_port(port)
+                        .with_rack(rack.map(str_bytes))
+                })
+                .collect(),
+        );
     if request.include_cluster_authorized_operations {
         response = response.with_cluster_authorized_operations(CLUSTER_OPERATIONS);
     }
@@ -224,8 +249,8 @@ pub async fn describe_topic_partitions(
     request: DescribeTopicPartitionsRequest,
 ) -> DescribeTopicPartitionsResponse {
     let broker = &context.broker;
-    let node_id = broker.node_id;
     let image = broker.image();
+    let live = live_ids(&image);
     let mut names: Vec<String> = if request.topics.is_empty() {
         image.topics().map(|t| t.name.clone()).collect()
     } else {
@@ -291,7 +316,7 @@ pub async fn describe_topic_partitions(
                     .with_isr_nodes(ids(&p.isr))
                     .with_eligible_leader_replicas(Some(ids(&p.eligible_leader_replicas)))
                     .with_last_known_elr(Some(ids(&p.last_known_elr)))
-                    .with_offline_replicas(offline(node_id, p)),
+                    .with_offline_replicas(offline(&live, p)),
             );
         }
         topics.push(

@@ -166,14 +166,22 @@ pub(crate) fn is_internal(topic: &str) -> bool {
         || topic == "__share_group_state"
 }
 
-/// This node as a broker entry for `listener`, (id, host, port).
-pub(crate) fn this_node(broker: &Broker, listener: &str) -> (i32, String, i32) {
-    let endpoint = broker.endpoint(listener);
-    (
-        broker.node_id,
-        endpoint
-            .as_ref()
-            .map_or_else(String::new, |e| e.host.clone()),
-        endpoint.map_or(-1, |e| i32::from(e.port)),
-    )
+/// The registered, unfenced brokers with an endpoint on `listener`: (id, host, port,
+/// rack), from the metadata image.
+pub(crate) fn live_brokers(
+    image: &sluice_metadata::MetadataImage,
+    listener: &str,
+) -> Vec<(i32, String, i32, Option<String>)> {
+    image
+        .brokers()
+        .filter_map(|b| {
+            let endpoint = Broker::endpoint_of(image, b.broker_id, listener)?;
+            Some((
+                b.broker_id,
+                endpoint.host,
+                i32::from(endpoint.port),
+                b.rack.clone(),
+            ))
+        })
+        .collect()
 }

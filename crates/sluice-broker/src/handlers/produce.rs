@@ -73,9 +73,7 @@ pub async fn produce(context: &RequestContext, request: ProduceRequest) -> Optio
                         errors::UNKNOWN_TOPIC_OR_PARTITION,
                         "This server does not host this topic-partition.",
                     )),
-                    Some(replica) => {
-                        append(version, &replica, partition.records)
-                    }
+                    Some(replica) => append(version, &replica, partition.records),
                 }
             } else {
                 Err(refused(

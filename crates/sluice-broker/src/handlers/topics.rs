@@ -45,9 +45,13 @@ fn storage_refusal(error: BrokerError) -> Refusal {
     }
 }
 
-/// The brokers replicas can be placed on: this node until brokers register (issue 4).
-fn live_brokers(broker: &Broker) -> Vec<i32> {
-    vec![broker.node_id]
+/// The brokers replicas can be placed on: the registered, unfenced ones.
+fn live_brokers(image: &MetadataImage) -> Vec<i32> {
+    image
+        .brokers()
+        .filter(|b| !b.fenced)
+        .map(|b| b.broker_id)
+        .collect()
 }
 
 /// Replica lists for `count` new partitions numbered from `first`, spread round-robin
@@ -141,7 +145,7 @@ fn plan_topic(
             format!("Topic '{name}' already exists."),
         ));
     }
-    let brokers = live_brokers(broker);
+    let brokers = live_brokers(image);
     let assignments = if !topic.assignments.is_empty() {
         if topic.num_partitions != -1 || topic.replication_factor != -1 {
             return Err(refusal(
@@ -402,11 +406,11 @@ pub async fn create_partitions(
         .map(|t| t.name.0.to_string())
         .filter(|n| !seen.insert(n.clone()))
         .collect();
-    let brokers = live_brokers(broker);
     let mut results = Vec::new();
     for topic in &request.topics {
         let name = topic.name.0.to_string();
         let image = broker.image();
+        let brokers = live_brokers(&image);
         let outcome = (|| -> Result<(), Refusal> {
             if duplicates.contains(&name) {
                 return Err(refusal(
@@ -467,6 +471,15 @@ pub async fn create_partitions(
                         lists.push(replicas);
                     }
                     lists
+                }
+                None if factor as usize > brokers.len() => {
+                    return Err(refusal(
+                        errors::INVALID_REPLICATION_FACTOR,
+                        format!(
+                            "Unable to replicate the partition {factor} time(s): only {} broker(s) are registered.",
+                            brokers.len()
+                        ),
+                    ));
                 }
                 None => place_replicas(&brokers, current, added, factor),
             };
