@@ -11,6 +11,8 @@
 #
 # 3. metadata-records: Kafka's DumpLogSegments --cluster-metadata-decoder reads a metadata
 #    log written with Sluice's record codec, record for record as Kafka printed its own.
+# 4. node-metadata: the same decoder reads the metadata log of a live node (broker
+#    registration, topic, partitions, config) written through the admin API.
 #
 # Expects the debug build (`cargo test --workspace` builds it); builds what is missing.
 set -euo pipefail
@@ -62,4 +64,49 @@ else
   echo "metadata-records: 0 passed, $expected_count failed"
   failed=$((failed + 1))
 fi
+# 4. a live node's metadata log: Kafka's --cluster-metadata-decoder reads what a running
+#    Sluice wrote (its broker registration, an auto-created topic, a config change), with
+#    the types and values the node was given.
+node_dir="$work/node"
+mkdir -p "$node_dir"
+target/debug/sluice server --set log.dirs="$node_dir/data" \
+  --set listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0 \
+  --set advertised.listeners=PLAINTEXT://127.0.0.1:0 2> "$node_dir/stderr" &
+node_pid=$!
+for _ in $(seq 100); do
+  grep -q 'listening on PLAINTEXT://' "$node_dir/stderr" && break
+  sleep 0.1
+done
+bootstrap="$(grep -o 'listening on PLAINTEXT://[0-9.:]*' "$node_dir/stderr" | sed 's|.*PLAINTEXT://||')"
+python3 - "$bootstrap" <<'PY'
+import sys
+from confluent_kafka.admin import AdminClient, NewTopic, ConfigResource
+admin = AdminClient({"bootstrap.servers": sys.argv[1]})
+admin.create_topics([NewTopic("decoded", 2, 1, config={"retention.ms": "123456"})])["decoded"].result(10)
+PY
+kill -TERM "$node_pid"
+wait "$node_pid"
+java -cp "$libs/*" kafka.tools.DumpLogSegments --cluster-metadata-decoder \
+  --files "$node_dir/data/__cluster_metadata-0/00000000000000000000.log" 2>/dev/null \
+  | grep -o 'payload: .*' > "$node_dir/payloads.txt"
+node_failed=0
+for expected in \
+  '"type":"FEATURE_LEVEL_RECORD","version":0,"data":{"name":"metadata.version","featureLevel":27}' \
+  '"type":"REGISTER_BROKER_RECORD","version":3,"data":{"brokerId":1,' \
+  "\"port\":${bootstrap##*:},\"securityProtocol\":0" \
+  '"type":"TOPIC_RECORD","version":0,"data":{"name":"decoded",' \
+  '"type":"CONFIG_RECORD","version":0,"data":{"resourceType":2,"resourceName":"decoded","name":"retention.ms","value":"123456"}' \
+  '"type":"PARTITION_RECORD","version":2,"data":{"partitionId":1,'; do
+  if ! grep -qF "$expected" "$node_dir/payloads.txt"; then
+    echo "FAIL node-metadata: Kafka's decoder did not print $expected" >&2
+    node_failed=$((node_failed + 1))
+  fi
+done
+if [[ "$(wc -l < "$node_dir/payloads.txt")" -lt 6 ]]; then
+  echo "FAIL node-metadata: only $(wc -l < "$node_dir/payloads.txt") records decoded" >&2
+  node_failed=$((node_failed + 1))
+fi
+echo "node-metadata: $((6 - node_failed < 0 ? 0 : 6 - node_failed)) passed, $node_failed failed"
+failed=$((failed + node_failed))
+
 [[ "$failed" == 0 ]]

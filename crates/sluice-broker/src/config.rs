@@ -229,6 +229,7 @@ const DEFINITIONS: &[Definition] = &[
         Some("3000"),
     ),
     def("min.insync.replicas", Kind::Int { min: 1 }, Some("1")),
+    def("log.cleaner.enable", Kind::Bool, Some("true")),
     def("unclean.leader.election.enable", Kind::Bool, Some("false")),
     def(
         "compression.type",
@@ -391,6 +392,12 @@ impl BrokerConfig {
     /// Whether `key` was set by the configuration file or an override.
     pub fn is_explicit(&self, key: &str) -> bool {
         self.explicit.contains(key)
+    }
+
+    /// For a key Sluice knows: `Some(Kafka's default)`, which is `None` for keys whose
+    /// default is null (e.g. `log.retention.ms`). `None` for an unknown key.
+    pub fn definition_default(&self, key: &str) -> Option<Option<&'static str>> {
+        DEFINITIONS.iter().find(|d| d.key == key).map(|d| d.default)
     }
 
     /// Every key Sluice knows, with its value when it has one (DescribeConfigs).

@@ -1,10 +1,11 @@
 //! The broker's network layer: Kafka's size-prefixed frames over TCP, one tokio task per
-//! connection reading requests and one writing responses.
+//! connection reading requests and one handling them and writing the responses.
 //!
-//! - Requests on a connection are pipelined: each is handled in its own task as soon as
-//!   it is read, and responses leave in request order (a FIFO of pending responses, at
-//!   most `max_in_flight_requests` deep; a full FIFO stops reading, which backpressures
-//!   the client).
+//! - Requests on a connection are pipelined: the reader reads ahead up to
+//!   `max_in_flight_requests` frames (a full queue stops reading, which backpressures the
+//!   client), and the handler serves them one at a time in arrival order, so responses
+//!   leave in request order and a producer's pipelined batches are appended in the
+//!   order it sent them. Connections are served in parallel.
 //! - A frame larger than `socket.request.max.bytes`, a negative size, a header that does
 //!   not decode, an unknown API or an unsupported version closes the connection with one
 //!   log line (ApiVersions answers an unsupported version instead, as Kafka does).
@@ -12,7 +13,7 @@
 //!   bounded by `socket.request.max.bytes`; nothing is read ahead of that.
 //!
 //! What it costs: one allocation and one `read` (or a few) per request frame, one
-//! `write` per response, two task wake-ups per request.
+//! `write` per response, one task wake-up per request.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -23,7 +24,7 @@ use kafka_protocol::protocol::{Decodable, Encodable};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, watch};
 
 use crate::apis::{self, Outcome};
 use crate::broker::Broker;
@@ -110,9 +111,6 @@ enum Reply {
     Close,
 }
 
-/// A response waiting its turn.
-type Pending = oneshot::Receiver<Reply>;
-
 async fn serve_connection(
     stream: TcpStream,
     peer: SocketAddr,
@@ -121,12 +119,12 @@ async fn serve_connection(
     listener: Arc<str>,
 ) {
     let (mut reader, writer) = stream.into_split();
-    let (queue, pending) = mpsc::channel::<Pending>(config.max_in_flight_requests.max(1));
-    let writer_task = tokio::spawn(write_responses(writer, pending, peer));
+    let (queue, frames) = mpsc::channel::<Bytes>(config.max_in_flight_requests.max(1));
+    let handler = tokio::spawn(handle_in_order(writer, frames, peer, broker, listener));
     loop {
         let frame = tokio::select! {
             frame = read_frame(&mut reader, config.socket_request_max_bytes) => frame,
-            // The writer closed the connection (a request asked for it).
+            // The handler closed the connection (a request asked for it).
             _ = queue.closed() => break,
         };
         let frame = match frame {
@@ -141,29 +139,31 @@ async fn serve_connection(
                 break;
             }
         };
-        let (respond, response) = oneshot::channel();
-        if queue.send(response).await.is_err() {
+        if queue.send(frame).await.is_err() {
             break;
         }
-        let (broker, listener) = (broker.clone(), listener.clone());
-        tokio::spawn(async move {
-            let _ = respond.send(handle_frame(frame, peer, broker, listener).await);
-        });
     }
     drop(queue);
-    let _ = writer_task.await;
+    let _ = handler.await;
 }
 
-async fn write_responses(
+/// Handles a connection's requests one at a time, in the order they arrived, writing
+/// each response before the next request starts — as Kafka does (it mutes a channel
+/// while a request is in progress), so two Produce requests of one producer are
+/// appended in the order sent and a long-polling Fetch holds back the requests behind
+/// it on its connection.
+async fn handle_in_order(
     mut writer: OwnedWriteHalf,
-    mut pending: mpsc::Receiver<Pending>,
+    mut frames: mpsc::Receiver<Bytes>,
     peer: SocketAddr,
+    broker: Arc<Broker>,
+    listener: Arc<str>,
 ) {
-    while let Some(response) = pending.recv().await {
-        let frame = match response.await {
-            Ok(Reply::Frame(frame)) => frame,
-            Ok(Reply::Nothing) => continue,
-            Ok(Reply::Close) | Err(_) => break,
+    while let Some(frame) = frames.recv().await {
+        let frame = match handle_frame(frame, peer, broker.clone(), listener.clone()).await {
+            Reply::Frame(frame) => frame,
+            Reply::Nothing => continue,
+            Reply::Close => break,
         };
         if let Err(error) = writer.write_all(&frame).await {
             tracing::debug!(%peer, %error, "write failed; closing connection");

@@ -154,11 +154,21 @@ pub async fn run(
     })?;
     let mut metadata = MetadataLog::open(first.dir(), first.was_clean_start(), SINGLE_NODE_EPOCH)?;
     if metadata.image().feature_level("metadata.version").is_none() {
+        // What `kafka-storage format` writes: the metadata version, and the cluster-wide
+        // `min.insync.replicas` as a dynamic default (Kafka 4.x does so for KIP-966).
         metadata.append(
-            &[MetadataRecord::FeatureLevel {
-                name: "metadata.version".into(),
-                level: METADATA_VERSION_LEVEL,
-            }],
+            &[
+                MetadataRecord::FeatureLevel {
+                    name: "metadata.version".into(),
+                    level: METADATA_VERSION_LEVEL,
+                },
+                MetadataRecord::Config(sluice_metadata::ConfigRecord {
+                    resource_type: crate::broker::BROKER_RESOURCE,
+                    resource_name: String::new(),
+                    name: "min.insync.replicas".into(),
+                    value: Some(config.get("min.insync.replicas").unwrap_or("1").to_string()),
+                }),
+            ],
             sluice_storage::now_ms(),
         )?;
     }

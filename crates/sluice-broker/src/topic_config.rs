@@ -115,7 +115,7 @@ impl TopicKey {
                 if !items.is_empty() && items.iter().all(|item| allowed.contains(item)) {
                     Ok(())
                 } else {
-                    bad(format!("Valid values are: [{}]", allowed.join(", ")))
+                    bad(format!("String must be one of: {}", allowed.join(", ")))
                 }
             }
             Check::Any => Ok(()),
@@ -145,7 +145,7 @@ pub const TOPIC_KEYS: &[TopicKey] = &[
         "cleanup.policy",
         Some("log.cleanup.policy"),
         "delete",
-        Check::Subset(&["delete", "compact"]),
+        Check::Subset(&["compact", "delete"]),
     ),
     key(
         "compression.gzip.level",
@@ -197,7 +197,7 @@ pub const TOPIC_KEYS: &[TopicKey] = &[
     ),
     key(
         "follower.replication.throttled.replicas",
-        Some("follower.replication.throttled.replicas"),
+        None,
         "",
         Check::Any,
     ),
@@ -209,7 +209,7 @@ pub const TOPIC_KEYS: &[TopicKey] = &[
     ),
     key(
         "leader.replication.throttled.replicas",
-        Some("leader.replication.throttled.replicas"),
+        None,
         "",
         Check::Any,
     ),
@@ -439,6 +439,72 @@ fn broker_values(layers: &BrokerLayers, key: &TopicKey) -> Vec<(String, String, 
     found
 }
 
+/// Kafka's broker-level synonyms of a broker key, most specific first
+/// (`DynamicBrokerConfig.brokerConfigSynonyms`).
+fn broker_synonym_forms(primary: &'static str) -> Vec<&'static str> {
+    match primary {
+        "log.roll.ms" => vec!["log.roll.ms", "log.roll.hours"],
+        "log.roll.jitter.ms" => vec!["log.roll.jitter.ms", "log.roll.jitter.hours"],
+        "log.flush.interval.ms" => vec!["log.flush.interval.ms", "log.flush.scheduler.interval.ms"],
+        "log.retention.ms" => vec![
+            "log.retention.ms",
+            "log.retention.minutes",
+            "log.retention.hours",
+        ],
+        other => vec![other],
+    }
+}
+
+/// DescribeConfigs' synonyms of a topic key at the broker levels, as Kafka lists them:
+/// every form of the broker key from the dynamic per-broker, dynamic cluster-default,
+/// static and default layers, with the value as written there; then, as Kafka does,
+/// everything before the first entry named like the primary broker key is dropped (so
+/// `retention.ms` on a broker that sets only `log.retention.hours` reports no synonyms
+/// and source DEFAULT_CONFIG, exactly as Kafka 4.1 answers).
+fn kafka_synonyms(layers: &BrokerLayers, key: &TopicKey) -> Vec<(String, String, i8)> {
+    let Some(primary) = key.synonym else {
+        return Vec::new();
+    };
+    let forms = broker_synonym_forms(primary);
+    let mut all = Vec::new();
+    for (map, source) in [
+        (layers.node, source::DYNAMIC_BROKER_CONFIG),
+        (layers.cluster, source::DYNAMIC_DEFAULT_BROKER_CONFIG),
+    ] {
+        for form in &forms {
+            if let Some(value) = map.and_then(|m| m.get(*form)) {
+                all.push((form.to_string(), value.clone(), source));
+            }
+        }
+    }
+    for form in &forms {
+        if layers.config.is_explicit(form)
+            && let Some(value) = layers.config.get(form)
+        {
+            all.push((
+                form.to_string(),
+                value.to_string(),
+                source::STATIC_BROKER_CONFIG,
+            ));
+        }
+    }
+    for form in &forms {
+        let default = match layers.config.definition_default(form) {
+            Some(default) => default.map(str::to_string),
+            None if *form == primary && !key.default.is_empty() => Some(key.default.to_string()),
+            None => None,
+        };
+        if let Some(default) = default {
+            all.push((form.to_string(), default, source::DEFAULT_CONFIG));
+        }
+    }
+    let first = all
+        .iter()
+        .position(|(name, _, _)| name == primary)
+        .unwrap_or(all.len());
+    all.split_off(first)
+}
+
 /// The effective value of every topic key for a topic with these overrides.
 pub fn effective(
     layers: &BrokerLayers,
@@ -447,22 +513,26 @@ pub fn effective(
     TOPIC_KEYS
         .iter()
         .map(|key| {
+            let topic_value = overrides.and_then(|o| o.get(key.name)).cloned();
+            // The value: the override, else the broker's (in the topic key's unit),
+            // else Kafka's default.
+            let value = topic_value
+                .clone()
+                .or_else(|| {
+                    broker_values(layers, key)
+                        .into_iter()
+                        .next()
+                        .map(|(_, v, _)| v)
+                })
+                .unwrap_or_else(|| key.default.to_string());
             let mut synonyms = Vec::new();
-            if let Some(value) = overrides.and_then(|o| o.get(key.name)) {
-                synonyms.push((key.name.to_string(), value.clone(), source::TOPIC_CONFIG));
+            if let Some(topic_value) = topic_value {
+                synonyms.push((key.name.to_string(), topic_value, source::TOPIC_CONFIG));
             }
-            synonyms.extend(broker_values(layers, key));
-            if let Some(synonym) = key.synonym {
-                synonyms.push((
-                    synonym.to_string(),
-                    key.default.to_string(),
-                    source::DEFAULT_CONFIG,
-                ));
-            }
-            let (value, source) = synonyms
+            synonyms.extend(kafka_synonyms(layers, key));
+            let source = synonyms
                 .first()
-                .map(|(_, value, source)| (value.clone(), *source))
-                .unwrap_or((key.default.to_string(), source::DEFAULT_CONFIG));
+                .map_or(source::DEFAULT_CONFIG, |(_, _, source)| *source);
             (
                 key,
                 Effective {

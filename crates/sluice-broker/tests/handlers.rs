@@ -1007,3 +1007,46 @@ async fn every_api_answers_at_every_advertised_version() {
     );
     node.stop().await;
 }
+
+/// Produce requests pipelined on one connection are appended in the order they were
+/// sent (a producer with several requests in flight relies on it).
+#[tokio::test]
+async fn pipelined_produce_requests_are_appended_in_order() {
+    let node = TestNode::start(&[]).await;
+    let mut wire = Wire::connect(node.address).await;
+    create(&mut wire, "ordered", 1, &[]).await;
+    let mut sent = Vec::new();
+    for i in 0..100 {
+        let records = batch(
+            &format!("r{i}"),
+            1 + i % 7,
+            now_ms(),
+            Compression::ALL[i % 5],
+        );
+        sent.extend(values(&records));
+        wire.send(&produce_request("ordered", 0, records, 1), 11)
+            .await;
+    }
+    let mut next_offset = 0;
+    for i in 0..100 {
+        let (_, response) = wire.receive::<ProduceResponse>(ApiKey::Produce, 11).await;
+        let p = &response.responses[0].partition_responses[0];
+        assert_eq!(
+            (p.error_code, p.base_offset),
+            (0, next_offset),
+            "request {i}"
+        );
+        next_offset += (1 + i % 7) as i64;
+    }
+    let response: FetchResponse = wire.call(&fetch_request("ordered", 0, 0), 12).await;
+    assert_eq!(
+        values(
+            response.responses[0].partitions[0]
+                .records
+                .as_ref()
+                .unwrap()
+        ),
+        sent
+    );
+    node.stop().await;
+}

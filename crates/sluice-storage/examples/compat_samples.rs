@@ -67,12 +67,14 @@ fn main() {
             None,
         )
         .expect("create the log");
-    let mut log = sluice_storage::lock(&log);
-    for (round, codec) in Compression::ALL.into_iter().enumerate() {
-        let small = &records[..first];
-        let mut bytes = build_batches(codec, small, &[20, 23, 17]);
-        log.append_as_leader(&mut bytes, round as i32, 1_700_000_200_000)
-            .expect("append");
+    {
+        let mut log = sluice_storage::lock(&log);
+        for (round, codec) in Compression::ALL.into_iter().enumerate() {
+            let small = &records[..first];
+            let mut bytes = build_batches(codec, small, &[20, 23, 17]);
+            log.append_as_leader(&mut bytes, round as i32, 1_700_000_200_000)
+                .expect("append");
+        }
     }
     let append_time = TopicPartition::new("sample-append-time", 0);
     let config = LogConfig {

@@ -164,7 +164,19 @@ pub async fn describe_configs(
                                     .unwrap_or_default();
                                 entry(key, value, source, ConfigType::String, synonyms)
                             })
-                            .collect();
+                            .collect::<Vec<_>>();
+                        // KRaft's `broker.id` is the node id, reported as Kafka does.
+                        let mut configs = configs;
+                        if wanted("broker.id") {
+                            let id = broker.node_id.to_string();
+                            configs.push(entry(
+                                "broker.id",
+                                Some(id.clone()),
+                                source::STATIC_BROKER_CONFIG,
+                                ConfigType::Int,
+                                vec![("broker.id".into(), id, source::STATIC_BROKER_CONFIG)],
+                            ));
+                        }
                         result.with_configs(configs)
                     }
                 },
