@@ -1,9 +1,11 @@
 //! `sluice`: every Sluice service and tool behind one command.
 //!
-//! `sluice server` runs a node (issue 3 in progress: it answers ApiVersions only);
-//! `sluice dump-log` prints segment files as Kafka's DumpLogSegments does.
+//! `sluice server` runs a single-node broker that Kafka clients and tools use;
+//! `sluice dump-log` prints segment files as Kafka's DumpLogSegments does;
+//! `sluice topic` manages topics on a running cluster as Kafka's `kafka-topics.sh` does.
 
 mod dump_log;
+mod topic;
 
 use std::path::PathBuf;
 
@@ -23,8 +25,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run a node (broker and controller) with the embedded default configuration
-    /// (Kafka's shipped server.properties on 127.0.0.1:9092), or `--config`. In
-    /// progress (issue 3): it serves ApiVersions only so far.
+    /// (Kafka's shipped server.properties on 127.0.0.1:9092), or `--config`.
     Server {
         /// A Kafka server.properties file (Kafka's keys and defaults).
         #[arg(long)]
@@ -45,6 +46,20 @@ enum Command {
         /// Print keys and values (implies --deep-iteration).
         #[arg(long)]
         print_data_log: bool,
+    },
+    /// Create, list, describe and delete topics on a running cluster (Sluice or Apache
+    /// Kafka), over the wire as Kafka's `kafka-topics.sh` does.
+    Topic {
+        /// The cluster's `host:port` addresses, comma-separated.
+        #[arg(
+            long,
+            global = true,
+            default_value = "127.0.0.1:9092",
+            value_delimiter = ','
+        )]
+        bootstrap_server: Vec<String>,
+        #[command(subcommand)]
+        command: topic::TopicCommand,
     },
 }
 
@@ -78,6 +93,16 @@ fn main() -> anyhow::Result<()> {
             }
             std::io::Write::flush(&mut out)?;
             if failed {
+                std::process::exit(1);
+            }
+            Ok(())
+        }
+        Command::Topic {
+            bootstrap_server,
+            command,
+        } => {
+            if let Err(error) = topic::run(&bootstrap_server, command) {
+                eprintln!("sluice topic: {error:#}");
                 std::process::exit(1);
             }
             Ok(())

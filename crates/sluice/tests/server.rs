@@ -1,7 +1,7 @@
 //! `sluice server` as an operator runs it: configuration errors name the key, the node
 //! listens where the configuration says (port 0: the real port is printed), answers
 //! ApiVersions, and SIGTERM shuts it down cleanly (exit 0, clean-shutdown marker and
-//! checkpoints written). Issue 3 in progress: the other APIs are not served yet.
+//! checkpoints written), with its registration in the metadata log.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -121,11 +121,19 @@ fn serves_api_versions_and_shuts_down_cleanly_on_sigterm() {
             "{file} missing after a clean shutdown"
         );
     }
-    // The metadata log was bootstrapped with metadata.version and closed cleanly; it is
-    // not listed among the data logs.
+    // The metadata log was bootstrapped (metadata.version, the cluster-wide
+    // min.insync.replicas) and holds the node's registration; it was closed cleanly and
+    // is not listed among the data logs.
     let metadata = sluice_metadata::MetadataLog::open(data.path(), true, 1).unwrap();
     assert_eq!(metadata.image().feature_level("metadata.version"), Some(27));
-    assert_eq!(metadata.end_offset(), 1);
+    let registration = metadata.image().broker(1).expect("the node registered");
+    assert!(!registration.fenced);
+    assert_eq!(registration.endpoints[0].name, "PLAINTEXT");
+    assert_eq!(
+        metadata.end_offset(),
+        3,
+        "two bootstrap records, one registration"
+    );
     let checkpoint =
         std::fs::read_to_string(data.path().join("recovery-point-offset-checkpoint")).unwrap();
     assert_eq!(checkpoint, "0\n0\n");

@@ -1,0 +1,375 @@
+//! Admin calls: topics and their configuration, as Kafka's Java `Admin` offers them.
+//!
+//! Each call is one request to any broker (in KRaft the broker forwards controller
+//! requests) and returns one result per topic: the cluster accepts or refuses each topic
+//! on its own, with a Kafka error code ([`ApiError`]). The call itself fails only when
+//! the request does (connection, timeout, version negotiation, a top-level error code).
+//! Requests are built for the negotiated version: a field a version lacks is left at its
+//! default.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use base64::Engine;
+use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
+use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+use kafka_protocol::messages::{CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest};
+use kafka_protocol::protocol::StrBytes;
+
+use crate::client::{Client, Target, topic_name};
+use crate::config::ClientConfig;
+use crate::error::{ApiError, Error, ErrorCode};
+
+/// DescribeConfigs' resource type for a topic.
+const RESOURCE_TYPE_TOPIC: i8 = 2;
+
+/// A topic's id, shown as Kafka shows it (URL-safe base64 without padding).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TopicId(pub [u8; 16]);
+
+impl TopicId {
+    /// The all-zero id, which brokers send when a version carries no id.
+    pub const ZERO: TopicId = TopicId([0; 16]);
+}
+
+impl fmt::Display for TopicId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(self.0))
+    }
+}
+
+/// A topic as `list_topics` returns it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicListing {
+    pub name: String,
+    pub topic_id: TopicId,
+    /// Whether the topic is internal to the cluster (`__consumer_offsets`, ...).
+    pub is_internal: bool,
+}
+
+/// A topic and its partitions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicDescription {
+    pub name: String,
+    pub topic_id: TopicId,
+    pub is_internal: bool,
+    /// By partition index.
+    pub partitions: Vec<PartitionInfo>,
+}
+
+/// One partition's replicas as the cluster metadata has them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionInfo {
+    pub partition: i32,
+    /// The leader's broker id, `None` when the partition has no leader.
+    pub leader: Option<i32>,
+    pub leader_epoch: i32,
+    pub replicas: Vec<i32>,
+    pub isr: Vec<i32>,
+    pub offline_replicas: Vec<i32>,
+}
+
+/// A topic to create.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewTopic {
+    pub name: String,
+    /// `None`: the broker's `num.partitions`.
+    pub num_partitions: Option<i32>,
+    /// `None`: the broker's `default.replication.factor`.
+    pub replication_factor: Option<i16>,
+    /// Topic configs (`cleanup.policy`, `retention.ms`, ...), in the order given.
+    pub configs: Vec<(String, String)>,
+}
+
+/// What the cluster reports for a created topic (CreateTopics v5+; older versions leave
+/// the counts at -1 and v7- the id at zero).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreatedTopic {
+    pub topic_id: TopicId,
+    pub num_partitions: i32,
+    pub replication_factor: i16,
+}
+
+/// Where a config value comes from (Kafka's `ConfigSource`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigSource {
+    DynamicTopicConfig,
+    DynamicBrokerConfig,
+    DynamicDefaultBrokerConfig,
+    StaticBrokerConfig,
+    DefaultConfig,
+    DynamicBrokerLoggerConfig,
+    ClientMetricsConfig,
+    GroupConfig,
+    /// UNKNOWN (0) or a code this client does not know.
+    Unknown(i8),
+}
+
+impl ConfigSource {
+    fn from_code(code: i8) -> ConfigSource {
+        match code {
+            1 => ConfigSource::DynamicTopicConfig,
+            2 => ConfigSource::DynamicBrokerConfig,
+            3 => ConfigSource::DynamicDefaultBrokerConfig,
+            4 => ConfigSource::StaticBrokerConfig,
+            5 => ConfigSource::DefaultConfig,
+            6 => ConfigSource::DynamicBrokerLoggerConfig,
+            7 => ConfigSource::ClientMetricsConfig,
+            8 => ConfigSource::GroupConfig,
+            other => ConfigSource::Unknown(other),
+        }
+    }
+}
+
+/// One config of a resource, as DescribeConfigs returns it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigEntry {
+    pub name: String,
+    /// `None` for a sensitive value or one that is not set.
+    pub value: Option<String>,
+    pub source: ConfigSource,
+    pub is_read_only: bool,
+    pub is_sensitive: bool,
+}
+
+impl ConfigEntry {
+    /// Whether the value is Kafka's default rather than set anywhere in the cluster.
+    pub fn is_default(&self) -> bool {
+        self.source == ConfigSource::DefaultConfig
+    }
+}
+
+/// One result per topic name.
+pub type TopicResults<T> = BTreeMap<String, Result<T, ApiError>>;
+
+/// The admin client: manages topics and reads configuration.
+pub struct Admin {
+    client: Client,
+}
+
+impl Admin {
+    /// Connects to the cluster `config.bootstrap_servers` leads to.
+    pub async fn connect(config: ClientConfig) -> Result<Admin, Error> {
+        Ok(Admin {
+            client: Client::connect(config).await?,
+        })
+    }
+
+    /// The client underneath, for requests this type does not wrap.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// Every topic in the cluster, internal ones included, by name.
+    pub async fn list_topics(&self) -> Result<Vec<TopicListing>, Error> {
+        let response = self.client.metadata(None).await?;
+        let mut topics: Vec<TopicListing> = response
+            .topics
+            .iter()
+            .filter(|topic| topic.error_code == ErrorCode::NONE.0)
+            .filter_map(|topic| {
+                Some(TopicListing {
+                    name: topic.name.as_ref()?.to_string(),
+                    topic_id: TopicId(*topic.topic_id.as_bytes()),
+                    is_internal: topic.is_internal,
+                })
+            })
+            .collect();
+        topics.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(topics)
+    }
+
+    /// The partitions of each named topic (UNKNOWN_TOPIC_OR_PARTITION for a topic that
+    /// does not exist).
+    pub async fn describe_topics(
+        &self,
+        names: &[String],
+    ) -> Result<TopicResults<TopicDescription>, Error> {
+        let response = self.client.metadata(Some(names)).await?;
+        let mut results = unanswered(names);
+        for topic in response.topics {
+            let Some(name) = topic.name.map(|name| name.to_string()) else {
+                continue;
+            };
+            let result = ErrorCode(topic.error_code).check(None).map(|()| {
+                let mut partitions: Vec<PartitionInfo> = topic
+                    .partitions
+                    .into_iter()
+                    .map(|partition| PartitionInfo {
+                        partition: partition.partition_index,
+                        leader: (partition.leader_id.0 >= 0).then_some(partition.leader_id.0),
+                        leader_epoch: partition.leader_epoch,
+                        replicas: ids(&partition.replica_nodes),
+                        isr: ids(&partition.isr_nodes),
+                        offline_replicas: ids(&partition.offline_replicas),
+                    })
+                    .collect();
+                partitions.sort_by_key(|partition| partition.partition);
+                TopicDescription {
+                    name: name.clone(),
+                    topic_id: TopicId(*topic.topic_id.as_bytes()),
+                    is_internal: topic.is_internal,
+                    partitions,
+                }
+            });
+            results.insert(name, result);
+        }
+        Ok(results)
+    }
+
+    /// Creates topics (or, with `validate_only`, only checks that they could be created).
+    pub async fn create_topics(
+        &self,
+        topics: &[NewTopic],
+        validate_only: bool,
+    ) -> Result<TopicResults<CreatedTopic>, Error> {
+        let creatable: Vec<CreatableTopic> = topics
+            .iter()
+            .map(|topic| {
+                CreatableTopic::default()
+                    .with_name(topic_name(&topic.name))
+                    .with_num_partitions(topic.num_partitions.unwrap_or(-1))
+                    .with_replication_factor(topic.replication_factor.unwrap_or(-1))
+                    .with_configs(
+                        topic
+                            .configs
+                            .iter()
+                            .map(|(name, value)| {
+                                CreatableTopicConfig::default()
+                                    .with_name(StrBytes::from_string(name.clone()))
+                                    .with_value(Some(StrBytes::from_string(value.clone())))
+                            })
+                            .collect(),
+                    )
+            })
+            .collect();
+        let timeout_ms = self.timeout_ms();
+        let response = self
+            .client
+            .send(Target::Any, |_| {
+                CreateTopicsRequest::default()
+                    .with_topics(creatable)
+                    .with_timeout_ms(timeout_ms)
+                    .with_validate_only(validate_only)
+            })
+            .await?;
+        let names: Vec<String> = topics.iter().map(|topic| topic.name.clone()).collect();
+        let mut results = unanswered(&names);
+        for topic in response.topics {
+            let result = ErrorCode(topic.error_code)
+                .check(topic.error_message.as_deref())
+                .map(|()| CreatedTopic {
+                    topic_id: TopicId(*topic.topic_id.as_bytes()),
+                    num_partitions: topic.num_partitions,
+                    replication_factor: topic.replication_factor,
+                });
+            results.insert(topic.name.to_string(), result);
+        }
+        Ok(results)
+    }
+
+    /// Deletes topics by name.
+    pub async fn delete_topics(&self, names: &[String]) -> Result<TopicResults<()>, Error> {
+        let timeout_ms = self.timeout_ms();
+        let response = self
+            .client
+            .send(Target::Any, |version| {
+                let request = DeleteTopicsRequest::default().with_timeout_ms(timeout_ms);
+                // v6 names topics by name or id; earlier versions by name only.
+                if version >= 6 {
+                    request.with_topics(
+                        names
+                            .iter()
+                            .map(|name| {
+                                DeleteTopicState::default().with_name(Some(topic_name(name)))
+                            })
+                            .collect(),
+                    )
+                } else {
+                    request.with_topic_names(names.iter().map(|name| topic_name(name)).collect())
+                }
+            })
+            .await?;
+        let mut results = unanswered(names);
+        for topic in response.responses {
+            let Some(name) = topic.name else {
+                continue;
+            };
+            let result = ErrorCode(topic.error_code).check(topic.error_message.as_deref());
+            results.insert(name.to_string(), result);
+        }
+        Ok(results)
+    }
+
+    /// Every config of each named topic, in the order the broker lists them.
+    pub async fn describe_topic_configs(
+        &self,
+        names: &[String],
+    ) -> Result<TopicResults<Vec<ConfigEntry>>, Error> {
+        let response = self
+            .client
+            .send(Target::Any, |_| {
+                DescribeConfigsRequest::default().with_resources(
+                    names
+                        .iter()
+                        .map(|name| {
+                            DescribeConfigsResource::default()
+                                .with_resource_type(RESOURCE_TYPE_TOPIC)
+                                .with_resource_name(StrBytes::from_string(name.clone()))
+                                .with_configuration_keys(None)
+                        })
+                        .collect(),
+                )
+            })
+            .await?;
+        let mut results = unanswered(names);
+        for resource in response.results {
+            if resource.resource_type != RESOURCE_TYPE_TOPIC {
+                continue;
+            }
+            let result = ErrorCode(resource.error_code)
+                .check(resource.error_message.as_deref())
+                .map(|()| {
+                    resource
+                        .configs
+                        .into_iter()
+                        .map(|config| ConfigEntry {
+                            name: config.name.to_string(),
+                            value: config.value.map(|value| value.to_string()),
+                            source: ConfigSource::from_code(config.config_source),
+                            is_read_only: config.read_only,
+                            is_sensitive: config.is_sensitive,
+                        })
+                        .collect()
+                });
+            results.insert(resource.resource_name.to_string(), result);
+        }
+        Ok(results)
+    }
+
+    /// The timeout the broker is given for controller operations: `request.timeout.ms`,
+    /// so it answers before the client gives up.
+    fn timeout_ms(&self) -> i32 {
+        i32::try_from(self.client.config().request_timeout_ms).unwrap_or(i32::MAX)
+    }
+}
+
+/// A result for every requested name, until the response says otherwise: a broker that
+/// leaves a topic out has not handled it.
+fn unanswered<T>(names: &[String]) -> TopicResults<T> {
+    names
+        .iter()
+        .map(|name| {
+            let error = ApiError {
+                code: ErrorCode::UNKNOWN_SERVER_ERROR,
+                message: Some(format!("the response has no result for topic '{name}'")),
+            };
+            (name.clone(), Err(error))
+        })
+        .collect()
+}
+
+fn ids(brokers: &[kafka_protocol::messages::BrokerId]) -> Vec<i32> {
+    brokers.iter().map(|broker| broker.0).collect()
+}

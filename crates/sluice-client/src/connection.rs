@@ -1,0 +1,753 @@
+//! One TCP connection to one broker, speaking Kafka's framing.
+//!
+//! A frame is a 4-byte big-endian size and then the request header (v1, or v2 for the
+//! flexible versions of an API, as `ApiKey::request_header_version` says) and body.
+//! Requests are pipelined: each gets the next correlation id and goes out through one
+//! writer task, so a caller that gives up mid-request never leaves half a frame on the
+//! socket; one reader task matches each response to its request by correlation id.
+//! At most `max.in.flight.requests.per.connection` requests wait for answers.
+//!
+//! On connect the client asks ApiVersions (v4; a broker that does not know v4 answers
+//! UNSUPPORTED_VERSION in a v0 response listing its own range, and the client asks again
+//! at the highest version both share, as KIP-511 says). Every later request goes out at
+//! the highest version both the broker and this client implement ([`IMPLEMENTED_VERSIONS`]).
+//!
+//! Failure rules: a response that does not decode, an unknown correlation id or an
+//! oversized frame closes the connection (its stream can no longer be trusted); so does a
+//! request timeout (`request.timeout.ms`), as in Kafka's `NetworkClient`. Requests in
+//! flight on a closed connection fail with [`Error::Disconnected`]; the connection is not
+//! reopened here (the [`Client`](crate::Client) opens a new one).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestHeader, ResponseHeader,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, Request, StrBytes};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use crate::config::ClientConfig;
+use crate::error::{Error, ErrorCode};
+
+/// The versions of each API whose fields this client fills and reads: (API, lowest,
+/// highest). A request goes out at the highest version the broker also supports.
+pub const IMPLEMENTED_VERSIONS: &[(ApiKey, i16, i16)] = &[
+    (ApiKey::ApiVersions, 0, 4),
+    // v4 is the first with `allow_auto_topic_creation`, which admin calls turn off.
+    (ApiKey::Metadata, 4, 13),
+    (ApiKey::CreateTopics, 2, 7),
+    (ApiKey::DeleteTopics, 1, 6),
+    (ApiKey::DescribeConfigs, 1, 4),
+];
+
+/// The range of `api_key` this client implements, if it implements it.
+pub fn implemented_versions(api_key: ApiKey) -> Option<(i16, i16)> {
+    IMPLEMENTED_VERSIONS
+        .iter()
+        .find(|(key, _, _)| *key == api_key)
+        .map(|(_, min, max)| (*min, *max))
+}
+
+/// The highest version in both ranges, if they overlap.
+pub fn negotiate(client: (i16, i16), broker: (i16, i16)) -> Option<i16> {
+    let highest = client.1.min(broker.1);
+    (highest >= client.0.max(broker.0)).then_some(highest)
+}
+
+/// The name and version this client reports in ApiVersions v3+ (KIP-511).
+const CLIENT_SOFTWARE_NAME: &str = "sluice-client";
+const CLIENT_SOFTWARE_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// An open connection to one broker, after the ApiVersions handshake.
+pub struct Connection {
+    address: String,
+    client_id: StrBytes,
+    request_timeout_ms: u64,
+    /// The broker's version range per API key, from its ApiVersions response.
+    broker_versions: HashMap<i16, (i16, i16)>,
+    next_correlation_id: AtomicI32,
+    in_flight_slots: Semaphore,
+    frames: mpsc::UnboundedSender<Bytes>,
+    shared: Arc<Shared>,
+    reader: JoinHandle<()>,
+    writer: JoinHandle<()>,
+}
+
+/// What the caller's side and the reader task share.
+struct Shared {
+    address: String,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    in_flight: HashMap<i32, InFlight>,
+    /// Why the connection closed, once it has.
+    closed: Option<String>,
+}
+
+/// A request waiting for its response.
+struct InFlight {
+    api_key: ApiKey,
+    version: i16,
+    respond: oneshot::Sender<Result<Bytes, Error>>,
+}
+
+impl Connection {
+    /// Opens a TCP connection to `address` (`host:port`) and negotiates API versions.
+    pub async fn connect(address: &str, config: &ClientConfig) -> Result<Connection, Error> {
+        let connect_error = |reason: String| Error::Connect {
+            address: address.to_string(),
+            reason,
+        };
+        let stream = tokio::time::timeout(
+            config.connection_setup_timeout(),
+            TcpStream::connect(address),
+        )
+        .await
+        .map_err(|_| {
+            connect_error(format!(
+                "no connection within socket.connection.setup.timeout.ms={}",
+                config.socket_connection_setup_timeout_ms
+            ))
+        })?
+        .map_err(|error| connect_error(error.to_string()))?;
+        // Requests are small and latency-bound; do not wait for Nagle.
+        stream
+            .set_nodelay(true)
+            .map_err(|error| connect_error(error.to_string()))?;
+        let mut connection = Connection::start(address, stream, config);
+        connection.broker_versions = connection.handshake().await?;
+        tracing::debug!(address, "connected");
+        Ok(connection)
+    }
+
+    /// Starts the reader and writer tasks on an open stream (no handshake yet).
+    fn start(address: &str, stream: TcpStream, config: &ClientConfig) -> Connection {
+        let (read_half, write_half) = stream.into_split();
+        let shared = Arc::new(Shared {
+            address: address.to_string(),
+            state: Mutex::new(State::default()),
+        });
+        // Unbounded in type only: a frame is queued while its sender holds one of the
+        // in-flight slots, so at most that many wait here.
+        let (frames, outgoing) = mpsc::unbounded_channel();
+        let reader = tokio::spawn(read_responses(
+            read_half,
+            shared.clone(),
+            config.response_max_bytes,
+        ));
+        let writer = tokio::spawn(write_requests(write_half, outgoing, shared.clone()));
+        Connection {
+            address: address.to_string(),
+            client_id: StrBytes::from_string(config.client_id.clone()),
+            request_timeout_ms: config.request_timeout_ms,
+            broker_versions: HashMap::new(),
+            next_correlation_id: AtomicI32::new(0),
+            in_flight_slots: Semaphore::new(config.max_in_flight_requests_per_connection.max(1)),
+            frames,
+            shared,
+            reader,
+            writer,
+        }
+    }
+
+    /// The `host:port` this connection was opened to.
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    /// Whether the connection has closed; a closed connection fails every request.
+    pub fn is_closed(&self) -> bool {
+        self.shared.lock().closed.is_some()
+    }
+
+    /// The broker's version range for `api_key`, if it serves that API.
+    pub fn broker_versions(&self, api_key: ApiKey) -> Option<(i16, i16)> {
+        self.broker_versions.get(&(api_key as i16)).copied()
+    }
+
+    /// The highest version of `api_key` that both this client and the broker support.
+    pub fn version(&self, api_key: ApiKey) -> Result<i16, Error> {
+        let client = implemented_versions(api_key).unwrap_or((0, -1));
+        let broker = self.broker_versions(api_key);
+        broker
+            .and_then(|broker| negotiate(client, broker))
+            .ok_or_else(|| Error::UnsupportedVersion {
+                api: api_key,
+                address: self.address.clone(),
+                client_min: client.0,
+                client_max: client.1,
+                broker: broker.map_or("none".to_string(), |(min, max)| format!("v{min}-{max}")),
+            })
+    }
+
+    /// Sends `request` at `version` and waits for its response.
+    pub async fn send<R: Request>(&self, version: i16, request: &R) -> Result<R::Response, Error> {
+        let api_key = api_key::<R>();
+        let mut body = self.round_trip(api_key, version, request).await?;
+        R::Response::decode(&mut body, version).map_err(|error| Error::Protocol {
+            address: self.address.clone(),
+            reason: format!("{api_key:?} v{version} response does not decode: {error}"),
+        })
+    }
+
+    /// Sends one request and returns its response body (after the response header).
+    async fn round_trip(
+        &self,
+        api_key: ApiKey,
+        version: i16,
+        body: &impl Encodable,
+    ) -> Result<Bytes, Error> {
+        let _slot = self
+            .in_flight_slots
+            .acquire()
+            .await
+            .expect("the in-flight semaphore is never closed");
+        let correlation_id = self.next_correlation_id.fetch_add(1, Ordering::Relaxed);
+        let frame = encode_request(api_key, version, correlation_id, &self.client_id, body)?;
+        let (respond, response) = oneshot::channel();
+        {
+            let mut state = self.shared.lock();
+            if let Some(reason) = &state.closed {
+                return Err(self.shared.disconnected(reason));
+            }
+            let waiting = InFlight {
+                api_key,
+                version,
+                respond,
+            };
+            state.in_flight.insert(correlation_id, waiting);
+        }
+        if self.frames.send(frame).is_err() {
+            self.shared.close("the writer stopped".to_string());
+        }
+        let timeout = std::time::Duration::from_millis(self.request_timeout_ms);
+        match tokio::time::timeout(timeout, response).await {
+            Ok(Ok(result)) => result,
+            // The reader dropped the request without answering: it is closing.
+            Ok(Err(_)) => Err(self.shared.disconnected("the reader stopped")),
+            Err(_) => {
+                self.shared.close(format!(
+                    "{api_key:?} request timed out (request.timeout.ms={})",
+                    self.request_timeout_ms
+                ));
+                Err(Error::Timeout {
+                    api: api_key,
+                    address: self.address.clone(),
+                    timeout_ms: self.request_timeout_ms,
+                })
+            }
+        }
+    }
+
+    /// ApiVersions, highest version first; returns the broker's ranges.
+    async fn handshake(&self) -> Result<HashMap<i16, (i16, i16)>, Error> {
+        let (client_min, client_max) =
+            implemented_versions(ApiKey::ApiVersions).expect("ApiVersions is implemented");
+        let mut version = client_max;
+        let request = ApiVersionsRequest::default()
+            .with_client_software_name(StrBytes::from_static_str(CLIENT_SOFTWARE_NAME))
+            .with_client_software_version(StrBytes::from_static_str(CLIENT_SOFTWARE_VERSION));
+        loop {
+            let body = self
+                .round_trip(ApiKey::ApiVersions, version, &request)
+                .await?;
+            let response = decode_api_versions(body, version).map_err(|reason| {
+                self.shared.close(reason.clone());
+                Error::Protocol {
+                    address: self.address.clone(),
+                    reason,
+                }
+            })?;
+            let code = ErrorCode(response.error_code);
+            if code == ErrorCode::UNSUPPORTED_VERSION {
+                // KIP-511: the response lists the broker's ApiVersions range; a broker
+                // that lists none is asked at v0.
+                let broker = response
+                    .api_keys
+                    .iter()
+                    .find(|entry| entry.api_key == ApiKey::ApiVersions as i16)
+                    .map_or((0, 0), |entry| (entry.min_version, entry.max_version));
+                match negotiate((client_min, version - 1), broker) {
+                    Some(lower) => {
+                        version = lower;
+                        continue;
+                    }
+                    None => {
+                        return Err(Error::UnsupportedVersion {
+                            api: ApiKey::ApiVersions,
+                            address: self.address.clone(),
+                            client_min,
+                            client_max,
+                            broker: format!("v{}-{}", broker.0, broker.1),
+                        });
+                    }
+                }
+            }
+            code.check(None)?;
+            return Ok(response
+                .api_keys
+                .iter()
+                .map(|entry| (entry.api_key, (entry.min_version, entry.max_version)))
+                .collect());
+        }
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.reader.abort();
+        self.writer.abort();
+    }
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("address", &self.address)
+            .field("closed", &self.is_closed())
+            .finish()
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // A panic while holding this lock cannot leave the map half-updated (each
+        // operation is one insert or remove), so a poisoned lock is still usable.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn disconnected(&self, reason: &str) -> Error {
+        Error::Disconnected {
+            address: self.address.clone(),
+            reason: reason.to_string(),
+        }
+    }
+
+    /// Marks the connection closed and fails every request in flight.
+    fn close(&self, reason: String) {
+        let waiting: Vec<InFlight> = {
+            let mut state = self.lock();
+            if state.closed.is_none() {
+                tracing::debug!(address = %self.address, %reason, "connection closed");
+                state.closed = Some(reason.clone());
+            }
+            state
+                .in_flight
+                .drain()
+                .map(|(_, waiting)| waiting)
+                .collect()
+        };
+        for waiting in waiting {
+            let _ = waiting.respond.send(Err(self.disconnected(&reason)));
+        }
+    }
+
+    /// Hands one response frame to the request it answers.
+    fn deliver(&self, mut frame: Bytes) -> Result<(), String> {
+        let Some(prefix) = frame.first_chunk::<4>() else {
+            return Err(format!("response of {} bytes has no header", frame.len()));
+        };
+        let correlation_id = i32::from_be_bytes(*prefix);
+        let waiting = self
+            .lock()
+            .in_flight
+            .remove(&correlation_id)
+            .ok_or_else(|| {
+                format!("response with correlation id {correlation_id} matches no request")
+            })?;
+        let header_version = waiting.api_key.response_header_version(waiting.version);
+        ResponseHeader::decode(&mut frame, header_version).map_err(|error| {
+            format!(
+                "{:?} v{} response header does not decode: {error}",
+                waiting.api_key, waiting.version
+            )
+        })?;
+        // The caller may have given up (timed out or was cancelled): nothing to do.
+        let _ = waiting.respond.send(Ok(frame));
+        Ok(())
+    }
+}
+
+/// The API key of a request type from kafka-protocol.
+pub(crate) fn api_key<R: Request>() -> ApiKey {
+    ApiKey::try_from(R::KEY).expect("kafka-protocol's request types have known API keys")
+}
+
+/// Frames one request: size, header (v1 or v2 by the API's flexible versions), body.
+pub fn encode_request(
+    api_key: ApiKey,
+    version: i16,
+    correlation_id: i32,
+    client_id: &StrBytes,
+    body: &impl Encodable,
+) -> Result<Bytes, Error> {
+    let encode_error = |error: anyhow::Error| Error::Encode {
+        api: api_key,
+        version,
+        reason: error.to_string(),
+    };
+    let header = RequestHeader::default()
+        .with_request_api_key(api_key as i16)
+        .with_request_api_version(version)
+        .with_correlation_id(correlation_id)
+        .with_client_id(Some(client_id.clone()));
+    let mut frame = BytesMut::new();
+    frame.put_i32(0); // the size, written below
+    header
+        .encode(&mut frame, api_key.request_header_version(version))
+        .map_err(encode_error)?;
+    body.encode(&mut frame, version).map_err(encode_error)?;
+    let size = i32::try_from(frame.len() - 4).map_err(|_| Error::Encode {
+        api: api_key,
+        version,
+        reason: format!("request of {} bytes is larger than a frame", frame.len()),
+    })?;
+    frame[..4].copy_from_slice(&size.to_be_bytes());
+    Ok(frame.freeze())
+}
+
+/// An ApiVersions response at `version`, or at v0: a broker that does not support the
+/// version asked answers UNSUPPORTED_VERSION in the v0 format (KIP-511).
+fn decode_api_versions(body: Bytes, version: i16) -> Result<ApiVersionsResponse, String> {
+    ApiVersionsResponse::decode(&mut body.clone(), version)
+        .ok()
+        .filter(|response| response.error_code != ErrorCode::UNSUPPORTED_VERSION.0)
+        .map_or_else(|| ApiVersionsResponse::decode(&mut body.clone(), 0), Ok)
+        .map_err(|error| format!("ApiVersions v{version} response does not decode: {error}"))
+}
+
+async fn read_responses(mut reader: OwnedReadHalf, shared: Arc<Shared>, max_bytes: usize) {
+    let reason = loop {
+        let frame = match read_frame(&mut reader, max_bytes).await {
+            Ok(Some(frame)) => frame,
+            Ok(None) => break "the broker closed the connection".to_string(),
+            Err(reason) => break reason,
+        };
+        if let Err(reason) = shared.deliver(frame) {
+            break reason;
+        }
+    };
+    shared.close(reason);
+}
+
+async fn write_requests(
+    mut writer: OwnedWriteHalf,
+    mut frames: mpsc::UnboundedReceiver<Bytes>,
+    shared: Arc<Shared>,
+) {
+    while let Some(frame) = frames.recv().await {
+        if let Err(error) = writer.write_all(&frame).await {
+            shared.close(format!("write failed: {error}"));
+            return;
+        }
+    }
+    let _ = writer.shutdown().await;
+}
+
+/// Reads one size-prefixed frame: `Ok(None)` at a clean end of stream.
+async fn read_frame(reader: &mut OwnedReadHalf, max_bytes: usize) -> Result<Option<Bytes>, String> {
+    let mut prefix = [0u8; 4];
+    match reader.read_exact(&mut prefix).await {
+        Ok(_) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(error) => return Err(format!("read failed: {error}")),
+    }
+    let size = i32::from_be_bytes(prefix);
+    let size = usize::try_from(size).map_err(|_| format!("negative response size {size}"))?;
+    if size > max_bytes {
+        return Err(format!(
+            "response of {size} bytes exceeds the limit of {max_bytes} bytes"
+        ));
+    }
+    // Allocated at the size the prefix gives, which `max_bytes` bounds.
+    let mut frame = BytesMut::zeroed(size);
+    reader
+        .read_exact(&mut frame)
+        .await
+        .map_err(|error| format!("connection closed inside a response of {size} bytes: {error}"))?;
+    Ok(Some(frame.freeze()))
+}
+
+#[cfg(test)]
+mod tests {
+    //! The client's side of the wire against a scripted peer: each test plays the broker
+    //! by hand, byte for byte, to reach cases real brokers rarely produce (an old
+    //! ApiVersions, responses out of order, silence, garbage).
+
+    use super::*;
+    use kafka_protocol::messages::api_versions_response::ApiVersion;
+    use kafka_protocol::messages::{MetadataRequest, MetadataResponse};
+    use tokio::net::TcpListener;
+
+    fn config() -> ClientConfig {
+        ClientConfig {
+            request_timeout_ms: 2_000,
+            ..ClientConfig::default()
+        }
+    }
+
+    /// Reads one request frame; returns its header and body.
+    async fn read_request(stream: &mut TcpStream) -> (RequestHeader, Bytes) {
+        let mut size = [0u8; 4];
+        stream.read_exact(&mut size).await.unwrap();
+        let mut frame = BytesMut::zeroed(i32::from_be_bytes(size) as usize);
+        stream.read_exact(&mut frame).await.unwrap();
+        let mut frame = frame.freeze();
+        let api_key = ApiKey::try_from(i16::from_be_bytes([frame[0], frame[1]])).unwrap();
+        let version = i16::from_be_bytes([frame[2], frame[3]]);
+        let header =
+            RequestHeader::decode(&mut frame, api_key.request_header_version(version)).unwrap();
+        (header, frame)
+    }
+
+    /// Writes one response frame: correlation id, header (v0 or v1), body.
+    async fn write_response(
+        stream: &mut TcpStream,
+        request: &RequestHeader,
+        version: i16,
+        body: &impl Encodable,
+    ) {
+        let api_key = ApiKey::try_from(request.request_api_key).unwrap();
+        let mut out = BytesMut::new();
+        ResponseHeader::default()
+            .with_correlation_id(request.correlation_id)
+            .encode(&mut out, api_key.response_header_version(version))
+            .unwrap();
+        body.encode(&mut out, version).unwrap();
+        write_frame(stream, &out).await;
+    }
+
+    async fn write_frame(stream: &mut TcpStream, body: &[u8]) {
+        stream
+            .write_all(&(body.len() as i32).to_be_bytes())
+            .await
+            .unwrap();
+        stream.write_all(body).await.unwrap();
+    }
+
+    fn api_versions(error_code: i16, apis: &[(ApiKey, i16, i16)]) -> ApiVersionsResponse {
+        ApiVersionsResponse::default()
+            .with_error_code(error_code)
+            .with_api_keys(
+                apis.iter()
+                    .map(|(key, min, max)| {
+                        ApiVersion::default()
+                            .with_api_key(*key as i16)
+                            .with_min_version(*min)
+                            .with_max_version(*max)
+                    })
+                    .collect(),
+            )
+    }
+
+    /// A listener, and a client connection to it whose handshake the peer answers with
+    /// `apis` at the version asked.
+    async fn connected(apis: &'static [(ApiKey, i16, i16)]) -> (Connection, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap().to_string();
+        let peer = tokio::spawn(async move {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            let (header, _) = read_request(&mut stream).await;
+            let version = header.request_api_version;
+            write_response(&mut stream, &header, version, &api_versions(0, apis)).await;
+            stream
+        });
+        let connection = Connection::connect(&address, &config()).await.unwrap();
+        (connection, peer.await.unwrap())
+    }
+
+    #[test]
+    fn the_highest_shared_version_wins() {
+        let cases = [
+            ((4, 13), (0, 13), Some(13)),
+            ((4, 13), (0, 9), Some(9)),
+            ((4, 13), (10, 20), Some(13)),
+            ((4, 13), (0, 3), None),
+            ((4, 13), (14, 20), None),
+            ((2, 7), (7, 7), Some(7)),
+        ];
+        for (client, broker, expected) in cases {
+            assert_eq!(negotiate(client, broker), expected, "{client:?} {broker:?}");
+        }
+    }
+
+    #[test]
+    fn request_headers_follow_the_apis_flexible_versions() {
+        let client_id = StrBytes::from_static_str("cli");
+        let request = MetadataRequest::default()
+            .with_topics(None)
+            .with_allow_auto_topic_creation(false);
+        // Metadata v8 is not flexible: header v1 (key, version, correlation id, client id).
+        let frame = encode_request(ApiKey::Metadata, 8, 7, &client_id, &request).unwrap();
+        let header_v1 = [0, 3, 0, 8, 0, 0, 0, 7, 0, 3, b'c', b'l', b'i'];
+        assert_eq!(&frame[4..4 + header_v1.len()], header_v1);
+        assert_eq!(
+            i32::from_be_bytes(frame[..4].try_into().unwrap()) as usize,
+            frame.len() - 4
+        );
+        // v9 is flexible: header v2 adds an empty tagged-field section after the client id.
+        let frame = encode_request(ApiKey::Metadata, 9, 7, &client_id, &request).unwrap();
+        assert_eq!(
+            &frame[4..4 + header_v1.len()],
+            [&header_v1[..2], &[0, 9], &header_v1[4..]].concat()
+        );
+        assert_eq!(frame[4 + header_v1.len()], 0, "no tagged fields");
+        // A field the version lacks is an encode error, not a malformed request.
+        let auto_create = MetadataRequest::default().with_allow_auto_topic_creation(false);
+        assert!(matches!(
+            encode_request(ApiKey::Metadata, 3, 1, &client_id, &auto_create),
+            Err(Error::Encode { .. })
+        ));
+    }
+
+    #[tokio::test]
+    async fn an_older_broker_is_asked_again_at_its_apiversions_version() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap().to_string();
+        let peer = tokio::spawn(async move {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            let (first, _) = read_request(&mut stream).await;
+            assert_eq!(first.request_api_version, 4);
+            // KIP-511: UNSUPPORTED_VERSION, in v0's format, listing ApiVersions' range.
+            let refusal = api_versions(35, &[(ApiKey::ApiVersions, 0, 2)]);
+            write_response(&mut stream, &first, 0, &refusal).await;
+            let (second, _) = read_request(&mut stream).await;
+            assert_eq!(second.request_api_version, 2);
+            assert_ne!(second.correlation_id, first.correlation_id);
+            let apis = [(ApiKey::ApiVersions, 0, 2), (ApiKey::Metadata, 0, 12)];
+            write_response(&mut stream, &second, 2, &api_versions(0, &apis)).await;
+            stream
+        });
+        let connection = Connection::connect(&address, &config()).await.unwrap();
+        let _stream = peer.await.unwrap();
+        assert_eq!(connection.version(ApiKey::Metadata).unwrap(), 12);
+        let error = connection.version(ApiKey::CreateTopics).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "the broker at {address} does not support CreateTopics at any version this \
+                 client implements (client: v2-7, broker: none)"
+            )
+        );
+    }
+
+    #[tokio::test]
+    async fn pipelined_responses_are_matched_by_correlation_id() {
+        static APIS: &[(ApiKey, i16, i16)] =
+            &[(ApiKey::ApiVersions, 0, 4), (ApiKey::Metadata, 0, 13)];
+        let (connection, mut stream) = connected(APIS).await;
+        let peer = tokio::spawn(async move {
+            let (first, _) = read_request(&mut stream).await;
+            let (second, _) = read_request(&mut stream).await;
+            // Answer the second first; tell them apart by the throttle time.
+            for (request, throttle_time_ms) in [(&second, 2), (&first, 1)] {
+                let response = MetadataResponse::default().with_throttle_time_ms(throttle_time_ms);
+                write_response(&mut stream, request, 13, &response).await;
+            }
+            stream
+        });
+        let request = MetadataRequest::default().with_allow_auto_topic_creation(false);
+        let (first, second) = tokio::join!(connection.send(13, &request), async {
+            // Let the first request go out first.
+            tokio::task::yield_now().await;
+            connection.send(13, &request).await
+        });
+        assert_eq!(first.unwrap().throttle_time_ms, 1);
+        assert_eq!(second.unwrap().throttle_time_ms, 2);
+        drop(peer);
+    }
+
+    #[tokio::test]
+    async fn a_silent_broker_times_out_and_the_connection_closes() {
+        static APIS: &[(ApiKey, i16, i16)] =
+            &[(ApiKey::ApiVersions, 0, 4), (ApiKey::Metadata, 0, 13)];
+        let (connection, _stream) = connected(APIS).await;
+        let request = MetadataRequest::default().with_allow_auto_topic_creation(false);
+        let error = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            connection.send(13, &request),
+        )
+        .await
+        .expect("request.timeout.ms bounds the wait")
+        .unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::Timeout {
+                    timeout_ms: 2_000,
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        assert!(connection.is_closed());
+        let again = connection.send(13, &request).await.unwrap_err();
+        assert!(matches!(again, Error::Disconnected { .. }), "{again}");
+    }
+
+    #[tokio::test]
+    async fn garbage_from_the_broker_is_an_error_not_a_panic() {
+        static APIS: &[(ApiKey, i16, i16)] =
+            &[(ApiKey::ApiVersions, 0, 4), (ApiKey::Metadata, 0, 13)];
+        let request = MetadataRequest::default().with_allow_auto_topic_creation(false);
+        // (what the peer sends after reading the request, the expected error)
+        /// Makes the response frame from the request's correlation id.
+        type Garbage = fn(i32) -> Vec<u8>;
+        let garbage: [(Garbage, &str); 4] = [
+            // A body cut short: decoding fails.
+            (
+                |id| [&id.to_be_bytes()[..], &[0, 0, 0]].concat(),
+                "does not decode",
+            ),
+            // A correlation id nobody asked for.
+            (|id| (id + 100).to_be_bytes().to_vec(), "matches no request"),
+            // Too short for a correlation id.
+            (|_| vec![1, 2], "has no header"),
+            // A response array claiming 2^31 brokers in a few bytes.
+            (
+                |id| {
+                    [
+                        &id.to_be_bytes()[..],
+                        &[0],
+                        &[0, 0, 0, 0],
+                        &[0x8f, 0xff, 0xff, 0xff, 0x7f],
+                    ]
+                    .concat()
+                },
+                "does not decode",
+            ),
+        ];
+        for (response, expected) in garbage {
+            let (connection, mut stream) = connected(APIS).await;
+            let peer = tokio::spawn(async move {
+                let (header, _) = read_request(&mut stream).await;
+                write_frame(&mut stream, &response(header.correlation_id)).await;
+                stream
+            });
+            let error = connection.send(13, &request).await.unwrap_err();
+            assert!(error.to_string().contains(expected), "{error}");
+            drop(peer);
+        }
+        // A size prefix past the limit closes the connection before allocating.
+        let (connection, mut stream) = connected(APIS).await;
+        let peer = tokio::spawn(async move {
+            let _ = read_request(&mut stream).await;
+            stream.write_all(&i32::MAX.to_be_bytes()).await.unwrap();
+            stream
+        });
+        let error = connection.send(13, &request).await.unwrap_err();
+        assert!(error.to_string().contains("exceeds the limit"), "{error}");
+        drop(peer);
+    }
+}

@@ -1,0 +1,25 @@
+//! `sluice-client`: Sluice's native Kafka client, which talks to any Kafka-protocol
+//! broker (Sluice or Apache Kafka) over the wire, as a user's program would.
+//!
+//! So far it holds what the `sluice` CLI needs: [`Connection`] (framing, pipelining,
+//! correlation ids, timeouts, ApiVersions negotiation), [`Client`] (bootstrap, cluster
+//! metadata, routing to brokers) and [`Admin`] (list, describe, create and delete topics;
+//! describe topic configs). The producer and consumer come later. It depends on no other
+//! Sluice crate: message types come from `kafka-protocol`, IO from tokio.
+
+mod admin;
+mod client;
+mod config;
+mod connection;
+mod error;
+
+pub use admin::{
+    Admin, ConfigEntry, ConfigSource, CreatedTopic, NewTopic, PartitionInfo, TopicDescription,
+    TopicId, TopicListing, TopicResults,
+};
+pub use client::{Client, Target};
+pub use config::ClientConfig;
+pub use connection::{Connection, IMPLEMENTED_VERSIONS, implemented_versions, negotiate};
+pub use error::{ApiError, Error, ErrorCode};
+/// The message types [`Client::send`] takes, re-exported.
+pub use kafka_protocol;

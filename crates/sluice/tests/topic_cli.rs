@@ -1,0 +1,235 @@
+//! `sluice topic` against a real `sluice server`, as an operator uses them: create, list,
+//! describe and delete topics over the wire, with `kafka-topics.sh`'s output and Kafka's
+//! error names when the cluster refuses.
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+
+const SLUICE: &str = env!("CARGO_BIN_EXE_sluice");
+
+/// A `sluice server` on free ports with its own log dir; killed when dropped.
+struct Server {
+    child: Child,
+    address: String,
+    /// What the server wrote to stderr, for failure messages.
+    log: Arc<Mutex<String>>,
+    _data: tempfile::TempDir,
+}
+
+impl Server {
+    fn start() -> Server {
+        let data = tempfile::tempdir().unwrap();
+        let mut child = Command::new(SLUICE)
+            .args(["server", "--set"])
+            .arg(format!("log.dirs={}", data.path().display()))
+            .args([
+                "--set",
+                "listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+                // Port 0 is advertised as the port bound, as in Kafka, so the cluster
+                // metadata names a broker the client can reach.
+                "--set",
+                "advertised.listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+            ])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let log = Arc::new(Mutex::new(String::new()));
+        let mut line = String::new();
+        let address = loop {
+            line.clear();
+            assert!(
+                stderr.read_line(&mut line).unwrap() > 0,
+                "the server exited before listening: {}",
+                log.lock().unwrap()
+            );
+            log.lock().unwrap().push_str(&line);
+            if let Some(address) = line
+                .trim()
+                .strip_prefix("sluice: listening on PLAINTEXT://")
+            {
+                break address.to_string();
+            }
+        };
+        // Keep draining stderr so the server never blocks on a full pipe.
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            let mut rest = String::new();
+            let _ = stderr.read_to_string(&mut rest);
+            sink.lock().unwrap().push_str(&rest);
+        });
+        Server {
+            child,
+            address,
+            log,
+            _data: data,
+        }
+    }
+
+    /// Runs `sluice topic --bootstrap-server <this server> <args>`.
+    fn topic(&self, args: &[&str]) -> Output {
+        topic(&self.address, args)
+    }
+
+    /// Runs a command that must succeed; returns its stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let output = self.topic(args);
+        assert!(
+            output.status.success(),
+            "sluice topic {args:?} failed: {}\nserver log:\n{}",
+            String::from_utf8_lossy(&output.stderr),
+            self.log.lock().unwrap()
+        );
+        String::from_utf8(output.stdout).unwrap()
+    }
+
+    /// Runs a command that must fail; returns its stderr.
+    fn fails(&self, args: &[&str]) -> String {
+        let output = self.topic(args);
+        assert!(
+            !output.status.success(),
+            "sluice topic {args:?} should fail; printed: {}",
+            String::from_utf8_lossy(&output.stdout)
+        );
+        String::from_utf8(output.stderr).unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn topic(bootstrap: &str, args: &[&str]) -> Output {
+    Command::new(SLUICE)
+        .args(["topic", "--bootstrap-server", bootstrap])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn topics_are_created_listed_described_and_deleted() {
+    let server = Server::start();
+    let created = server.ok(&[
+        "create",
+        "orders",
+        "--partitions",
+        "3",
+        "--replication-factor",
+        "1",
+        "--config",
+        "cleanup.policy=compact",
+    ]);
+    assert_eq!(created, "Created topic orders.\n");
+    assert_eq!(server.ok(&["create", "events"]), "Created topic events.\n");
+
+    let stderr = server.fails(&["create", "orders", "--partitions", "3"]);
+    assert!(
+        stderr.contains("topic 'orders' already exists (TOPIC_ALREADY_EXISTS)"),
+        "{stderr}"
+    );
+    assert_eq!(server.ok(&["create", "orders", "--if-not-exists"]), "");
+
+    assert_eq!(
+        server.ok(&["list", "--exclude-internal"]),
+        "events\norders\n"
+    );
+
+    // kafka-topics.sh's format: the topic line, then one line per partition.
+    let described = server.ok(&["describe", "orders"]);
+    let lines: Vec<&str> = described.lines().collect();
+    assert_eq!(lines.len(), 4, "{described}");
+    let fields: Vec<&str> = lines[0].split('\t').collect();
+    assert_eq!(fields[0], "Topic: orders", "{described}");
+    let topic_id = fields[1].strip_prefix("TopicId: ").unwrap();
+    assert_eq!(topic_id.len(), 22, "a base64 UUID: {described}");
+    assert_ne!(topic_id, "AAAAAAAAAAAAAAAAAAAAAA", "a real topic id");
+    assert_eq!(fields[2..4], ["PartitionCount: 3", "ReplicationFactor: 1"]);
+    let configs = fields[4].strip_prefix("Configs: ").unwrap();
+    assert!(
+        configs
+            .split(',')
+            .any(|config| config == "cleanup.policy=compact"),
+        "{described}"
+    );
+    for (partition, line) in lines[1..].iter().enumerate() {
+        assert_eq!(
+            *line,
+            format!("\tTopic: orders\tPartition: {partition}\tLeader: 1\tReplicas: 1\tIsr: 1")
+        );
+    }
+
+    // Without names: every topic, by name.
+    let all = server.ok(&["describe", "--exclude-internal"]);
+    let topics: Vec<&str> = all
+        .lines()
+        .filter_map(|line| line.strip_prefix("Topic: "))
+        .map(|line| line.split('\t').next().unwrap())
+        .collect();
+    assert_eq!(topics, ["events", "orders"], "{all}");
+    assert!(all.ends_with(&described), "{all}");
+
+    let stderr = server.fails(&["describe", "missing"]);
+    assert!(
+        stderr.contains("topic 'missing' does not exist (UNKNOWN_TOPIC_OR_PARTITION)"),
+        "{stderr}"
+    );
+
+    assert_eq!(server.ok(&["delete", "orders"]), "Deleted topic orders.\n");
+    assert_eq!(server.ok(&["list", "--exclude-internal"]), "events\n");
+    let stderr = server.fails(&["delete", "orders"]);
+    assert!(
+        stderr.contains("topic 'orders' does not exist (UNKNOWN_TOPIC_OR_PARTITION)"),
+        "{stderr}"
+    );
+    assert_eq!(server.ok(&["delete", "orders", "--if-exists"]), "");
+}
+
+#[test]
+fn invalid_topics_are_refused_with_kafkas_error_names() {
+    let server = Server::start();
+    let cases: [(&[&str], &str); 5] = [
+        (&["create", "bad/name"], "(INVALID_TOPIC_EXCEPTION)"),
+        (
+            &["create", "none", "--partitions", "0"],
+            "(INVALID_PARTITIONS)",
+        ),
+        (
+            &["create", "wide", "--replication-factor", "3"],
+            "(INVALID_REPLICATION_FACTOR)",
+        ),
+        (
+            &["create", "odd", "--config", "cleanup.policy=sometimes"],
+            "(INVALID_CONFIG)",
+        ),
+        (
+            &["create", "odd", "--config", "cleanup.policy"],
+            "--config expects key=value",
+        ),
+    ];
+    for (args, expected) in cases {
+        let stderr = server.fails(args);
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+    assert_eq!(server.ok(&["list", "--exclude-internal"]), "");
+}
+
+#[test]
+fn an_unreachable_cluster_is_a_clear_error() {
+    // A port nothing listens on.
+    let address = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().to_string()
+    };
+    let output = topic(&address, &["list"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!("cannot reach the cluster at {address}")),
+        "{stderr}"
+    );
+}
