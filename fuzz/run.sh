@@ -18,7 +18,7 @@ set -uo pipefail
 FUZZ_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$FUZZ_DIR"
 
-ALL_TARGETS=(varint decompress record_batch builder_roundtrip checkpoints log_recovery)
+ALL_TARGETS=(varint decompress record_batch builder_roundtrip checkpoints log_recovery request_frame)
 
 mode=run
 seconds=30
@@ -82,6 +82,7 @@ else
     case "$target" in
       varint) ;;
       checkpoints) dict=(-dict=dict/checkpoints.dict) ;;
+      request_frame) dict=(-dict=dict/request.dict) ;;
       *) dict=(-dict=dict/batch.dict) ;;
     esac
     before=$(ls "artifacts/$target" | wc -l)

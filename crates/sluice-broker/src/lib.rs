@@ -14,6 +14,8 @@ pub mod broker;
 pub mod config;
 pub mod errors;
 pub mod fetch_session;
+#[doc(hidden)]
+pub mod fuzzing;
 mod handlers;
 pub mod network;
 pub mod node;

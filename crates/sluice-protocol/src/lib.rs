@@ -7,6 +7,8 @@
 //! broker (issue 3).
 
 pub mod compression;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod record_batch;
 pub mod varint;
 

@@ -16,6 +16,8 @@
 pub mod checkpoint;
 pub mod config;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 mod index;
 pub mod leader_epoch;
 pub mod log;

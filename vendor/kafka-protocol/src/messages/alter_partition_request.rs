@@ -135,7 +135,9 @@ impl Decodable for AlterPartitionRequest {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
-            unknown_tagged_fields.insert(tag as i32, unknown_value);
+            // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+            // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+            drop(unknown_value);
         }
         Ok(Self {
             broker_id,
@@ -295,7 +297,9 @@ impl Decodable for BrokerState {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
-            unknown_tagged_fields.insert(tag as i32, unknown_value);
+            // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+            // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+            drop(unknown_value);
         }
         Ok(Self {
             broker_id,
@@ -523,7 +527,9 @@ impl Decodable for PartitionData {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
-            unknown_tagged_fields.insert(tag as i32, unknown_value);
+            // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+            // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+            drop(unknown_value);
         }
         Ok(Self {
             partition_index,
@@ -658,7 +664,9 @@ impl Decodable for TopicData {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
-            unknown_tagged_fields.insert(tag as i32, unknown_value);
+            // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+            // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+            drop(unknown_value);
         }
         Ok(Self {
             topic_id,

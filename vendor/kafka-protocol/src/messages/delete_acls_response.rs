@@ -166,7 +166,9 @@ impl Decodable for DeleteAclsFilterResult {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 let unknown_value = buf.try_get_bytes(size as usize)?;
-                unknown_tagged_fields.insert(tag as i32, unknown_value);
+                // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+                // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+                drop(unknown_value);
             }
         }
         Ok(Self {
@@ -467,7 +469,9 @@ impl Decodable for DeleteAclsMatchingAcl {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 let unknown_value = buf.try_get_bytes(size as usize)?;
-                unknown_tagged_fields.insert(tag as i32, unknown_value);
+                // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+                // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+                drop(unknown_value);
             }
         }
         Ok(Self {
@@ -627,7 +631,9 @@ impl Decodable for DeleteAclsResponse {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 let unknown_value = buf.try_get_bytes(size as usize)?;
-                unknown_tagged_fields.insert(tag as i32, unknown_value);
+                // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+                // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+                drop(unknown_value);
             }
         }
         Ok(Self {

@@ -157,7 +157,9 @@ impl Decodable for DescribeLogDirsPartition {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 let unknown_value = buf.try_get_bytes(size as usize)?;
-                unknown_tagged_fields.insert(tag as i32, unknown_value);
+                // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+                // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+                drop(unknown_value);
             }
         }
         Ok(Self {
@@ -331,7 +333,9 @@ impl Decodable for DescribeLogDirsResponse {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 let unknown_value = buf.try_get_bytes(size as usize)?;
-                unknown_tagged_fields.insert(tag as i32, unknown_value);
+                // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+                // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+                drop(unknown_value);
             }
         }
         Ok(Self {
@@ -557,7 +561,9 @@ impl Decodable for DescribeLogDirsResult {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 let unknown_value = buf.try_get_bytes(size as usize)?;
-                unknown_tagged_fields.insert(tag as i32, unknown_value);
+                // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+                // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+                drop(unknown_value);
             }
         }
         Ok(Self {
@@ -720,7 +726,9 @@ impl Decodable for DescribeLogDirsTopic {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 let unknown_value = buf.try_get_bytes(size as usize)?;
-                unknown_tagged_fields.insert(tag as i32, unknown_value);
+                // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+                // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+                drop(unknown_value);
             }
         }
         Ok(Self {

@@ -198,7 +198,9 @@ impl Decodable for FetchSnapshotResponse {
                 }
                 _ => {
                     let unknown_value = buf.try_get_bytes(size as usize)?;
-                    unknown_tagged_fields.insert(tag as i32, unknown_value);
+                    // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+                    // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+                    drop(unknown_value);
                 }
             }
         }
@@ -330,7 +332,9 @@ impl Decodable for LeaderIdAndEpoch {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
-            unknown_tagged_fields.insert(tag as i32, unknown_value);
+            // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+            // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+            drop(unknown_value);
         }
         Ok(Self {
             leader_id,
@@ -521,7 +525,9 @@ impl Decodable for NodeEndpoint {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
-            unknown_tagged_fields.insert(tag as i32, unknown_value);
+            // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+            // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+            drop(unknown_value);
         }
         Ok(Self {
             node_id,
@@ -767,7 +773,9 @@ impl Decodable for PartitionSnapshot {
                 }
                 _ => {
                     let unknown_value = buf.try_get_bytes(size as usize)?;
-                    unknown_tagged_fields.insert(tag as i32, unknown_value);
+                    // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+                    // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+                    drop(unknown_value);
                 }
             }
         }
@@ -905,7 +913,9 @@ impl Decodable for SnapshotId {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
-            unknown_tagged_fields.insert(tag as i32, unknown_value);
+            // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+            // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+            drop(unknown_value);
         }
         Ok(Self {
             end_offset,
@@ -1032,7 +1042,9 @@ impl Decodable for TopicSnapshot {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
-            unknown_tagged_fields.insert(tag as i32, unknown_value);
+            // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+            // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+            drop(unknown_value);
         }
         Ok(Self {
             name,

@@ -294,7 +294,9 @@ impl Decodable for MetadataResponse {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 let unknown_value = buf.try_get_bytes(size as usize)?;
-                unknown_tagged_fields.insert(tag as i32, unknown_value);
+                // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+                // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+                drop(unknown_value);
             }
         }
         Ok(Self {
@@ -502,7 +504,9 @@ impl Decodable for MetadataResponseBroker {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 let unknown_value = buf.try_get_bytes(size as usize)?;
-                unknown_tagged_fields.insert(tag as i32, unknown_value);
+                // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+                // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+                drop(unknown_value);
             }
         }
         Ok(Self {
@@ -776,7 +780,9 @@ impl Decodable for MetadataResponsePartition {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 let unknown_value = buf.try_get_bytes(size as usize)?;
-                unknown_tagged_fields.insert(tag as i32, unknown_value);
+                // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+                // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+                drop(unknown_value);
             }
         }
         Ok(Self {
@@ -1043,7 +1049,9 @@ impl Decodable for MetadataResponseTopic {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 let unknown_value = buf.try_get_bytes(size as usize)?;
-                unknown_tagged_fields.insert(tag as i32, unknown_value);
+                // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+                // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+                drop(unknown_value);
             }
         }
         Ok(Self {

@@ -144,7 +144,9 @@ impl Decodable for OffsetForLeaderEpochRequest {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 let unknown_value = buf.try_get_bytes(size as usize)?;
-                unknown_tagged_fields.insert(tag as i32, unknown_value);
+                // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+                // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+                drop(unknown_value);
             }
         }
         Ok(Self {
@@ -293,7 +295,9 @@ impl Decodable for OffsetForLeaderPartition {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 let unknown_value = buf.try_get_bytes(size as usize)?;
-                unknown_tagged_fields.insert(tag as i32, unknown_value);
+                // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+                // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+                drop(unknown_value);
             }
         }
         Ok(Self {
@@ -452,7 +456,9 @@ impl Decodable for OffsetForLeaderTopic {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 let unknown_value = buf.try_get_bytes(size as usize)?;
-                unknown_tagged_fields.insert(tag as i32, unknown_value);
+                // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+                // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+                drop(unknown_value);
             }
         }
         Ok(Self {

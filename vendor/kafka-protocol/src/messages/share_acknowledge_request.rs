@@ -120,7 +120,9 @@ impl Decodable for AcknowledgePartition {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
-            unknown_tagged_fields.insert(tag as i32, unknown_value);
+            // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+            // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+            drop(unknown_value);
         }
         Ok(Self {
             partition_index,
@@ -247,7 +249,9 @@ impl Decodable for AcknowledgeTopic {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
-            unknown_tagged_fields.insert(tag as i32, unknown_value);
+            // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+            // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+            drop(unknown_value);
         }
         Ok(Self {
             topic_id,
@@ -390,7 +394,9 @@ impl Decodable for AcknowledgementBatch {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
-            unknown_tagged_fields.insert(tag as i32, unknown_value);
+            // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+            // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+            drop(unknown_value);
         }
         Ok(Self {
             first_offset,
@@ -552,7 +558,9 @@ impl Decodable for ShareAcknowledgeRequest {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
-            unknown_tagged_fields.insert(tag as i32, unknown_value);
+            // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+            // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+            drop(unknown_value);
         }
         Ok(Self {
             group_id,

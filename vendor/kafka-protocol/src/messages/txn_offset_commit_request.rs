@@ -310,7 +310,9 @@ impl Decodable for TxnOffsetCommitRequest {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 let unknown_value = buf.try_get_bytes(size as usize)?;
-                unknown_tagged_fields.insert(tag as i32, unknown_value);
+                // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+                // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+                drop(unknown_value);
             }
         }
         Ok(Self {
@@ -508,7 +510,9 @@ impl Decodable for TxnOffsetCommitRequestPartition {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 let unknown_value = buf.try_get_bytes(size as usize)?;
-                unknown_tagged_fields.insert(tag as i32, unknown_value);
+                // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+                // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+                drop(unknown_value);
             }
         }
         Ok(Self {
@@ -669,7 +673,9 @@ impl Decodable for TxnOffsetCommitRequestTopic {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 let unknown_value = buf.try_get_bytes(size as usize)?;
-                unknown_tagged_fields.insert(tag as i32, unknown_value);
+                // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+                // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+                drop(unknown_value);
             }
         }
         Ok(Self {

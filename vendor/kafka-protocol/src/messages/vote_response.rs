@@ -183,7 +183,9 @@ impl Decodable for NodeEndpoint {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
-            unknown_tagged_fields.insert(tag as i32, unknown_value);
+            // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+            // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+            drop(unknown_value);
         }
         Ok(Self {
             node_id,
@@ -362,7 +364,9 @@ impl Decodable for PartitionData {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
-            unknown_tagged_fields.insert(tag as i32, unknown_value);
+            // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+            // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+            drop(unknown_value);
         }
         Ok(Self {
             partition_index,
@@ -495,7 +499,9 @@ impl Decodable for TopicData {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
-            unknown_tagged_fields.insert(tag as i32, unknown_value);
+            // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+            // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+            drop(unknown_value);
         }
         Ok(Self {
             topic_name,
@@ -684,7 +690,9 @@ impl Decodable for VoteResponse {
                 }
                 _ => {
                     let unknown_value = buf.try_get_bytes(size as usize)?;
-                    unknown_tagged_fields.insert(tag as i32, unknown_value);
+                    // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+                    // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+                    drop(unknown_value);
                 }
             }
         }

@@ -170,7 +170,9 @@ impl Decodable for PartitionData {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
-            unknown_tagged_fields.insert(tag as i32, unknown_value);
+            // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+            // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+            drop(unknown_value);
         }
         Ok(Self {
             partition,
@@ -336,7 +338,9 @@ impl Decodable for StateBatch {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
-            unknown_tagged_fields.insert(tag as i32, unknown_value);
+            // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+            // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+            drop(unknown_value);
         }
         Ok(Self {
             first_offset,
@@ -466,7 +470,9 @@ impl Decodable for WriteShareGroupStateRequest {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
-            unknown_tagged_fields.insert(tag as i32, unknown_value);
+            // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+            // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+            drop(unknown_value);
         }
         Ok(Self {
             group_id,
@@ -593,7 +599,9 @@ impl Decodable for WriteStateData {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
-            unknown_tagged_fields.insert(tag as i32, unknown_value);
+            // Sluice: unknown tagged fields are skipped, not kept (a BTreeMap node per
+            // struct let a small request hold ~100x its size); Sluice never re-encodes them.
+            drop(unknown_value);
         }
         Ok(Self {
             topic_id,

@@ -985,8 +985,11 @@ impl<T, E: Decoder<T>> Decoder<Option<Vec<T>>> for Array<E> {
         match Int32.decode(buf)? {
             -1 => Ok(None),
             n if n >= 0 => {
-                // Sluice: the count comes from the wire; never reserve more than the bytes left.
-                let mut result = Vec::with_capacity((n as usize).min(buf.remaining()));
+                // Sluice: the count comes from the wire; never reserve more memory than
+                // the bytes left (each element takes at least one byte on the wire).
+                let mut result = Vec::with_capacity(
+                    (n as usize).min(buf.remaining() / std::mem::size_of::<T>().max(1)),
+                );
                 for _ in 0..n {
                     result.push(self.0.decode(buf)?);
                 }
@@ -1094,8 +1097,11 @@ impl<T, E: Decoder<T>> Decoder<Option<Vec<T>>> for CompactArray<E> {
         match UnsignedVarInt.decode(buf)? {
             0 => Ok(None),
             n => {
-                // Sluice: the count comes from the wire; never reserve more than the bytes left.
-                let mut result = Vec::with_capacity(((n - 1) as usize).min(buf.remaining()));
+                // Sluice: the count comes from the wire; never reserve more memory than
+                // the bytes left (each element takes at least one byte on the wire).
+                let mut result = Vec::with_capacity(
+                    ((n - 1) as usize).min(buf.remaining() / std::mem::size_of::<T>().max(1)),
+                );
                 for _ in 1..n {
                     result.push(self.0.decode(buf)?);
                 }
