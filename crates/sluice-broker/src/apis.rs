@@ -120,14 +120,20 @@ pub fn check_version(api_key: ApiKey, version: i16) -> Result<(), Outcome> {
 }
 
 /// Routes one decoded request to its handler.
+///
+/// The header is taken by value and dropped before the handler runs, and nothing else
+/// keeps a reference to the frame, so a Produce request's records can be appended
+/// without a copy when they are the frame's only remaining user.
 pub async fn dispatch(
     broker: Arc<Broker>,
     listener: Arc<str>,
     api_key: ApiKey,
-    header: &RequestHeader,
+    header: RequestHeader,
     mut body: Bytes,
 ) -> Outcome {
     let version = header.request_api_version;
+    let client_id = header.client_id.as_ref().map(|c| c.to_string());
+    drop(header);
     if api_key == ApiKey::ApiVersions {
         let (min, max) = supported_versions(api_key).expect("ApiVersions is served");
         return api_versions(version, min, max, &mut body);
@@ -139,7 +145,7 @@ pub async fn dispatch(
         broker,
         listener,
         version,
-        client_id: header.client_id.as_ref().map(|c| c.to_string()),
+        client_id,
     };
     handlers::handle(context, api_key, body).await
 }

@@ -2,8 +2,8 @@
 //! connection reading requests and one handling them and writing the responses.
 //!
 //! - Requests on a connection are pipelined: the reader reads ahead up to
-//!   `max_in_flight_requests` frames (a full queue stops reading, which backpressures the
-//!   client), and the handler serves them one at a time in arrival order, so responses
+//!   `max_in_flight_requests` frames (default 1; a full queue stops reading, which
+//!   backpressures the client), and the handler serves them one at a time in arrival order, so responses
 //!   leave in request order and a producer's pipelined batches are appended in the
 //!   order it sent them. Connections are served in parallel.
 //! - A frame larger than `socket.request.max.bytes`, a negative size, a header that does
@@ -34,7 +34,10 @@ use crate::broker::Broker;
 pub struct NetworkConfig {
     /// `socket.request.max.bytes`: the largest request frame accepted.
     pub socket_request_max_bytes: usize,
-    /// Requests read but not yet answered, per connection.
+    /// Requests read ahead of the one being handled, per connection. Each may be as
+    /// large as `socket.request.max.bytes`, so this bounds a connection's memory; one
+    /// is enough to overlap reading the next request with handling the current (Kafka
+    /// reads none ahead: it mutes a connection while a request is in progress).
     pub max_in_flight_requests: usize,
 }
 
@@ -42,7 +45,7 @@ impl Default for NetworkConfig {
     fn default() -> Self {
         NetworkConfig {
             socket_request_max_bytes: 104_857_600,
-            max_in_flight_requests: 100,
+            max_in_flight_requests: 1,
         }
     }
 }
@@ -236,7 +239,8 @@ async fn handle_frame(
     let Ok(api_key) = ApiKey::try_from(api_key_id) else {
         return close(format!("unknown API key {api_key_id}"));
     };
-    let mut body = frame.clone();
+    // The body takes the frame itself (no second reference to it).
+    let mut body = frame;
     let header = match RequestHeader::decode(&mut body, api_key.request_header_version(version)) {
         Ok(header) => header,
         // An ApiVersions request of a version newer than any known still gets its
@@ -251,7 +255,7 @@ async fn handle_frame(
         }
         Err(error) => return close(format!("malformed {api_key:?} v{version} header: {error}")),
     };
-    match apis::dispatch(broker, listener, api_key, &header, body).await {
+    match apis::dispatch(broker, listener, api_key, header, body).await {
         Outcome::Respond {
             body,
             response_version,

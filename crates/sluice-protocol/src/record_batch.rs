@@ -601,7 +601,7 @@ impl Cursor<'_> {
         let byte = *self
             .data
             .get(self.position)
-            .ok_or(BatchError::InvalidRecord {
+            .ok_or_else(|| BatchError::InvalidRecord {
                 index: self.index,
                 reason: format!("record ends before its {field}"),
             })?;

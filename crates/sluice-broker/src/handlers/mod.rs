@@ -37,6 +37,8 @@ pub async fn handle(context: RequestContext, api_key: ApiKey, mut body: Bytes) -
                 Ok(request) => request,
                 Err(outcome) => return outcome,
             };
+            // What is left of the frame (nothing) must not keep it shared.
+            drop(body);
             match produce::produce(&context, request).await {
                 Some(response) => respond(&response, version),
                 None => Outcome::NoResponse,

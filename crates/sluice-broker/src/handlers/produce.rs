@@ -42,21 +42,37 @@ pub async fn produce(context: &RequestContext, request: ProduceRequest) -> Optio
     let broker = &context.broker;
     let acks = request.acks;
     let image = broker.image();
-    let mut responses = Vec::with_capacity(request.topic_data.len());
-    for topic in request.topic_data {
+    let ProduceRequest {
+        topic_data,
+        transactional_id,
+        ..
+    } = request;
+    drop(transactional_id);
+    let mut responses = Vec::with_capacity(topic_data.len());
+    for topic in topic_data {
+        // The name is a slice of the request frame: copy it out and drop it, so a
+        // partition's records can be the frame's only user (appended without a copy).
+        let produce_request::TopicProduceData {
+            name: wire_name,
+            topic_id,
+            partition_data,
+            ..
+        } = topic;
+        let name = wire_name.0.to_string();
+        drop(wire_name);
         // v13 names topics by id.
         let found = if version >= 13 {
-            image.topic_by_id(&from_uuid(&topic.topic_id))
+            image.topic_by_id(&from_uuid(&topic_id))
         } else {
-            image.topic(&topic.name.0)
+            image.topic(&name)
         };
         let unknown_topic = if version >= 13 {
             errors::UNKNOWN_TOPIC_ID
         } else {
             errors::UNKNOWN_TOPIC_OR_PARTITION
         };
-        let mut partitions = Vec::with_capacity(topic.partition_data.len());
-        for partition in topic.partition_data {
+        let mut partitions = Vec::with_capacity(partition_data.len());
+        for partition in partition_data {
             let index = partition.index;
             let result = if !matches!(acks, -1..=1) {
                 Err(refused(
@@ -111,9 +127,9 @@ pub async fn produce(context: &RequestContext, request: ProduceRequest) -> Optio
         }
         let mut response = TopicProduceResponse::default().with_partition_responses(partitions);
         response = if version >= 13 {
-            response.with_topic_id(topic.topic_id)
+            response.with_topic_id(topic_id)
         } else {
-            response.with_name(topic_name(topic.name.0.to_string()))
+            response.with_name(topic_name(name))
         };
         responses.push(response);
     }
@@ -182,13 +198,23 @@ fn append(
             "Control records cannot be produced by clients",
         ));
     }
-    batch.verify_crc().map_err(corrupt)?;
+    // validate() checks the CRC first, then every record.
     batch.validate().map_err(corrupt)?;
     if timestamp_type == TimestampType::CreateTime {
         let (before_max, after_max) = replica.timestamp_bounds();
         check_timestamps(&batch, before_max, after_max)?;
     }
-    let mut bytes = BytesMut::from(&records[..]);
+    // `batch` shares the records; drop it so `records` can be unique, and take the bytes
+    // over without a copy when it is (a request with one partition), else copy them.
+    drop(batch);
+    drop(found);
+    let mut bytes = records.try_into_mut().unwrap_or_else(|shared| {
+        tracing::debug!(
+            bytes = shared.len(),
+            "records shared with the frame: copied"
+        );
+        BytesMut::from(&shared[..])
+    });
     let now = sluice_storage::now_ms();
     let mut log = sluice_storage::lock(&replica.log);
     let info = log
@@ -259,4 +285,81 @@ fn check_timestamps(batch: &RecordBatch, before_max: i64, after_max: i64) -> Res
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::{Bytes, BytesMut};
+
+    /// What `append` relies on to skip a copy: the records of a request's only
+    /// partition, once nothing else refers to the frame, become mutable in place.
+    #[test]
+    fn a_unique_slice_of_a_frame_is_taken_over_without_a_copy() {
+        let mut frame = BytesMut::with_capacity(1024);
+        frame.extend_from_slice(&[7u8; 1024]);
+        let mut frame: Bytes = frame.freeze();
+        let header = frame.split_to(24);
+        let records = frame.split_to(1000);
+        let address = records.as_ptr();
+        let shared = records.clone();
+        let records = records.try_into_mut().expect_err("shared: must copy");
+        drop((shared, header, frame));
+        let records = records.try_into_mut().expect("unique now");
+        assert_eq!(records.as_ptr(), address, "the same memory, not a copy");
+    }
+}
+
+#[cfg(test)]
+mod frame_tests {
+    use bytes::{Bytes, BytesMut};
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    use kafka_protocol::messages::{ProduceRequest, RequestHeader, TopicName};
+    use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+
+    #[test]
+    fn decoded_records_of_a_one_partition_request_are_unique() {
+        let request = ProduceRequest::default().with_acks(1).with_topic_data(vec![
+            TopicProduceData::default()
+                .with_name(TopicName(StrBytes::from_static_str("t")))
+                .with_partition_data(vec![
+                    PartitionProduceData::default()
+                        .with_index(0)
+                        .with_records(Some(Bytes::from(vec![1u8; 500]))),
+                ]),
+        ]);
+        let mut out = BytesMut::new();
+        RequestHeader::default()
+            .with_request_api_key(0)
+            .with_request_api_version(9)
+            .with_client_id(Some(StrBytes::from_static_str("c")))
+            .encode(&mut out, 2)
+            .unwrap();
+        request.encode(&mut out, 9).unwrap();
+        let mut frame = BytesMut::with_capacity(out.len());
+        frame.extend_from_slice(&out);
+        let mut body = frame.freeze();
+        let header = RequestHeader::decode(&mut body, 2).unwrap();
+        drop(header);
+        let decoded = ProduceRequest::decode(&mut body, 9).unwrap();
+        drop(body);
+        let ProduceRequest {
+            topic_data,
+            transactional_id,
+            ..
+        } = decoded;
+        drop(transactional_id);
+        let mut records = None;
+        for topic in topic_data {
+            let TopicProduceData {
+                name,
+                partition_data,
+                ..
+            } = topic;
+            drop(name);
+            for partition in partition_data {
+                records = partition.records;
+            }
+        }
+        assert!(records.unwrap().try_into_mut().is_ok());
+    }
 }
