@@ -98,6 +98,15 @@ fn check_assignment(brokers: &[i32], replicas: &[i32]) -> Result<(), Refusal> {
     Ok(())
 }
 
+/// The topic names a request lists more than once (each gets INVALID_REQUEST).
+fn duplicate_names<'a>(names: impl Iterator<Item = &'a TopicName>) -> HashSet<String> {
+    let mut seen = HashSet::new();
+    names
+        .map(|n| n.0.to_string())
+        .filter(|n| !seen.insert(n.clone()))
+        .collect()
+}
+
 /// The records creating one topic, or why it cannot be created.
 struct NewTopic {
     name: String,
@@ -253,13 +262,7 @@ pub async fn create_topics(
     let broker = &context.broker;
     let version = context.version;
     let _controller = broker.controller_lock();
-    let mut seen = HashSet::new();
-    let duplicates: HashSet<String> = request
-        .topics
-        .iter()
-        .map(|t| t.name.0.to_string())
-        .filter(|n| !seen.insert(n.clone()))
-        .collect();
+    let duplicates = duplicate_names(request.topics.iter().map(|t| &t.name));
     let mut results = Vec::new();
     for topic in &request.topics {
         let name = topic.name.0.to_string();
@@ -399,13 +402,7 @@ pub async fn create_partitions(
 ) -> CreatePartitionsResponse {
     let broker = &context.broker;
     let _controller = broker.controller_lock();
-    let mut seen = HashSet::new();
-    let duplicates: HashSet<String> = request
-        .topics
-        .iter()
-        .map(|t| t.name.0.to_string())
-        .filter(|n| !seen.insert(n.clone()))
-        .collect();
+    let duplicates = duplicate_names(request.topics.iter().map(|t| &t.name));
     let mut results = Vec::new();
     for topic in &request.topics {
         let name = topic.name.0.to_string();

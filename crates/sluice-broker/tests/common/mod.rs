@@ -93,6 +93,17 @@ impl Wire {
         request: &R,
         version: i16,
     ) -> i32 {
+        self.try_send(request, version)
+            .await
+            .expect("the request is written")
+    }
+
+    /// Sends `request`; `None` when the connection fails.
+    pub async fn try_send<R: kafka_protocol::protocol::Request>(
+        &mut self,
+        request: &R,
+        version: i16,
+    ) -> Option<i32> {
         use bytes::BufMut;
         use kafka_protocol::protocol::Encodable;
         use tokio::io::AsyncWriteExt;
@@ -114,8 +125,8 @@ impl Wire {
         let mut frame = bytes::BytesMut::with_capacity(4 + body.len());
         frame.put_i32(body.len() as i32);
         frame.extend_from_slice(&body);
-        self.stream.write_all(&frame).await.unwrap();
-        correlation_id
+        self.stream.write_all(&frame).await.ok()?;
+        Some(correlation_id)
     }
 
     /// Reads one response frame: (correlation id, body after the response header).
@@ -124,21 +135,32 @@ impl Wire {
         api_key: kafka_protocol::messages::ApiKey,
         version: i16,
     ) -> (i32, R) {
+        self.try_receive(api_key, version)
+            .await
+            .expect("a response arrives")
+    }
+
+    /// Reads one response frame; `None` when the connection fails.
+    pub async fn try_receive<R: kafka_protocol::protocol::Decodable>(
+        &mut self,
+        api_key: kafka_protocol::messages::ApiKey,
+        version: i16,
+    ) -> Option<(i32, R)> {
         use kafka_protocol::protocol::Decodable;
         use tokio::io::AsyncReadExt;
-        let size = self.stream.read_i32().await.unwrap();
+        let size = self.stream.read_i32().await.ok()?;
         let mut frame = vec![0u8; size as usize];
-        self.stream.read_exact(&mut frame).await.unwrap();
+        self.stream.read_exact(&mut frame).await.ok()?;
         let mut frame = bytes::Bytes::from(frame);
         let header = kafka_protocol::messages::ResponseHeader::decode(
             &mut frame,
             api_key.response_header_version(version),
         )
         .unwrap();
-        (
+        Some((
             header.correlation_id,
             R::decode(&mut frame, version).unwrap(),
-        )
+        ))
     }
 
     /// Sends a request and reads its response.
@@ -160,36 +182,11 @@ impl Wire {
         request: &Q,
         version: i16,
     ) -> Option<Q::Response> {
-        use bytes::BufMut;
-        use kafka_protocol::protocol::{Decodable, Encodable};
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let correlation_id = self.next_correlation_id;
-        self.next_correlation_id += 1;
+        let correlation_id = self.try_send(request, version).await?;
         let api_key = kafka_protocol::messages::ApiKey::try_from(Q::KEY).unwrap();
-        let header = kafka_protocol::messages::RequestHeader::default()
-            .with_request_api_key(Q::KEY)
-            .with_request_api_version(version)
-            .with_correlation_id(correlation_id);
-        let mut body = bytes::BytesMut::new();
-        header
-            .encode(&mut body, api_key.request_header_version(version))
-            .unwrap();
-        request.encode(&mut body, version).unwrap();
-        let mut frame = bytes::BytesMut::with_capacity(4 + body.len());
-        frame.put_i32(body.len() as i32);
-        frame.extend_from_slice(&body);
-        self.stream.write_all(&frame).await.ok()?;
-        let size = self.stream.read_i32().await.ok()?;
-        let mut frame = vec![0u8; size as usize];
-        self.stream.read_exact(&mut frame).await.ok()?;
-        let mut frame = bytes::Bytes::from(frame);
-        let header = kafka_protocol::messages::ResponseHeader::decode(
-            &mut frame,
-            api_key.response_header_version(version),
-        )
-        .unwrap();
-        assert_eq!(header.correlation_id, correlation_id);
-        Some(Q::Response::decode(&mut frame, version).unwrap())
+        let (received, response) = self.try_receive(api_key, version).await?;
+        assert_eq!(received, correlation_id);
+        Some(response)
     }
 
     /// Whether the broker closed the connection (read returns end of stream).
