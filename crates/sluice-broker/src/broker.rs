@@ -390,6 +390,13 @@ impl Broker {
         Ok(())
     }
 
+    /// The metadata log's (end offset, epoch), as the quorum reports them.
+    pub fn metadata_log_status(&self) -> Option<(i64, i32)> {
+        guard(&self.metadata)
+            .as_ref()
+            .map(|log| (log.end_offset(), log.epoch()))
+    }
+
     /// Hands out one producer id, taking a new block through the metadata log when the
     /// current one is used up (so ids stay unique across restarts).
     pub fn allocate_producer_id(&self) -> Result<i64, BrokerError> {

@@ -273,6 +273,7 @@ fn request_frame(api_key: ApiKey, version: i16, correlation_id: i32) -> Result<V
         ApiKey::CreatePartitions => create_partitions().encode(&mut out, v),
         ApiKey::IncrementalAlterConfigs => incremental_alter_configs().encode(&mut out, v),
         ApiKey::DescribeCluster => describe_cluster(v).encode(&mut out, v),
+        ApiKey::DescribeQuorum => describe_quorum().encode(&mut out, v),
         ApiKey::DescribeTopicPartitions => describe_topic_partitions().encode(&mut out, v),
         other => {
             return Err(format!(
@@ -604,6 +605,16 @@ fn incremental_alter_configs() -> IncrementalAlterConfigsRequest {
                 ]),
         ])
         .with_validate_only(false)
+}
+
+fn describe_quorum() -> DescribeQuorumRequest {
+    DescribeQuorumRequest::default().with_topics(vec![
+        describe_quorum_request::TopicData::default()
+            .with_topic_name(TopicName(text("__cluster_metadata")))
+            .with_partitions(vec![
+                describe_quorum_request::PartitionData::default().with_partition_index(0),
+            ]),
+    ])
 }
 
 fn describe_cluster(version: i16) -> DescribeClusterRequest {

@@ -1001,6 +1001,7 @@ async fn every_api_answers_at_every_advertised_version() {
         DescribeLogDirsRequest::default().with_topics(None)
     );
     each_version!(ApiKey::DescribeCluster, DescribeClusterRequest::default());
+    each_version!(ApiKey::DescribeQuorum, quorum_request("__cluster_metadata"));
     each_version!(
         ApiKey::DescribeTopicPartitions,
         DescribeTopicPartitionsRequest::default()
@@ -1047,6 +1048,56 @@ async fn pipelined_produce_requests_are_appended_in_order() {
                 .unwrap()
         ),
         sent
+    );
+    node.stop().await;
+}
+
+fn quorum_request(topic: &str) -> DescribeQuorumRequest {
+    DescribeQuorumRequest::default().with_topics(vec![
+        describe_quorum_request::TopicData::default()
+            .with_topic_name(name(topic))
+            .with_partitions(vec![
+                describe_quorum_request::PartitionData::default().with_partition_index(0),
+            ]),
+    ])
+}
+
+/// DescribeQuorum: the single node leads a quorum of one; the high watermark follows
+/// each metadata write.
+#[tokio::test]
+async fn describe_quorum_reports_the_single_voter() {
+    let node = TestNode::start(&[]).await;
+    let mut wire = Wire::connect(node.address).await;
+    let before: DescribeQuorumResponse = wire.call(&quorum_request("__cluster_metadata"), 2).await;
+    let p = &before.topics[0].partitions[0];
+    assert_eq!(
+        (
+            before.error_code,
+            p.error_code,
+            p.leader_id.0,
+            p.leader_epoch
+        ),
+        (0, 0, 1, 1)
+    );
+    assert_eq!(p.current_voters.len(), 1);
+    assert_eq!(p.current_voters[0].replica_id.0, 1);
+    assert_eq!(p.current_voters[0].log_end_offset, p.high_watermark);
+    assert!(
+        !p.current_voters[0].replica_directory_id.is_nil(),
+        "v2 names the directory"
+    );
+    assert!(p.observers.is_empty());
+    create(&mut wire, "q", 2, &[]).await;
+    let after: DescribeQuorumResponse = wire.call(&quorum_request("__cluster_metadata"), 2).await;
+    assert_eq!(
+        after.topics[0].partitions[0].high_watermark,
+        p.high_watermark + 3,
+        "a topic and its two partitions are three records"
+    );
+    let wrong: DescribeQuorumResponse = wire.call(&quorum_request("orders"), 1).await;
+    assert_eq!(
+        wrong.topics[0].partitions[0].error_code, 3,
+        "UNKNOWN_TOPIC_OR_PARTITION"
     );
     node.stop().await;
 }

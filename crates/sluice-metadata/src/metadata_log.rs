@@ -97,6 +97,11 @@ impl MetadataLog {
         Ok(MetadataLog { log, image, epoch })
     }
 
+    /// The leader epoch this log appends at (the quorum's epoch).
+    pub fn epoch(&self) -> i32 {
+        self.epoch
+    }
+
     pub fn image(&self) -> &MetadataImage {
         &self.image
     }

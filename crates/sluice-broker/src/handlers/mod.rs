@@ -9,6 +9,7 @@ mod metadata;
 mod offsets;
 mod produce;
 mod producer_id;
+mod quorum;
 mod topics;
 
 use bytes::Bytes;
@@ -68,6 +69,7 @@ pub async fn handle(context: RequestContext, api_key: ApiKey, mut body: Bytes) -
         }
         ApiKey::DescribeLogDirs => serve!(DescribeLogDirsRequest, log_dirs::describe_log_dirs),
         ApiKey::DescribeCluster => serve!(DescribeClusterRequest, metadata::describe_cluster),
+        ApiKey::DescribeQuorum => serve!(DescribeQuorumRequest, quorum::describe_quorum),
         ApiKey::DescribeTopicPartitions => serve!(
             DescribeTopicPartitionsRequest,
             metadata::describe_topic_partitions
@@ -113,6 +115,7 @@ pub fn decode_request(api_key: ApiKey, version: i16, body: &mut Bytes) -> Result
         }
         ApiKey::DescribeLogDirs => check::<DescribeLogDirsRequest>(api_key, version, body),
         ApiKey::DescribeCluster => check::<DescribeClusterRequest>(api_key, version, body),
+        ApiKey::DescribeQuorum => check::<DescribeQuorumRequest>(api_key, version, body),
         ApiKey::DescribeTopicPartitions => {
             check::<DescribeTopicPartitionsRequest>(api_key, version, body)
         }
