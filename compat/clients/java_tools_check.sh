@@ -9,6 +9,7 @@
 #   kafka-console-producer org.apache.kafka.tools.ConsoleProducer   keys, headers, gzip
 #   kafka-console-consumer org.apache.kafka.tools.consumer.ConsoleConsumer --partition 0 --offset earliest (no group)
 #   kafka-get-offsets     org.apache.kafka.tools.GetOffsetShell
+#   kafka-metadata-quorum org.apache.kafka.tools.MetadataQuorumCommand
 #
 # Every output is compared exactly (a new topic's random TopicId and the broker-wide part
 # of the Configs: column excepted). One PASS/FAIL line per check; exits 1 if any failed.
@@ -138,6 +139,17 @@ run "kafka-get-offsets" "$partitions|$produce" "$topic:0:3
 $topic:1:0
 $topic:2:0
 " org.apache.kafka.tools.GetOffsetShell --topic "$topic"
+
+# The metadata quorum as Kafka's kafka-metadata-quorum tool sees it (DescribeQuorum):
+# a single node leads a quorum of one and has no observers.
+quorum_filter() {
+  grep -E '^(LeaderId|CurrentVoters|CurrentObservers):' \
+    | sed -E 's/:[[:space:]]+/: /; s/^CurrentVoters: \[\{"id": ([0-9]+).*\]$/CurrentVoters: [\1]/'
+}
+FILTER=quorum_filter run "kafka-metadata-quorum describe --status" "" "LeaderId: 1
+CurrentVoters: [1]
+CurrentObservers: []
+" org.apache.kafka.tools.MetadataQuorumCommand describe --status
 
 delete="kafka-topics --delete"
 run "$delete" "$create" "" $TOPICS --delete --topic "$topic"

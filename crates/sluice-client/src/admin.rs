@@ -14,7 +14,10 @@ use base64::Engine;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
-use kafka_protocol::messages::{CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest};
+use kafka_protocol::messages::{
+    CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest, DescribeQuorumRequest,
+    describe_quorum_request,
+};
 use kafka_protocol::protocol::StrBytes;
 
 use crate::client::{Client, Target, topic_name};
@@ -372,4 +375,76 @@ fn unanswered<T>(names: &[String]) -> TopicResults<T> {
 
 fn ids(brokers: &[kafka_protocol::messages::BrokerId]) -> Vec<i32> {
     brokers.iter().map(|broker| broker.0).collect()
+}
+
+/// One replica of the metadata quorum (DescribeQuorum's ReplicaState).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuorumReplica {
+    pub id: i32,
+    /// Base64 (Kafka's form) of the replica's log directory id; empty before v2.
+    pub directory_id: String,
+    pub log_end_offset: i64,
+    /// -1 when unknown.
+    pub last_fetch_timestamp: i64,
+    pub last_caught_up_timestamp: i64,
+}
+
+/// The metadata quorum's state, as `kafka-metadata-quorum describe` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuorumInfo {
+    pub leader_id: i32,
+    pub leader_epoch: i32,
+    pub high_watermark: i64,
+    pub voters: Vec<QuorumReplica>,
+    pub observers: Vec<QuorumReplica>,
+}
+
+impl Admin {
+    /// The state of the metadata quorum (`__cluster_metadata-0`), with DescribeQuorum.
+    pub async fn describe_quorum(&self) -> Result<QuorumInfo, Error> {
+        let response = self
+            .client
+            .send(Target::Any, |_| {
+                DescribeQuorumRequest::default().with_topics(vec![
+                    describe_quorum_request::TopicData::default()
+                        .with_topic_name(topic_name("__cluster_metadata"))
+                        .with_partitions(vec![
+                            describe_quorum_request::PartitionData::default()
+                                .with_partition_index(0),
+                        ]),
+                ])
+            })
+            .await?;
+        ErrorCode(response.error_code).check(response.error_message.as_deref())?;
+        let partition = response
+            .topics
+            .into_iter()
+            .flat_map(|t| t.partitions)
+            .next()
+            .ok_or_else(|| Error::Protocol {
+                address: String::new(),
+                reason: "DescribeQuorum answered no partition".into(),
+            })?;
+        ErrorCode(partition.error_code).check(partition.error_message.as_deref())?;
+        let replica =
+            |r: kafka_protocol::messages::describe_quorum_response::ReplicaState| QuorumReplica {
+                id: r.replica_id.0,
+                directory_id: if r.replica_directory_id.is_nil() {
+                    String::new()
+                } else {
+                    base64::engine::general_purpose::URL_SAFE_NO_PAD
+                        .encode(r.replica_directory_id.as_bytes())
+                },
+                log_end_offset: r.log_end_offset,
+                last_fetch_timestamp: r.last_fetch_timestamp,
+                last_caught_up_timestamp: r.last_caught_up_timestamp,
+            };
+        Ok(QuorumInfo {
+            leader_id: partition.leader_id.0,
+            leader_epoch: partition.leader_epoch,
+            high_watermark: partition.high_watermark,
+            voters: partition.current_voters.into_iter().map(replica).collect(),
+            observers: partition.observers.into_iter().map(replica).collect(),
+        })
+    }
 }

@@ -45,6 +45,7 @@ pub const IMPLEMENTED_VERSIONS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::CreateTopics, 2, 7),
     (ApiKey::DeleteTopics, 1, 6),
     (ApiKey::DescribeConfigs, 1, 4),
+    (ApiKey::DescribeQuorum, 0, 2),
 ];
 
 /// The range of `api_key` this client implements, if it implements it.

@@ -14,8 +14,8 @@ mod connection;
 mod error;
 
 pub use admin::{
-    Admin, ConfigEntry, ConfigSource, CreatedTopic, NewTopic, PartitionInfo, TopicDescription,
-    TopicId, TopicListing, TopicResults,
+    Admin, ConfigEntry, ConfigSource, CreatedTopic, NewTopic, PartitionInfo, QuorumInfo,
+    QuorumReplica, TopicDescription, TopicId, TopicListing, TopicResults,
 };
 pub use client::{Client, Target};
 pub use config::ClientConfig;

@@ -2,8 +2,10 @@
 //!
 //! `sluice server` runs a single-node broker that Kafka clients and tools use;
 //! `sluice dump-log` prints segment files as Kafka's DumpLogSegments does;
-//! `sluice topic` manages topics on a running cluster as Kafka's `kafka-topics.sh` does.
+//! `sluice topic` manages topics on a running cluster as Kafka's `kafka-topics.sh` does;
+//! `sluice cluster status` shows the metadata quorum as `kafka-metadata-quorum.sh` does.
 
+mod cluster;
 mod dump_log;
 mod topic;
 
@@ -61,6 +63,20 @@ enum Command {
         #[command(subcommand)]
         command: topic::TopicCommand,
     },
+    /// The cluster's metadata quorum, over the wire as Kafka's
+    /// `kafka-metadata-quorum.sh describe --status --replication` shows it.
+    Cluster {
+        /// The cluster's `host:port` addresses, comma-separated.
+        #[arg(
+            long,
+            global = true,
+            default_value = "127.0.0.1:9092",
+            value_delimiter = ','
+        )]
+        bootstrap_server: Vec<String>,
+        #[command(subcommand)]
+        command: cluster::ClusterCommand,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -103,6 +119,16 @@ fn main() -> anyhow::Result<()> {
         } => {
             if let Err(error) = topic::run(&bootstrap_server, command) {
                 eprintln!("sluice topic: {error:#}");
+                std::process::exit(1);
+            }
+            Ok(())
+        }
+        Command::Cluster {
+            bootstrap_server,
+            command,
+        } => {
+            if let Err(error) = cluster::run(&bootstrap_server, command) {
+                eprintln!("sluice cluster: {error:#}");
                 std::process::exit(1);
             }
             Ok(())

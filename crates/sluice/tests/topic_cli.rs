@@ -233,3 +233,41 @@ fn an_unreachable_cluster_is_a_clear_error() {
         "{stderr}"
     );
 }
+
+#[test]
+fn cluster_status_shows_the_quorum_of_one() {
+    let server = Server::start();
+    server.ok(&["create", "status-topic", "--partitions", "2"]);
+    let output = Command::new(SLUICE)
+        .args(["cluster", "--bootstrap-server", &server.address, "status"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("LeaderId:               1\n"), "{stdout}");
+    assert!(stdout.contains("LeaderEpoch:            1\n"), "{stdout}");
+    assert!(stdout.contains("CurrentVoters:          [1]\n"), "{stdout}");
+    assert!(stdout.contains("CurrentObservers:       []\n"), "{stdout}");
+    let high_watermark: i64 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("HighWatermark:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // Bootstrap (2 records), the registration, the topic and its 2 partitions.
+    assert!(high_watermark >= 6, "{stdout}");
+    let leader_row = stdout.lines().find(|l| l.ends_with("\tLeader")).unwrap();
+    let columns: Vec<&str> = leader_row.split('\t').collect();
+    assert_eq!(columns[0], "1");
+    assert_eq!(
+        columns[2],
+        high_watermark.to_string(),
+        "the leader's log end"
+    );
+    assert_eq!(columns[3], "0", "no lag");
+}
