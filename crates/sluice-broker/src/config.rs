@@ -183,6 +183,8 @@ const DEFINITIONS: &[Definition] = &[
         Some("1000"),
     ),
     def("num.network.threads", Kind::Int { min: 1 }, Some("3")),
+    // Sluice's own: where the Prometheus endpoint listens; empty turns it off.
+    def("metrics.listener", Kind::Text, Some("127.0.0.1:9404")),
     def(
         "num.recovery.threads.per.data.dir",
         Kind::Int { min: 1 },

@@ -7,7 +7,7 @@
 //! - [`broker`]: the shared state (metadata image, local replicas, the metadata log
 //!   writer); [`fetch_session`]: KIP-227 incremental fetch sessions.
 //! - [`node`]: runs a node (`sluice server`): log directories, metadata log, listeners,
-//!   periodic log tasks, clean shutdown.
+//!   periodic log tasks, clean shutdown; [`metrics`]: the Prometheus `/metrics` endpoint.
 
 pub mod apis;
 pub mod broker;
@@ -17,6 +17,7 @@ pub mod fetch_session;
 #[doc(hidden)]
 pub mod fuzzing;
 mod handlers;
+pub mod metrics;
 pub mod network;
 pub mod node;
 pub mod properties;

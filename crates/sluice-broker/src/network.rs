@@ -13,7 +13,8 @@
 //!   bounded by `socket.request.max.bytes`; nothing is read ahead of that.
 //!
 //! What it costs: one allocation and one `read` (or a few) per request frame, one
-//! `write` per response, one task wake-up per request.
+//! `write` per response, one task wake-up per request, and the request's metrics (two
+//! clock reads and three relaxed atomics, see [`crate::metrics`]).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -28,6 +29,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::apis::{self, Outcome};
 use crate::broker::Broker;
+use crate::metrics::RequestMetrics;
 
 /// Bounds of one connection.
 #[derive(Debug, Clone)]
@@ -56,6 +58,7 @@ pub struct Server {
     config: Arc<NetworkConfig>,
     broker: Arc<Broker>,
     name: Arc<str>,
+    metrics: Arc<RequestMetrics>,
 }
 
 impl Server {
@@ -72,7 +75,15 @@ impl Server {
             config: Arc::new(config),
             broker,
             name: Arc::from(name),
+            metrics: Arc::default(),
         })
+    }
+
+    /// Records request counts and latencies into `metrics` (shared by a node's
+    /// listeners) instead of a set of its own.
+    pub fn with_request_metrics(mut self, metrics: Arc<RequestMetrics>) -> Server {
+        self.metrics = metrics;
+        self
     }
 
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
@@ -92,6 +103,7 @@ impl Server {
                             self.config.clone(),
                             self.broker.clone(),
                             self.name.clone(),
+                            self.metrics.clone(),
                         ));
                     }
                     Err(error) => tracing::warn!(%error, "accept failed"),
@@ -120,10 +132,13 @@ async fn serve_connection(
     config: Arc<NetworkConfig>,
     broker: Arc<Broker>,
     listener: Arc<str>,
+    metrics: Arc<RequestMetrics>,
 ) {
     let (mut reader, writer) = stream.into_split();
     let (queue, frames) = mpsc::channel::<Bytes>(config.max_in_flight_requests.max(1));
-    let handler = tokio::spawn(handle_in_order(writer, frames, peer, broker, listener));
+    let handler = tokio::spawn(handle_in_order(
+        writer, frames, peer, broker, listener, metrics,
+    ));
     loop {
         let frame = tokio::select! {
             frame = read_frame(&mut reader, config.socket_request_max_bytes) => frame,
@@ -161,13 +176,15 @@ async fn handle_in_order(
     peer: SocketAddr,
     broker: Arc<Broker>,
     listener: Arc<str>,
+    metrics: Arc<RequestMetrics>,
 ) {
     while let Some(frame) = frames.recv().await {
-        let frame = match handle_frame(frame, peer, broker.clone(), listener.clone()).await {
-            Reply::Frame(frame) => frame,
-            Reply::Nothing => continue,
-            Reply::Close => break,
-        };
+        let frame =
+            match handle_frame(frame, peer, broker.clone(), listener.clone(), &metrics).await {
+                Reply::Frame(frame) => frame,
+                Reply::Nothing => continue,
+                Reply::Close => break,
+            };
         if let Err(error) = writer.write_all(&frame).await {
             tracing::debug!(%peer, %error, "write failed; closing connection");
             break;
@@ -222,7 +239,9 @@ async fn handle_frame(
     peer: SocketAddr,
     broker: Arc<Broker>,
     listener: Arc<str>,
+    metrics: &RequestMetrics,
 ) -> Reply {
+    let started = std::time::Instant::now();
     let close = |reason: String| {
         tracing::warn!(%peer, %reason, "closing connection");
         Reply::Close
@@ -255,7 +274,11 @@ async fn handle_frame(
         }
         Err(error) => return close(format!("malformed {api_key:?} v{version} header: {error}")),
     };
-    match apis::dispatch(broker, listener, api_key, header, body).await {
+    let outcome = apis::dispatch(broker, listener, api_key, header, body).await;
+    if !matches!(outcome, Outcome::Close { .. }) {
+        metrics.record(api_key, version, started.elapsed());
+    }
+    match outcome {
         Outcome::Respond {
             body,
             response_version,

@@ -1,8 +1,8 @@
 //! A Sluice node: opens its log directories (stamping each with Kafka's
 //! `meta.properties`: cluster id, node id, directory id), replays the metadata log,
-//! binds its broker listeners, serves until told to stop, then shuts down cleanly (logs
-//! flushed, checkpoints and the clean-shutdown marker written), as `kafka.Kafka` does on
-//! SIGTERM.
+//! binds its broker listeners (and the Prometheus `metrics.listener`), serves until
+//! told to stop, then shuts down cleanly (logs flushed, checkpoints and the
+//! clean-shutdown marker written), as `kafka.Kafka` does on SIGTERM.
 //!
 //! The node keeps its metadata log (`__cluster_metadata-0`) in the first log directory
 //! (Kafka's default for `metadata.log.dir`) and bootstraps it with the
@@ -22,6 +22,7 @@ use tokio::sync::watch;
 
 use crate::broker::{Broker, BrokerError, Endpoint, random_uuid};
 use crate::config::{BrokerConfig, Listener};
+use crate::metrics::{MetricsServer, RequestMetrics};
 use crate::network::{NetworkConfig, Server};
 
 #[derive(Debug, thiserror::Error)]
@@ -125,6 +126,43 @@ fn stamp_log_dir(
     }
 }
 
+/// Binds `metrics.listener`, unless it is empty. A port that cannot be bound fails the
+/// start when the key was set, and only logs an error when it is the default: several
+/// nodes on one host (tests, a laptop cluster) would otherwise all refuse to start over
+/// a port nobody asked for, and serving Kafka matters more than being scraped.
+async fn bind_metrics(
+    config: &BrokerConfig,
+    broker: &Arc<Broker>,
+    request_metrics: &Arc<RequestMetrics>,
+) -> Result<Option<MetricsServer>, NodeError> {
+    let key = "metrics.listener";
+    let error = |reason: String| NodeError::Listener {
+        listener: key.into(),
+        reason,
+    };
+    let Some(address) =
+        crate::metrics::configured_address(config.get(key).unwrap_or("")).map_err(error)?
+    else {
+        return Ok(None);
+    };
+    let bound = MetricsServer::bind(address, broker.clone(), request_metrics.clone())
+        .await
+        .and_then(|server| Ok((server.local_addr()?, server)));
+    match bound {
+        Ok((bound, server)) => {
+            tracing::info!("sluice: metrics on http://{bound}/metrics");
+            Ok(Some(server))
+        }
+        Err(bind_error) if config.is_explicit(key) => {
+            Err(error(format!("cannot bind {address}: {bind_error}")))
+        }
+        Err(bind_error) => {
+            tracing::error!(%address, error = %bind_error, "metrics not served: cannot bind the default metrics.listener");
+            Ok(None)
+        }
+    }
+}
+
 /// Runs the node until `shutdown` turns true. `on_listening` is told each bound address
 /// (the port is the real one when the configuration asked for port 0).
 pub async fn run(
@@ -193,6 +231,7 @@ pub async fn run(
         socket_request_max_bytes: config.socket_request_max_bytes(),
         ..NetworkConfig::default()
     };
+    let request_metrics = Arc::new(RequestMetrics::default());
     let advertised = config.advertised_listeners();
     let mut servers = Vec::new();
     let mut endpoints = Vec::new();
@@ -219,7 +258,8 @@ pub async fn run(
             .map_err(|error| NodeError::Listener {
                 listener: listener.name.clone(),
                 reason: format!("cannot bind {address}: {error}"),
-            })?;
+            })?
+            .with_request_metrics(request_metrics.clone());
         let bound = server.local_addr().map_err(|error| NodeError::Listener {
             listener: listener.name.clone(),
             reason: error.to_string(),
@@ -245,6 +285,9 @@ pub async fn run(
     }
     broker.register(&endpoints, directory_ids)?;
     let mut tasks = Vec::new();
+    if let Some(metrics) = bind_metrics(&config, &broker, &request_metrics).await? {
+        tasks.push(tokio::spawn(metrics.run(shutdown.clone())));
+    }
     for (listener, bound, server) in servers {
         tasks.push(tokio::spawn(server.run(shutdown.clone())));
         on_listening(&listener, bound);

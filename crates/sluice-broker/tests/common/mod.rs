@@ -34,6 +34,8 @@ impl TestNode {
                 "PLAINTEXT://127.0.0.1:0".into(),
             ),
             ("log.dirs".into(), dir.path().display().to_string()),
+            // Any free port: tests run in parallel and must not contend for 9404.
+            ("metrics.listener".into(), "127.0.0.1:0".into()),
         ];
         all.extend(
             overrides

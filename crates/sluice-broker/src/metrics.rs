@@ -1,0 +1,537 @@
+//! The broker's metrics, served as Prometheus text on `GET /metrics` at
+//! `metrics.listener` (default `127.0.0.1:9404`; an empty value turns it off).
+//!
+//! Names follow what the common jmx_exporter rules (`kafka-2_0_0.yml`, lowercased)
+//! make of Kafka's MBeans, so dashboards built for Kafka work unchanged:
+//! `kafka.server<type=ReplicaManager, name=LeaderCount><>Value` is
+//! `kafka_server_replicamanager_leadercount`; a `...PerSec` meter's `Count` is a counter
+//! without the `PerSec`, ending `_total` (`kafka_server_replicamanager_isrshrinks_total`,
+//! `kafka_network_requestmetrics_requests_total{request,version}`); a histogram's
+//! `NthPercentile` is a gauge with a `quantile` label
+//! (`kafka_network_requestmetrics_totaltimems{request,quantile="0.99"}`).
+//!
+//! What it is not: a general metrics registry. Gauges are computed at scrape time from
+//! the [`Broker`] (metadata image and local replicas), so they cannot drift from the
+//! state they describe; only per-request counts and latencies are recorded as requests
+//! are handled. Bytes and messages in/out (`BrokerTopicMetrics`) need a hook in the
+//! Produce and Fetch handlers and are not exposed yet.
+//!
+//! What it costs on the hot path, per request: one `Instant::now()` pair, two relaxed
+//! atomic adds (the request count, the latency window's cursor) and one relaxed atomic
+//! store (the latency sample). No lock, no allocation: the per-API slots exist from the
+//! start, and an API's latency window (4 KiB) is allocated on its first request.
+//!
+//! Latency percentiles: Kafka's histograms use a Yammer exponentially decaying
+//! reservoir of 1028 samples biased to the last five minutes. Here each API keeps the
+//! latest [`LATENCY_WINDOW`] samples in a ring (a sample overwrites the oldest); a
+//! scrape copies the ring, sorts it and reads the nearest-rank percentiles. Both
+//! describe recent requests; ours forgets by count rather than by time. The time
+//! measured is from a request's header decode to its encoded response (Kafka's
+//! `TotalTimeMs` also counts queueing and the socket write).
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use kafka_protocol::messages::ApiKey;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::Registry;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::broker::Broker;
+
+/// API keys with a slot (Kafka's keys are below 100).
+const API_KEY_SLOTS: usize = 128;
+/// Versions counted per API (Kafka's highest is below 20).
+const VERSION_SLOTS: usize = 32;
+/// Latency samples kept per API (Kafka's reservoir holds 1028).
+pub const LATENCY_WINDOW: usize = 1024;
+/// The percentiles Kafka's histograms expose, as jmx_exporter labels them.
+const QUANTILES: [(f64, &str); 6] = [
+    (0.50, "0.50"),
+    (0.75, "0.75"),
+    (0.95, "0.95"),
+    (0.98, "0.98"),
+    (0.99, "0.99"),
+    (0.999, "0.999"),
+];
+/// The content type of prometheus-client's text encoding.
+const OPENMETRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The latest latency samples of one API, in microseconds.
+struct LatencyWindow {
+    /// How many samples were ever recorded; the next one goes to `recorded % WINDOW`.
+    recorded: AtomicU64,
+    samples_us: [AtomicU32; LATENCY_WINDOW],
+}
+
+impl LatencyWindow {
+    fn new() -> Box<LatencyWindow> {
+        Box::new(LatencyWindow {
+            recorded: AtomicU64::new(0),
+            samples_us: std::array::from_fn(|_| AtomicU32::new(0)),
+        })
+    }
+
+    fn record(&self, elapsed: Duration) {
+        let micros = u32::try_from(elapsed.as_micros()).unwrap_or(u32::MAX);
+        let slot = self.recorded.fetch_add(1, Ordering::Relaxed) as usize % LATENCY_WINDOW;
+        self.samples_us[slot].store(micros, Ordering::Relaxed);
+    }
+
+    /// The window's samples, sorted. A sample being written during the copy may be
+    /// the old or the new value: either is a real recent latency.
+    fn sorted_samples_us(&self) -> Vec<u32> {
+        let filled = (self.recorded.load(Ordering::Relaxed) as usize).min(LATENCY_WINDOW);
+        let mut samples: Vec<u32> = self.samples_us[..filled]
+            .iter()
+            .map(|sample| sample.load(Ordering::Relaxed))
+            .collect();
+        samples.sort_unstable();
+        samples
+    }
+}
+
+/// The nearest-rank `quantile` of sorted samples.
+fn percentile(sorted: &[u32], quantile: f64) -> u32 {
+    debug_assert!(!sorted.is_empty());
+    let rank = (quantile * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+struct ApiMetrics {
+    requests_by_version: [AtomicU64; VERSION_SLOTS],
+    latency: OnceLock<Box<LatencyWindow>>,
+}
+
+/// Per-API request counts and latencies, shared by every connection of a node.
+pub struct RequestMetrics {
+    apis: Box<[ApiMetrics]>,
+}
+
+impl std::fmt::Debug for RequestMetrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestMetrics").finish_non_exhaustive()
+    }
+}
+
+impl Default for RequestMetrics {
+    fn default() -> Self {
+        RequestMetrics {
+            apis: (0..API_KEY_SLOTS)
+                .map(|_| ApiMetrics {
+                    requests_by_version: std::array::from_fn(|_| AtomicU64::new(0)),
+                    latency: OnceLock::new(),
+                })
+                .collect(),
+        }
+    }
+}
+
+impl RequestMetrics {
+    /// Counts one handled request and its time.
+    pub fn record(&self, api_key: ApiKey, version: i16, elapsed: Duration) {
+        let Some(api) = self.apis.get(api_key as usize) else {
+            return;
+        };
+        if let Some(count) = api.requests_by_version.get(version as usize) {
+            count.fetch_add(1, Ordering::Relaxed);
+        }
+        api.latency.get_or_init(LatencyWindow::new).record(elapsed);
+    }
+
+    /// Requests of `api_key` handled so far, all versions.
+    pub fn requests(&self, api_key: ApiKey) -> u64 {
+        self.apis.get(api_key as usize).map_or(0, |api| {
+            api.requests_by_version
+                .iter()
+                .map(|count| count.load(Ordering::Relaxed))
+                .sum()
+        })
+    }
+
+    /// The APIs seen so far, with their Kafka request name.
+    fn seen(&self) -> impl Iterator<Item = (&'static str, &ApiMetrics)> {
+        self.apis.iter().enumerate().filter_map(|(key, api)| {
+            api.latency.get()?;
+            let name = ApiKey::try_from(key as i16).ok().map(api_name)?;
+            Some((name, api))
+        })
+    }
+}
+
+/// Kafka's name of an API (`ApiKeys.name`), as the `request` label carries it.
+fn api_name(api_key: ApiKey) -> &'static str {
+    // kafka-protocol's variant names are Kafka's API names; leaked once per API key
+    // (at most API_KEY_SLOTS strings) so scrapes do not format them again.
+    static NAMES: OnceLock<Vec<&'static str>> = OnceLock::new();
+    let names = NAMES.get_or_init(|| {
+        (0..API_KEY_SLOTS as i16)
+            .map(|key| match ApiKey::try_from(key) {
+                Ok(api) => &*format!("{api:?}").leak(),
+                Err(_) => "",
+            })
+            .collect()
+    });
+    names.get(api_key as usize).copied().unwrap_or("")
+}
+
+/// The address `metrics.listener` names; `None` when it is empty (metrics off).
+pub fn configured_address(value: &str) -> Result<Option<SocketAddr>, String> {
+    let value = value.trim();
+    if value.is_empty() {
+        return Ok(None);
+    }
+    value
+        .to_socket_addrs()
+        .map_err(|error| format!("cannot resolve {value}: {error}"))?
+        .next()
+        .map(Some)
+        .ok_or_else(|| format!("{value} resolves to no address"))
+}
+
+/// Computes every metric at scrape time.
+#[derive(Debug)]
+struct BrokerCollector {
+    broker: Arc<Broker>,
+    requests: Arc<RequestMetrics>,
+}
+
+fn gauge(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    value: i64,
+) -> Result<(), std::fmt::Error> {
+    let gauge = ConstGauge::new(value);
+    gauge.encode(encoder.encode_descriptor(name, help, None, gauge.metric_type())?)
+}
+
+fn counter(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    value: u64,
+) -> Result<(), std::fmt::Error> {
+    let counter = ConstCounter::new(value);
+    counter.encode(encoder.encode_descriptor(name, help, None, counter.metric_type())?)
+}
+
+/// Counts over the metadata image, for this node and for the cluster.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct PartitionCounts {
+    hosted: i64,
+    led: i64,
+    under_replicated: i64,
+    offline: i64,
+    topics: i64,
+    partitions: i64,
+}
+
+fn partition_counts(image: &sluice_metadata::MetadataImage, node_id: i32) -> PartitionCounts {
+    let mut counts = PartitionCounts::default();
+    for topic in image.topics() {
+        counts.topics += 1;
+        for partition in topic.partitions.values() {
+            counts.partitions += 1;
+            counts.hosted += i64::from(partition.replicas.contains(&node_id));
+            counts.offline += i64::from(partition.leader < 0);
+            if partition.leader == node_id {
+                counts.led += 1;
+                counts.under_replicated +=
+                    i64::from(partition.isr.len() < partition.replicas.len());
+            }
+        }
+    }
+    counts
+}
+
+impl Collector for BrokerCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let image = self.broker.image();
+        let counts = partition_counts(&image, self.broker.node_id);
+        let e = &mut encoder;
+        gauge(
+            e,
+            "kafka_server_replicamanager_partitioncount",
+            "Partitions with a replica on this broker.",
+            counts.hosted,
+        )?;
+        gauge(
+            e,
+            "kafka_server_replicamanager_leadercount",
+            "Partitions this broker leads.",
+            counts.led,
+        )?;
+        gauge(
+            e,
+            "kafka_server_replicamanager_underreplicatedpartitions",
+            "Partitions led here whose ISR is smaller than their replica set.",
+            counts.under_replicated,
+        )?;
+        // No replication yet: the ISR never changes.
+        counter(
+            e,
+            "kafka_server_replicamanager_isrshrinks",
+            "ISR shrinks on partitions led here.",
+            0,
+        )?;
+        counter(
+            e,
+            "kafka_server_replicamanager_isrexpands",
+            "ISR expansions on partitions led here.",
+            0,
+        )?;
+        // The node is its own controller (a quorum of one until issue 4).
+        gauge(
+            e,
+            "kafka_controller_kafkacontroller_activecontrollercount",
+            "1 on the active controller.",
+            1,
+        )?;
+        gauge(
+            e,
+            "kafka_controller_kafkacontroller_offlinepartitionscount",
+            "Partitions without a leader.",
+            counts.offline,
+        )?;
+        gauge(
+            e,
+            "kafka_controller_kafkacontroller_globaltopiccount",
+            "Topics in the cluster.",
+            counts.topics,
+        )?;
+        gauge(
+            e,
+            "kafka_controller_kafkacontroller_globalpartitioncount",
+            "Partitions in the cluster.",
+            counts.partitions,
+        )?;
+        self.encode_logs(e)?;
+        self.encode_requests(e)
+    }
+}
+
+/// `topic` and `partition`, as jmx_exporter labels a `kafka.log` MBean.
+type PartitionLabels = [(&'static str, String); 2];
+
+impl BrokerCollector {
+    /// `kafka.log<type=Log, name=Size|LogEndOffset|LogStartOffset, topic, partition>`.
+    fn encode_logs(&self, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let logs: Vec<(PartitionLabels, [i64; 3])> = self
+            .broker
+            .replicas()
+            .into_iter()
+            .map(|(tp, replica)| {
+                let log = sluice_storage::lock(&replica.log);
+                let values = [
+                    i64::try_from(log.size_bytes()).unwrap_or(i64::MAX),
+                    log.log_end_offset(),
+                    log.log_start_offset(),
+                ];
+                (
+                    [
+                        ("topic", tp.topic.to_string()),
+                        ("partition", tp.partition.to_string()),
+                    ],
+                    values,
+                )
+            })
+            .collect();
+        let families = [
+            ("kafka_log_log_size", "Bytes of a partition's log."),
+            (
+                "kafka_log_log_logendoffset",
+                "A partition's log end offset.",
+            ),
+            (
+                "kafka_log_log_logstartoffset",
+                "A partition's log start offset.",
+            ),
+        ];
+        for (index, (name, help)) in families.into_iter().enumerate() {
+            let mut family = encoder.encode_descriptor(
+                name,
+                help,
+                None,
+                prometheus_client::metrics::MetricType::Gauge,
+            )?;
+            for (labels, values) in &logs {
+                ConstGauge::new(values[index]).encode(family.encode_family(labels)?)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `kafka.network<type=RequestMetrics, name=RequestsPerSec|TotalTimeMs, request, ...>`.
+    fn encode_requests(&self, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let mut family = encoder.encode_descriptor(
+            "kafka_network_requestmetrics_requests",
+            "Requests handled, by API and version.",
+            None,
+            prometheus_client::metrics::MetricType::Counter,
+        )?;
+        for (name, api) in self.requests.seen() {
+            for (version, count) in api.requests_by_version.iter().enumerate() {
+                let count = count.load(Ordering::Relaxed);
+                if count > 0 {
+                    let labels = [
+                        ("request", name.to_string()),
+                        ("version", version.to_string()),
+                    ];
+                    ConstCounter::new(count).encode(family.encode_family(&labels)?)?;
+                }
+            }
+        }
+        let mut family = encoder.encode_descriptor(
+            "kafka_network_requestmetrics_totaltimems",
+            "Request time in milliseconds, percentiles over the latest requests of each API.",
+            None,
+            prometheus_client::metrics::MetricType::Gauge,
+        )?;
+        for (name, api) in self.requests.seen() {
+            let Some(window) = api.latency.get() else {
+                continue;
+            };
+            let samples = window.sorted_samples_us();
+            if samples.is_empty() {
+                continue;
+            }
+            for (quantile, label) in QUANTILES {
+                let labels = [("request", name), ("quantile", label)];
+                let millis = f64::from(percentile(&samples, quantile)) / 1000.0;
+                ConstGauge::new(millis).encode(family.encode_family(&labels)?)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The `/metrics` endpoint of one node.
+pub struct MetricsServer {
+    listener: TcpListener,
+    registry: Arc<Registry>,
+}
+
+impl MetricsServer {
+    pub async fn bind(
+        address: SocketAddr,
+        broker: Arc<Broker>,
+        requests: Arc<RequestMetrics>,
+    ) -> std::io::Result<MetricsServer> {
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(BrokerCollector { broker, requests }));
+        Ok(MetricsServer {
+            listener: TcpListener::bind(address).await?,
+            registry: Arc::new(registry),
+        })
+    }
+
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Serves `GET /metrics` (anything else is 404) until `shutdown` turns true.
+    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
+        let router = axum::Router::new()
+            .route("/metrics", axum::routing::get(scrape))
+            .with_state(self.registry);
+        let stopped = async move {
+            while !*shutdown.borrow_and_update() {
+                if shutdown.changed().await.is_err() {
+                    break;
+                }
+            }
+        };
+        if let Err(error) = axum::serve(self.listener, router)
+            .with_graceful_shutdown(stopped)
+            .await
+        {
+            tracing::error!(%error, "metrics server failed");
+        }
+    }
+}
+
+async fn scrape(State(registry): State<Arc<Registry>>) -> impl IntoResponse {
+    let mut text = String::new();
+    match prometheus_client::encoding::text::encode(&mut text, &registry) {
+        Ok(()) => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, OPENMETRICS_CONTENT_TYPE)],
+            text,
+        ),
+        Err(_) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            "metrics encoding failed\n".to_string(),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let samples: Vec<u32> = (1..=1000).collect();
+        for (quantile, expected) in [
+            (0.50, 500),
+            (0.75, 750),
+            (0.95, 950),
+            (0.99, 990),
+            (0.999, 999),
+        ] {
+            assert_eq!(percentile(&samples, quantile), expected, "{quantile}");
+        }
+        assert_eq!(percentile(&[7], 0.999), 7);
+    }
+
+    #[test]
+    fn the_window_keeps_the_latest_samples() {
+        let window = LatencyWindow::new();
+        for micros in 0..(LATENCY_WINDOW as u64 + 10) {
+            window.record(Duration::from_micros(micros));
+        }
+        let samples = window.sorted_samples_us();
+        assert_eq!(samples.len(), LATENCY_WINDOW);
+        assert_eq!(samples[0], 10);
+        assert_eq!(*samples.last().unwrap(), LATENCY_WINDOW as u32 + 9);
+    }
+
+    #[test]
+    fn requests_are_counted_by_api_and_version() {
+        let metrics = RequestMetrics::default();
+        metrics.record(ApiKey::Produce, 9, Duration::from_millis(2));
+        metrics.record(ApiKey::Produce, 3, Duration::from_millis(1));
+        metrics.record(ApiKey::Fetch, 12, Duration::from_millis(1));
+        assert_eq!(metrics.requests(ApiKey::Produce), 2);
+        assert_eq!(metrics.requests(ApiKey::Fetch), 1);
+        assert_eq!(metrics.requests(ApiKey::Metadata), 0);
+        let seen: Vec<&str> = metrics.seen().map(|(name, _)| name).collect();
+        assert_eq!(seen, ["Produce", "Fetch"]);
+    }
+
+    #[test]
+    fn the_listener_is_optional() {
+        for (value, expected) in [
+            ("", Ok(None)),
+            ("  ", Ok(None)),
+            (
+                "127.0.0.1:9404",
+                Ok(Some("127.0.0.1:9404".parse().unwrap())),
+            ),
+        ] {
+            assert_eq!(configured_address(value), expected, "{value:?}");
+        }
+        assert!(configured_address("no-port").is_err());
+    }
+}

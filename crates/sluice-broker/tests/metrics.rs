@@ -1,0 +1,209 @@
+//! The Prometheus endpoint of a live node: what a scrape reports after topics are
+//! created and records produced, the 404 of any other path, and `metrics.listener=`
+//! (empty) turning it off.
+
+mod common;
+
+use std::net::SocketAddr;
+
+use bytes::Bytes;
+use common::{TestNode, Wire};
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+use sluice_protocol::{Compression, NewRecord, RecordBatchBuilder};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+fn name(text: &str) -> TopicName {
+    TopicName(StrBytes::from_string(text.to_string()))
+}
+
+/// A loopback address with a port that was free a moment ago.
+fn free_address() -> SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap()
+}
+
+/// `GET path` over a bare HTTP/1.1 connection: (status code, body).
+async fn get(address: SocketAddr, path: &str) -> (u16, String) {
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").expect("a full response");
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    (status, body.to_string())
+}
+
+/// The value of the sample `series` (name and labels as exposed), if present.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+        .map(|value| value.trim().parse().unwrap())
+}
+
+fn batch(count: usize) -> Bytes {
+    let mut builder = RecordBatchBuilder::new(Compression::None);
+    for i in 0..count {
+        builder
+            .append(&NewRecord {
+                timestamp: 1_700_000_000_000 + i as i64,
+                key: None,
+                value: Some(Bytes::from(format!("value-{i}"))),
+                headers: Vec::new(),
+            })
+            .unwrap();
+    }
+    builder.build()
+}
+
+#[tokio::test]
+async fn a_scrape_reports_partitions_leaders_logs_and_requests() {
+    let metrics = free_address();
+    let node = TestNode::start(&[("metrics.listener", &metrics.to_string())]).await;
+    let mut wire = Wire::connect(node.address).await;
+    let created = wire
+        .call(
+            &CreateTopicsRequest::default()
+                .with_topics(vec![
+                    CreatableTopic::default()
+                        .with_name(name("metered"))
+                        .with_num_partitions(3)
+                        .with_replication_factor(1),
+                ])
+                .with_timeout_ms(5000),
+            7,
+        )
+        .await;
+    assert_eq!(created.topics[0].error_code, 0);
+    let produced = 4;
+    for _ in 0..produced {
+        let response = wire
+            .call(
+                &ProduceRequest::default()
+                    .with_acks(-1)
+                    .with_timeout_ms(5000)
+                    .with_topic_data(vec![
+                        TopicProduceData::default()
+                            .with_name(name("metered"))
+                            .with_partition_data(vec![
+                                PartitionProduceData::default()
+                                    .with_index(1)
+                                    .with_records(Some(batch(5))),
+                            ]),
+                    ]),
+                11,
+            )
+            .await;
+        assert_eq!(response.responses[0].partition_responses[0].error_code, 0);
+    }
+
+    let (status, text) = get(metrics, "/metrics").await;
+    assert_eq!(status, 200, "{text}");
+    for (series, expected) in [
+        ("kafka_server_replicamanager_partitioncount", 3.0),
+        ("kafka_server_replicamanager_leadercount", 3.0),
+        ("kafka_server_replicamanager_underreplicatedpartitions", 0.0),
+        ("kafka_server_replicamanager_isrshrinks_total", 0.0),
+        ("kafka_server_replicamanager_isrexpands_total", 0.0),
+        (
+            "kafka_controller_kafkacontroller_activecontrollercount",
+            1.0,
+        ),
+        (
+            "kafka_controller_kafkacontroller_offlinepartitionscount",
+            0.0,
+        ),
+        ("kafka_controller_kafkacontroller_globaltopiccount", 1.0),
+        ("kafka_controller_kafkacontroller_globalpartitioncount", 3.0),
+        (
+            r#"kafka_log_log_logendoffset{topic="metered",partition="1"}"#,
+            20.0,
+        ),
+        (
+            r#"kafka_log_log_logstartoffset{topic="metered",partition="1"}"#,
+            0.0,
+        ),
+        (
+            r#"kafka_log_log_logendoffset{topic="metered",partition="0"}"#,
+            0.0,
+        ),
+        (
+            r#"kafka_network_requestmetrics_requests_total{request="Produce",version="11"}"#,
+            produced as f64,
+        ),
+        (
+            r#"kafka_network_requestmetrics_requests_total{request="CreateTopics",version="7"}"#,
+            1.0,
+        ),
+    ] {
+        assert_eq!(sample(&text, series), Some(expected), "{series} in\n{text}");
+    }
+    let size = sample(
+        &text,
+        r#"kafka_log_log_size{topic="metered",partition="1"}"#,
+    )
+    .unwrap();
+    assert!(size > 0.0, "{text}");
+    assert_eq!(
+        sample(
+            &text,
+            r#"kafka_log_log_size{topic="metered",partition="0"}"#
+        ),
+        Some(0.0)
+    );
+    for quantile in ["0.50", "0.75", "0.95", "0.98", "0.99", "0.999"] {
+        let series = format!(
+            r#"kafka_network_requestmetrics_totaltimems{{request="Produce",quantile="{quantile}"}}"#
+        );
+        let millis = sample(&text, &series).unwrap_or_else(|| panic!("{series} in\n{text}"));
+        assert!(millis >= 0.0);
+    }
+
+    let (status, _) = get(metrics, "/other").await;
+    assert_eq!(status, 404);
+    node.stop().await;
+    assert!(
+        tokio::net::TcpStream::connect(metrics).await.is_err(),
+        "the endpoint closes with the node"
+    );
+}
+
+#[tokio::test]
+async fn an_empty_metrics_listener_binds_nothing() {
+    // What address would be bound is `metrics::configured_address`'s unit test; here the
+    // node starts without one and serves Kafka.
+    let node = TestNode::start(&[("metrics.listener", "")]).await;
+    let mut wire = Wire::connect(node.address).await;
+    let response = wire.call(&ApiVersionsRequest::default(), 2).await;
+    assert_eq!(response.error_code, 0);
+    node.stop().await;
+}
+
+#[tokio::test]
+async fn an_explicit_metrics_listener_that_cannot_bind_fails_the_start() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = taken.local_addr().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let config = sluice_broker::BrokerConfig::load(
+        sluice_broker::EMBEDDED_SERVER_PROPERTIES,
+        &[
+            (
+                "listeners".into(),
+                "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0".into(),
+            ),
+            ("log.dirs".into(), dir.path().display().to_string()),
+            ("metrics.listener".into(), address.clone()),
+        ],
+    )
+    .unwrap()
+    .config;
+    let (_stop, stopped) = tokio::sync::watch::channel(false);
+    let error = sluice_broker::node::run(config, stopped, |_, _| {})
+        .await
+        .expect_err("the port is taken");
+    assert!(error.to_string().contains("metrics.listener"), "{error}");
+    assert!(error.to_string().contains(&address), "{error}");
+}
