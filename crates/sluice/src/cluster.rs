@@ -2,9 +2,8 @@
 //! --status --replication` prints it, from DescribeQuorum over the wire (works against
 //! Apache Kafka too).
 
-use anyhow::Context;
 use clap::Subcommand;
-use sluice_client::{Admin, ClientConfig, QuorumInfo};
+use sluice_client::{Admin, QuorumInfo};
 
 #[derive(Subcommand)]
 pub enum ClusterCommand {
@@ -15,30 +14,18 @@ pub enum ClusterCommand {
 
 /// Runs one cluster command against the cluster at `bootstrap_servers`.
 pub fn run(bootstrap_servers: &[String], command: ClusterCommand) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    runtime.block_on(async {
-        let config = ClientConfig {
-            client_id: "sluice-cluster".to_string(),
-            ..ClientConfig::new(bootstrap_servers.iter().cloned())
-        };
-        let admin = Admin::connect(config).await.with_context(|| {
-            format!(
-                "cannot reach the cluster at {}",
-                bootstrap_servers.join(",")
-            )
-        })?;
-        match command {
+    crate::remote::with_admin(
+        bootstrap_servers,
+        "sluice-cluster",
+        async |admin: &Admin| match command {
             ClusterCommand::Status => {
                 let quorum = admin.describe_quorum().await?;
                 let cluster_id = admin.client().cluster_id().unwrap_or_default();
                 print!("{}", format_status(&cluster_id, &quorum, now_ms()));
                 Ok(())
             }
-        }
-    })
+        },
+    )
 }
 
 fn now_ms() -> i64 {

@@ -7,6 +7,7 @@
 
 mod cluster;
 mod dump_log;
+mod remote;
 mod topic;
 
 use std::path::PathBuf;

@@ -9,9 +9,7 @@ use std::collections::BTreeMap;
 
 use anyhow::{Context, anyhow, bail};
 use clap::Subcommand;
-use sluice_client::{
-    Admin, ApiError, ClientConfig, ConfigEntry, ErrorCode, NewTopic, TopicDescription,
-};
+use sluice_client::{Admin, ApiError, ConfigEntry, ErrorCode, NewTopic, TopicDescription};
 
 #[derive(Subcommand)]
 pub enum TopicCommand {
@@ -59,22 +57,10 @@ pub enum TopicCommand {
 
 /// Runs one topic command against the cluster at `bootstrap_servers`.
 pub fn run(bootstrap_servers: &[String], command: TopicCommand) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    runtime.block_on(async {
-        let config = ClientConfig {
-            client_id: "sluice-topic".to_string(),
-            ..ClientConfig::new(bootstrap_servers.iter().cloned())
-        };
-        let admin = Admin::connect(config).await.with_context(|| {
-            format!(
-                "cannot reach the cluster at {}",
-                bootstrap_servers.join(",")
-            )
-        })?;
-        match command {
+    crate::remote::with_admin(
+        bootstrap_servers,
+        "sluice-topic",
+        async |admin: &Admin| match command {
             TopicCommand::Create {
                 name,
                 partitions,
@@ -91,7 +77,7 @@ pub fn run(bootstrap_servers: &[String], command: TopicCommand) -> anyhow::Resul
                     num_partitions: partitions,
                     replication_factor,
                 };
-                create(&admin, topic, if_not_exists).await
+                create(admin, topic, if_not_exists).await
             }
             TopicCommand::List { exclude_internal } => {
                 for topic in admin.list_topics().await? {
@@ -104,10 +90,10 @@ pub fn run(bootstrap_servers: &[String], command: TopicCommand) -> anyhow::Resul
             TopicCommand::Describe {
                 names,
                 exclude_internal,
-            } => describe(&admin, names, exclude_internal).await,
-            TopicCommand::Delete { name, if_exists } => delete(&admin, name, if_exists).await,
-        }
-    })
+            } => describe(admin, names, exclude_internal).await,
+            TopicCommand::Delete { name, if_exists } => delete(admin, name, if_exists).await,
+        },
+    )
 }
 
 async fn create(admin: &Admin, topic: NewTopic, if_not_exists: bool) -> anyhow::Result<()> {
