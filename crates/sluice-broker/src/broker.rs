@@ -14,7 +14,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 
 use sluice_metadata::{
@@ -94,6 +94,14 @@ fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// Kafka's `BrokerTopicMetrics` for all topics: what produce appended and fetch served.
+#[derive(Debug, Default)]
+pub struct TopicTraffic {
+    pub messages_in: AtomicU64,
+    pub bytes_in: AtomicU64,
+    pub bytes_out: AtomicU64,
+}
+
 /// The node's shared state.
 pub struct Broker {
     pub config: BrokerConfig,
@@ -108,6 +116,7 @@ pub struct Broker {
     /// Serializes the controller's read-check-write operations on the metadata.
     controller: Mutex<()>,
     pub fetch_sessions: FetchSessions,
+    pub traffic: TopicTraffic,
 }
 
 impl std::fmt::Debug for Broker {
@@ -138,6 +147,7 @@ impl Broker {
             replicas: RwLock::new(HashMap::new()),
             producer_ids: Mutex::new((0, 0)),
             controller: Mutex::new(()),
+            traffic: TopicTraffic::default(),
             fetch_sessions: FetchSessions::new(
                 config
                     .get("max.incremental.fetch.session.cache.slots")

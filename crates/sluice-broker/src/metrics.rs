@@ -13,8 +13,8 @@
 //! What it is not: a general metrics registry. Gauges are computed at scrape time from
 //! the [`Broker`] (metadata image and local replicas), so they cannot drift from the
 //! state they describe; only per-request counts and latencies are recorded as requests
-//! are handled. Bytes and messages in/out (`BrokerTopicMetrics`) need a hook in the
-//! Produce and Fetch handlers and are not exposed yet.
+//! are handled, and the broker-wide `BrokerTopicMetrics` (messages and bytes in, bytes
+//! out) are counters the Produce and Fetch handlers add to (`Broker::traffic`).
 //!
 //! What it costs on the hot path, per request: one `Instant::now()` pair, two relaxed
 //! atomic adds (the request count, the latency window's cursor) and one relaxed atomic
@@ -276,6 +276,25 @@ impl Collector for BrokerCollector {
             "kafka_server_replicamanager_underreplicatedpartitions",
             "Partitions led here whose ISR is smaller than their replica set.",
             counts.under_replicated,
+        )?;
+        let traffic = &self.broker.traffic;
+        counter(
+            e,
+            "kafka_server_brokertopicmetrics_messagesin",
+            "Records appended by produce requests, all topics.",
+            traffic.messages_in.load(Ordering::Relaxed),
+        )?;
+        counter(
+            e,
+            "kafka_server_brokertopicmetrics_bytesin",
+            "Record batch bytes appended by produce requests, all topics.",
+            traffic.bytes_in.load(Ordering::Relaxed),
+        )?;
+        counter(
+            e,
+            "kafka_server_brokertopicmetrics_bytesout",
+            "Record batch bytes served by fetch requests, all topics.",
+            traffic.bytes_out.load(Ordering::Relaxed),
         )?;
         // No replication yet: the ISR never changes.
         counter(

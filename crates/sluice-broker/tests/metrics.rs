@@ -11,6 +11,7 @@ use common::{TestNode, Wire};
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
+use kafka_protocol::messages::{BrokerId, FetchRequest, fetch_request};
 use kafka_protocol::protocol::StrBytes;
 use sluice_protocol::{Compression, NewRecord, RecordBatchBuilder};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -138,6 +139,8 @@ async fn a_scrape_reports_partitions_leaders_logs_and_requests() {
             r#"kafka_network_requestmetrics_requests_total{request="CreateTopics",version="7"}"#,
             1.0,
         ),
+        ("kafka_server_brokertopicmetrics_messagesin_total", 20.0),
+        ("kafka_server_brokertopicmetrics_bytesout_total", 0.0),
     ] {
         assert_eq!(sample(&text, series), Some(expected), "{series} in\n{text}");
     }
@@ -147,6 +150,11 @@ async fn a_scrape_reports_partitions_leaders_logs_and_requests() {
     )
     .unwrap();
     assert!(size > 0.0, "{text}");
+    assert_eq!(
+        sample(&text, "kafka_server_brokertopicmetrics_bytesin_total"),
+        Some(size),
+        "bytes in are the batches appended"
+    );
     assert_eq!(
         sample(
             &text,
@@ -161,6 +169,37 @@ async fn a_scrape_reports_partitions_leaders_logs_and_requests() {
         let millis = sample(&text, &series).unwrap_or_else(|| panic!("{series} in\n{text}"));
         assert!(millis >= 0.0);
     }
+
+    // A fetch of the whole partition: bytes out are what it served.
+    let fetched = wire
+        .call(
+            &FetchRequest::default()
+                .with_replica_id(BrokerId(-1))
+                .with_max_bytes(1 << 20)
+                .with_session_epoch(-1)
+                .with_topics(vec![
+                    fetch_request::FetchTopic::default()
+                        .with_topic(name("metered"))
+                        .with_partitions(vec![
+                            fetch_request::FetchPartition::default()
+                                .with_partition(1)
+                                .with_fetch_offset(0)
+                                .with_partition_max_bytes(1 << 20),
+                        ]),
+                ]),
+            12,
+        )
+        .await;
+    let served = fetched.responses[0].partitions[0]
+        .records
+        .as_ref()
+        .map_or(0, |r| r.len());
+    assert_eq!(served as f64, size, "the whole partition in one fetch");
+    let (_, text) = get(metrics, "/metrics").await;
+    assert_eq!(
+        sample(&text, "kafka_server_brokertopicmetrics_bytesout_total"),
+        Some(size)
+    );
 
     let (status, _) = get(metrics, "/other").await;
     assert_eq!(status, 404);

@@ -157,6 +157,11 @@ pub async fn fetch(context: &RequestContext, request: FetchRequest) -> FetchResp
         entry.partitions.push(data);
     }
     let mut responses: Vec<FetchableTopicResponse> = topics.into_values().collect();
+    let served: usize = results.values().map(|f| f.records.len()).sum();
+    broker
+        .traffic
+        .bytes_out
+        .fetch_add(served as u64, std::sync::atomic::Ordering::Relaxed);
     for (id, name, partition) in unknown {
         let code = if by_id {
             errors::UNKNOWN_TOPIC_ID

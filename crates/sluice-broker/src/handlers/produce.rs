@@ -9,6 +9,8 @@
 //! leader is the whole ISR, so acks=-1 and acks=1 promise the same. With acks=0 nothing
 //! is promised and nothing is answered.
 
+use std::sync::atomic::Ordering;
+
 use bytes::BytesMut;
 use kafka_protocol::messages::produce_response::{
     BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
@@ -89,7 +91,7 @@ pub async fn produce(context: &RequestContext, request: ProduceRequest) -> Optio
                         errors::UNKNOWN_TOPIC_OR_PARTITION,
                         "This server does not host this topic-partition.",
                     )),
-                    Some(replica) => append(version, &replica, partition.records),
+                    Some(replica) => append(broker, version, &replica, partition.records),
                 }
             } else {
                 Err(refused(
@@ -142,6 +144,7 @@ pub async fn produce(context: &RequestContext, request: ProduceRequest) -> Optio
 /// Validates and appends one partition's records; returns (base offset, log append time
 /// or -1, log start offset).
 fn append(
+    broker: &crate::broker::Broker,
     version: i16,
     replica: &crate::broker::Replica,
     records: Option<bytes::Bytes>,
@@ -233,6 +236,13 @@ fn append(
     let log_start = log.log_start_offset();
     drop(log);
     replica.appended(end);
+    let traffic = &broker.traffic;
+    traffic
+        .messages_in
+        .fetch_add(info.record_count as u64, Ordering::Relaxed);
+    traffic
+        .bytes_in
+        .fetch_add(info.size_bytes, Ordering::Relaxed);
     let append_time = if info.log_append_time_ms >= 0 {
         info.log_append_time_ms
     } else {
