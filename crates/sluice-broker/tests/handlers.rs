@@ -491,6 +491,9 @@ async fn fetch_long_polls_until_data_arrives_or_the_wait_ends() {
     waiting.max_wait_ms = 20_000;
     let address = node.address;
     let producer = tokio::spawn(async move {
+        // Not a wait for an event: a head start for the fetch so that it is usually
+        // parked when the record arrives (the wake-up path). If the produce wins the
+        // race, the fetch returns the record at once and the assertions still hold.
         tokio::time::sleep(Duration::from_millis(200)).await;
         let mut wire = Wire::connect(address).await;
         produce(

@@ -81,7 +81,12 @@ fn one_record(value: u64) -> Bytes {
 
 /// Produces consecutive values from `next` until the connection fails; returns the
 /// acknowledged (value, offset) pairs.
-async fn produce_until_killed(address: SocketAddr, next: u64, acks: i16) -> Vec<(u64, i64)> {
+async fn produce_until_killed(
+    address: SocketAddr,
+    next: u64,
+    acks: i16,
+    progress: tokio::sync::watch::Sender<usize>,
+) -> Vec<(u64, i64)> {
     let mut acked = Vec::new();
     let mut wire = Wire::connect(address).await;
     for value in next.. {
@@ -103,6 +108,7 @@ async fn produce_until_killed(address: SocketAddr, next: u64, acks: i16) -> Vec<
         let p = &response.responses[0].partition_responses[0];
         assert_eq!(p.error_code, 0);
         acked.push((value, p.base_offset));
+        progress.send_replace(acked.len());
     }
     acked
 }
@@ -168,9 +174,16 @@ async fn sigkill_loses_no_acknowledged_produce() {
     let mut address = address;
     for round in 0..4u64 {
         let acks = if round % 2 == 0 { 1 } else { -1 };
-        let producer = tokio::spawn(produce_until_killed(address, next, acks));
+        let (progress, mut acknowledged) = tokio::sync::watch::channel(0usize);
+        let producer = tokio::spawn(produce_until_killed(address, next, acks, progress));
+        // Kill only once produces are being acknowledged (an event, not a guess at how
+        // long start-up takes), then a different moment into the stream each round.
         // Kill at a different moment each round, while batches are in flight.
-        tokio::time::sleep(Duration::from_millis(150 + 70 * round)).await;
+        acknowledged
+            .wait_for(|count| *count >= 10)
+            .await
+            .expect("the producer acknowledges produces before it is killed");
+        tokio::time::sleep(Duration::from_millis(20 + 40 * round)).await;
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
         let acked = producer.await.unwrap();
