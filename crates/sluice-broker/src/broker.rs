@@ -21,12 +21,13 @@ use sluice_metadata::{
     BrokerEndpoint, MetadataImage, MetadataLog, MetadataLogError, MetadataRecord,
     RegisterBrokerRecord, Uuid,
 };
-use sluice_storage::{LogManager, SharedLog, StorageError, TopicId, TopicPartition};
+use sluice_storage::{LogManager, StorageError, TopicId, TopicPartition};
 use tokio::sync::watch;
 
 use crate::config::BrokerConfig;
 use crate::fetch_session::FetchSessions;
 use crate::topic_config;
+pub use crate::replica::Replica;
 
 /// `ConfigResource.Type` of a topic.
 pub const TOPIC_RESOURCE: i8 = 2;
@@ -41,45 +42,6 @@ pub struct Endpoint {
     pub listener: String,
     pub host: String,
     pub port: u16,
-}
-
-/// A partition replica hosted by this node.
-#[derive(Debug)]
-pub struct Replica {
-    pub topic_id: Uuid,
-    pub log: SharedLog,
-    /// The index of the log directory holding it.
-    pub dir_index: usize,
-    leader_epoch: AtomicI32,
-    /// The topic's `message.timestamp.before.max.ms` and `after.max.ms`, kept here so
-    /// produce does not derive them from the configs on every request.
-    timestamp_before_max_ms: AtomicI64,
-    timestamp_after_max_ms: AtomicI64,
-    /// The log end offset, published after each append so long-polling fetches wake.
-    end_offset: watch::Sender<i64>,
-}
-
-impl Replica {
-    pub fn leader_epoch(&self) -> i32 {
-        self.leader_epoch.load(Ordering::Acquire)
-    }
-
-    /// (`message.timestamp.before.max.ms`, `message.timestamp.after.max.ms`).
-    pub fn timestamp_bounds(&self) -> (i64, i64) {
-        (
-            self.timestamp_before_max_ms.load(Ordering::Relaxed),
-            self.timestamp_after_max_ms.load(Ordering::Relaxed),
-        )
-    }
-
-    /// Publishes a new log end offset to waiting fetches.
-    pub fn appended(&self, end_offset: i64) {
-        self.end_offset.send_replace(end_offset);
-    }
-
-    pub fn subscribe(&self) -> watch::Receiver<i64> {
-        self.end_offset.subscribe()
-    }
 }
 
 #[derive(Debug, thiserror::Error)]

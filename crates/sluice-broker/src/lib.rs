@@ -21,6 +21,7 @@ pub mod metrics;
 pub mod network;
 pub mod node;
 pub mod properties;
+pub mod replica;
 pub mod topic_config;
 
 pub use config::{BrokerConfig, ConfigError, EMBEDDED_SERVER_PROPERTIES, Listener, Role};
