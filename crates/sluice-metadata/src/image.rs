@@ -19,6 +19,10 @@ pub enum ApplyError {
     UnknownTopic(Uuid),
     #[error("unable to find partition {topic_id:?}:{partition}")]
     UnknownPartition { topic_id: Uuid, partition: i32 },
+    #[error("unknown broker {0}")]
+    UnknownBroker(i32),
+    #[error("broker {broker_id} has no registration of epoch {epoch}")]
+    StaleBrokerEpoch { broker_id: i32, epoch: i64 },
     #[error("producer id block ends at {next}, before the current end {current}")]
     ProducerIdsBackwards { next: i64, current: i64 },
 }
@@ -224,6 +228,34 @@ impl MetadataImage {
                 }
                 self.next_producer_id = *next_producer_id;
             }
+            MetadataRecord::BrokerRegistrationChange {
+                broker_id,
+                broker_epoch,
+                fenced,
+                in_controlled_shutdown,
+            } => {
+                let broker = self
+                    .brokers
+                    .get_mut(broker_id)
+                    .ok_or(ApplyError::UnknownBroker(*broker_id))?;
+                if broker.broker_epoch != *broker_epoch {
+                    return Err(ApplyError::StaleBrokerEpoch {
+                        broker_id: *broker_id,
+                        epoch: *broker_epoch,
+                    });
+                }
+                match fenced {
+                    1 => broker.fenced = true,
+                    -1 => {
+                        broker.fenced = false;
+                        broker.in_controlled_shutdown = false;
+                    }
+                    _ => {}
+                }
+                if *in_controlled_shutdown == 1 {
+                    broker.in_controlled_shutdown = true;
+                }
+            }
             MetadataRecord::NoOp | MetadataRecord::Unknown { .. } => {}
         }
         Ok(())
@@ -268,6 +300,63 @@ impl MetadataImage {
 
     pub fn feature_level(&self, name: &str) -> Option<i16> {
         self.features.get(name).copied()
+    }
+
+    /// Records that replay into this image from an empty one, in an order replay
+    /// accepts (features, brokers, topics with their partitions, configs, producer
+    /// ids): the content of a metadata snapshot.
+    pub fn to_records(&self) -> Vec<MetadataRecord> {
+        let mut records = Vec::new();
+        for (name, level) in &self.features {
+            records.push(MetadataRecord::FeatureLevel {
+                name: name.clone(),
+                level: *level,
+            });
+        }
+        for broker in self.brokers.values() {
+            records.push(MetadataRecord::RegisterBroker(broker.clone()));
+        }
+        for topic in self.topics() {
+            records.push(MetadataRecord::Topic(crate::record::TopicRecord {
+                name: topic.name.clone(),
+                topic_id: topic.topic_id,
+            }));
+            for (index, p) in &topic.partitions {
+                records.push(MetadataRecord::Partition(PartitionRecord {
+                    partition_id: *index,
+                    topic_id: topic.topic_id,
+                    replicas: p.replicas.clone(),
+                    isr: p.isr.clone(),
+                    removing_replicas: p.removing_replicas.clone(),
+                    adding_replicas: p.adding_replicas.clone(),
+                    leader: p.leader,
+                    leader_recovery_state: p.leader_recovery_state,
+                    leader_epoch: p.leader_epoch,
+                    partition_epoch: p.partition_epoch,
+                    directories: p.directories.clone(),
+                    eligible_leader_replicas: Some(p.eligible_leader_replicas.clone()),
+                    last_known_elr: Some(p.last_known_elr.clone()),
+                }));
+            }
+        }
+        for ((resource_type, resource_name), keys) in &self.configs {
+            for (name, value) in keys {
+                records.push(MetadataRecord::Config(crate::record::ConfigRecord {
+                    resource_type: *resource_type,
+                    resource_name: resource_name.clone(),
+                    name: name.clone(),
+                    value: Some(value.clone()),
+                }));
+            }
+        }
+        if self.next_producer_id > 0 {
+            records.push(MetadataRecord::ProducerIds {
+                broker_id: -1,
+                broker_epoch: -1,
+                next_producer_id: self.next_producer_id,
+            });
+        }
+        records
     }
 }
 
@@ -432,5 +521,45 @@ mod tests {
             Err(ApplyError::TopicExists { .. })
         ));
         assert_eq!(image.topics().count(), 1);
+    }
+    #[test]
+    fn snapshot_records_replay_into_the_same_image() {
+        let mut image = MetadataImage::default();
+        let mut change = PartitionChangeRecord::new(ORDERS, 0);
+        change.isr = Some(vec![1]);
+        change.leader = 1;
+        for record in [
+            MetadataRecord::FeatureLevel {
+                name: "metadata.version".into(),
+                level: 27,
+            },
+            MetadataRecord::Topic(TopicRecord {
+                name: "orders".into(),
+                topic_id: ORDERS,
+            }),
+            partition(ORDERS, 0),
+            partition(ORDERS, 1),
+            config("retention.ms", Some("1000")),
+            MetadataRecord::PartitionChange(change),
+            MetadataRecord::ProducerIds {
+                broker_id: 1,
+                broker_epoch: 0,
+                next_producer_id: 2000,
+            },
+        ] {
+            image.apply(&record).unwrap();
+        }
+        let mut replayed = MetadataImage::default();
+        for record in image.to_records() {
+            let bytes = record.encode(record.latest_version()).unwrap();
+            let (decoded, _) = MetadataRecord::decode(&bytes).unwrap();
+            replayed.apply(&decoded).unwrap();
+        }
+        assert_eq!(replayed, image);
+        let p0 = &replayed.topic("orders").unwrap().partitions[&0];
+        assert_eq!(
+            (p0.leader_epoch, p0.partition_epoch, p0.isr.clone()),
+            (1, 1, vec![1])
+        );
     }
 }

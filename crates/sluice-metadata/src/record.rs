@@ -175,6 +175,15 @@ pub enum MetadataRecord {
         broker_epoch: i64,
         next_producer_id: i64,
     },
+    /// BrokerRegistrationChangeRecord (apiKey 17): a registered broker was fenced or
+    /// unfenced (`fenced`: 1 fenced, -1 unfenced, 0 no change) or began a controlled
+    /// shutdown (`in_controlled_shutdown`: 1, or 0 for no change).
+    BrokerRegistrationChange {
+        broker_id: i32,
+        broker_epoch: i64,
+        fenced: i8,
+        in_controlled_shutdown: i8,
+    },
     /// NoOpRecord (apiKey 20): the controller's heartbeat in the log.
     NoOp,
     /// Any other record type, kept as its body.
@@ -196,6 +205,7 @@ impl MetadataRecord {
             MetadataRecord::RemoveTopic { .. } => 9,
             MetadataRecord::FeatureLevel { .. } => 12,
             MetadataRecord::ProducerIds { .. } => 15,
+            MetadataRecord::BrokerRegistrationChange { .. } => 17,
             MetadataRecord::NoOp => 20,
             MetadataRecord::Unknown { api_key, .. } => *api_key,
         }
@@ -207,6 +217,7 @@ impl MetadataRecord {
         match self {
             MetadataRecord::Partition(_) | MetadataRecord::PartitionChange(_) => 2,
             MetadataRecord::RegisterBroker(_) => 3,
+            MetadataRecord::BrokerRegistrationChange { .. } => 1,
             _ => 0,
         }
     }
@@ -351,6 +362,23 @@ impl MetadataRecord {
                 w.i64(*broker_epoch);
                 w.i64(*next_producer_id);
                 w.tagged_fields(&[]);
+            }
+            MetadataRecord::BrokerRegistrationChange {
+                broker_id,
+                broker_epoch,
+                fenced,
+                in_controlled_shutdown,
+            } => {
+                w.i32(*broker_id);
+                w.i64(*broker_epoch);
+                let mut tags: Vec<(u32, Vec<u8>)> = Vec::new();
+                if *fenced != 0 {
+                    tags.push((0, vec![*fenced as u8]));
+                }
+                if version >= 1 && *in_controlled_shutdown != 0 {
+                    tags.push((1, vec![*in_controlled_shutdown as u8]));
+                }
+                w.tagged_fields(&tags);
             }
             MetadataRecord::NoOp => w.tagged_fields(&[]),
             MetadataRecord::Unknown { body, .. } => w.out.extend_from_slice(body),
@@ -551,6 +579,29 @@ impl MetadataRecord {
                     broker_id,
                     broker_epoch,
                     next_producer_id,
+                }
+            }
+            17 => {
+                too_new(2)?;
+                let broker_id = r.i32("BrokerRegistrationChangeRecord.BrokerId")?;
+                let broker_epoch = r.i64("BrokerRegistrationChangeRecord.BrokerEpoch")?;
+                let mut fenced = 0;
+                let mut in_controlled_shutdown = 0;
+                for (tag, bytes) in r.tagged_fields()? {
+                    let mut field = Reader::new(bytes);
+                    match tag {
+                        0 => fenced = field.i8("Fenced")?,
+                        1 if version >= 1 => {
+                            in_controlled_shutdown = field.i8("InControlledShutdown")?
+                        }
+                        _ => {}
+                    }
+                }
+                MetadataRecord::BrokerRegistrationChange {
+                    broker_id,
+                    broker_epoch,
+                    fenced,
+                    in_controlled_shutdown,
                 }
             }
             20 => {
