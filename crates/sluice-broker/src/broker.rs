@@ -15,19 +15,18 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, RwLock, Weak};
 
 use sluice_metadata::{
-    BrokerEndpoint, MetadataImage, MetadataLog, MetadataLogError, MetadataRecord,
-    RegisterBrokerRecord, Uuid,
+    BrokerEndpoint, MetadataImage, MetadataLogError, MetadataRecord, RegisterBrokerRecord, Uuid,
 };
 use sluice_storage::{LogManager, StorageError, TopicId, TopicPartition};
 use tokio::sync::watch;
 
 use crate::config::BrokerConfig;
 use crate::fetch_session::FetchSessions;
-use crate::topic_config;
 pub use crate::replica::Replica;
+use crate::topic_config;
 
 /// `ConfigResource.Type` of a topic.
 pub const TOPIC_RESOURCE: i8 = 2;
@@ -50,6 +49,8 @@ pub enum BrokerError {
     Metadata(#[from] MetadataLogError),
     #[error("storage: {0}")]
     Storage(#[from] StorageError),
+    #[error("metadata quorum: {0}")]
+    Quorum(#[from] crate::quorum::QuorumError),
 }
 
 fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -69,16 +70,25 @@ pub struct Broker {
     pub config: BrokerConfig,
     pub node_id: i32,
     pub cluster_id: String,
-    metadata: Mutex<Option<MetadataLog>>,
+    /// The metadata quorum, set once at start.
+    quorum: OnceLock<Arc<crate::quorum::Quorum>>,
+    /// This broker, for tasks the apply path starts.
+    this: OnceLock<Weak<Broker>>,
+    /// This node's registration epoch (the time it registered, in ms).
+    pub broker_epoch: std::sync::atomic::AtomicI64,
     image: RwLock<Arc<MetadataImage>>,
     managers: Mutex<Vec<LogManager>>,
     replicas: RwLock<HashMap<TopicPartition, Arc<Replica>>>,
     /// The current producer-id block: next id to hand out, end (exclusive).
-    producer_ids: Mutex<(i64, i64)>,
+    producer_ids: tokio::sync::Mutex<(i64, i64)>,
     /// Serializes the controller's read-check-write operations on the metadata.
-    controller: Mutex<()>,
+    controller: tokio::sync::Mutex<()>,
+    /// The active controller's view of broker liveness (see `controller.rs`).
+    pub liveness: crate::controller::Liveness,
     pub fetch_sessions: FetchSessions,
     pub traffic: TopicTraffic,
+    /// Follower fetchers, ISR changes and high-watermark checkpoints.
+    pub replication: crate::replication::ReplicaManager,
 }
 
 impl std::fmt::Debug for Broker {
@@ -91,25 +101,28 @@ impl std::fmt::Debug for Broker {
 }
 
 impl Broker {
-    /// Builds the state from opened log directories and the replayed metadata log, and
-    /// creates or removes local replicas to match the image.
+    /// Builds the state from opened log directories, with an empty image until the
+    /// metadata quorum applies its log ([`Broker::attach_quorum`]).
     pub fn new(
         config: BrokerConfig,
         cluster_id: String,
         managers: Vec<LogManager>,
-        metadata: MetadataLog,
-    ) -> Result<Broker, BrokerError> {
-        let image = Arc::new(metadata.image().clone());
+    ) -> Result<Arc<Broker>, BrokerError> {
+        let image = Arc::new(MetadataImage::default());
         let broker = Broker {
             node_id: config.node_id(),
             cluster_id,
-            metadata: Mutex::new(Some(metadata)),
+            quorum: OnceLock::new(),
+            this: OnceLock::new(),
+            broker_epoch: std::sync::atomic::AtomicI64::new(-1),
+            liveness: Default::default(),
             image: RwLock::new(image.clone()),
             managers: Mutex::new(managers),
             replicas: RwLock::new(HashMap::new()),
-            producer_ids: Mutex::new((0, 0)),
-            controller: Mutex::new(()),
+            producer_ids: tokio::sync::Mutex::new((0, 0)),
+            controller: tokio::sync::Mutex::new(()),
             traffic: TopicTraffic::default(),
+            replication: Default::default(),
             fetch_sessions: FetchSessions::new(
                 config
                     .get("max.incremental.fetch.session.cache.slots")
@@ -118,18 +131,47 @@ impl Broker {
             ),
             config,
         };
-        {
-            let mut managers = guard(&broker.managers);
-            broker.sync_replicas(&image, &mut managers)?;
-        }
+        let broker = Arc::new(broker);
+        let _ = broker.this.set(Arc::downgrade(&broker));
         Ok(broker)
+    }
+
+    /// What the metadata state machine calls after each applied change: publishes the
+    /// image, brings local replicas in line and tells replication.
+    pub fn apply_image(&self, image: Arc<MetadataImage>) {
+        *self.image.write().unwrap_or_else(PoisonError::into_inner) = image.clone();
+        {
+            let mut managers = guard(&self.managers);
+            if let Err(error) = self.sync_replicas(&image, &mut managers) {
+                tracing::error!(%error, "local replicas do not follow the metadata");
+            }
+        }
+        if let Some(this) = self.this.get().and_then(Weak::upgrade) {
+            crate::replication::on_image_change(&this, &image);
+        }
+    }
+
+    /// Sets the metadata quorum (once, at start).
+    pub fn attach_quorum(&self, quorum: Arc<crate::quorum::Quorum>) {
+        let _ = self.quorum.set(quorum);
+    }
+
+    /// The metadata quorum.
+    pub fn quorum(&self) -> Result<&Arc<crate::quorum::Quorum>, BrokerError> {
+        self.quorum
+            .get()
+            .ok_or(BrokerError::Metadata(MetadataLogError::Closed))
     }
 
     /// Registers this node in the metadata (RegisterBrokerRecord), as a KRaft broker
     /// does at start: its advertised endpoints, supported features and log directories,
     /// with a new incarnation id and a broker epoch (the registration's offset). A
     /// single node registers unfenced; fencing by heartbeats comes with the quorum.
-    pub fn register(&self, endpoints: &[Endpoint], log_dirs: Vec<Uuid>) -> Result<(), BrokerError> {
+    pub async fn register(
+        &self,
+        endpoints: &[Endpoint],
+        log_dirs: Vec<Uuid>,
+    ) -> Result<(), BrokerError> {
         let protocols = self
             .config
             .get("listener.security.protocol.map")
@@ -148,9 +190,10 @@ impl Broker {
                 _ => 0,
             }
         };
-        let broker_epoch = guard(&self.metadata)
-            .as_ref()
-            .map_or(0, |log| log.end_offset());
+        // Kafka's epoch is the registration's offset; a registration time is as
+        // monotonic across restarts and known before the write.
+        let broker_epoch = sluice_storage::now_ms();
+        self.broker_epoch.store(broker_epoch, Ordering::Release);
         let record = RegisterBrokerRecord {
             broker_id: self.node_id,
             is_migrating_zk_broker: false,
@@ -176,6 +219,7 @@ impl Broker {
             log_dirs,
         };
         self.write_metadata(&[MetadataRecord::RegisterBroker(record)])
+            .await
     }
 
     /// A registered, unfenced broker's endpoint on `listener` (the one a client
@@ -231,8 +275,8 @@ impl Broker {
     }
 
     /// Held across a controller operation: its checks against the image and its write.
-    pub fn controller_lock(&self) -> MutexGuard<'_, ()> {
-        guard(&self.controller)
+    pub async fn controller_lock(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.controller.lock().await
     }
 
     /// A topic's explicit config overrides.
@@ -244,17 +288,18 @@ impl Broker {
         image.configs(TOPIC_RESOURCE, topic).cloned()
     }
 
-    /// Appends `records` to the metadata log as one batch (validated against the image
-    /// and refused whole), publishes the new image, and brings local replicas in line.
-    /// Returns when the records are durable (fsynced) and applied.
-    pub fn write_metadata(&self, records: &[MetadataRecord]) -> Result<(), BrokerError> {
-        let mut metadata = guard(&self.metadata);
-        let log = metadata.as_mut().ok_or(MetadataLogError::Closed)?;
-        log.append(records, sluice_storage::now_ms())?;
-        let image = Arc::new(log.image().clone());
-        *self.image.write().unwrap_or_else(PoisonError::into_inner) = image.clone();
-        let mut managers = guard(&self.managers);
-        self.sync_replicas(&image, &mut managers)?;
+    /// Writes `records` to the metadata log as one entry through the quorum's leader
+    /// (applied whole or refused whole on every node). Returns when a majority of the
+    /// voters has the entry fsynced and this node has applied it (its image and
+    /// replicas follow it).
+    pub async fn write_metadata(&self, records: &[MetadataRecord]) -> Result<(), BrokerError> {
+        if records.is_empty() {
+            return Err(BrokerError::Metadata(MetadataLogError::Empty));
+        }
+        let quorum = self.quorum()?.clone();
+        quorum
+            .propose(crate::quorum::Proposal::new(records))
+            .await?;
         Ok(())
     }
 
@@ -355,6 +400,7 @@ impl Broker {
                         timestamp_before_max_ms: AtomicI64::new(before_max),
                         timestamp_after_max_ms: AtomicI64::new(after_max),
                         end_offset: watch::Sender::new(end),
+                        replication: Default::default(),
                     }),
                 );
             }
@@ -375,30 +421,72 @@ impl Broker {
         partition_epoch: i32,
         new_isr: Vec<i32>,
     ) -> Result<sluice_metadata::PartitionImage, i16> {
-        let _ = (topic_id, partition, leader_epoch, partition_epoch, new_isr);
-        Err(crate::errors::NOT_CONTROLLER)
+        let quorum = self
+            .quorum()
+            .map_err(|_| crate::errors::NOT_CONTROLLER)?
+            .clone();
+        let change = crate::quorum::rpc::AlterPartition {
+            broker_id: self.node_id,
+            topic_id,
+            partition,
+            leader_epoch,
+            partition_epoch,
+            new_isr,
+        };
+        let index = if quorum.is_leader() {
+            let this = self
+                .this
+                .get()
+                .and_then(Weak::upgrade)
+                .ok_or(crate::errors::NOT_CONTROLLER)?;
+            crate::controller::alter_partition_as_controller(&this, change).await?
+        } else {
+            let (_, address) = quorum.leader().ok_or(crate::errors::NOT_CONTROLLER)?;
+            let request = crate::quorum::RpcRequest::AlterPartition(change);
+            match crate::quorum::rpc::call(&address, &request, std::time::Duration::from_secs(10))
+                .await
+            {
+                Ok(crate::quorum::RpcResponse::AlterPartition(result)) => result?,
+                _ => return Err(crate::errors::NOT_CONTROLLER),
+            }
+        };
+        quorum
+            .wait_applied(index, std::time::Duration::from_secs(10))
+            .await
+            .map_err(|_| crate::errors::REQUEST_TIMED_OUT)?;
+        self.image()
+            .topic_by_id(&topic_id)
+            .and_then(|t| t.partitions.get(&partition))
+            .cloned()
+            .ok_or(crate::errors::UNKNOWN_TOPIC_OR_PARTITION)
     }
 
     /// The metadata log's (end offset, epoch), as the quorum reports them.
     pub fn metadata_log_status(&self) -> Option<(i64, i32)> {
-        guard(&self.metadata)
-            .as_ref()
-            .map(|log| (log.end_offset(), log.epoch()))
+        self.quorum.get().map(|q| q.log_end())
     }
 
     /// Hands out one producer id, taking a new block through the metadata log when the
     /// current one is used up (so ids stay unique across restarts).
-    pub fn allocate_producer_id(&self) -> Result<i64, BrokerError> {
-        let mut block = guard(&self.producer_ids);
-        if block.0 >= block.1 {
+    pub async fn allocate_producer_id(&self) -> Result<i64, BrokerError> {
+        let mut block = self.producer_ids.lock().await;
+        while block.0 >= block.1 {
+            // Another broker may take the same block first: the write is then refused
+            // (ids must only grow) and this one tries the next.
             let start = self.image().next_producer_id();
             let end = start + PRODUCER_ID_BLOCK;
-            self.write_metadata(&[MetadataRecord::ProducerIds {
-                broker_id: self.node_id,
-                broker_epoch: 0,
-                next_producer_id: end,
-            }])?;
-            *block = (start, end);
+            match self
+                .write_metadata(&[MetadataRecord::ProducerIds {
+                    broker_id: self.node_id,
+                    broker_epoch: self.broker_epoch.load(Ordering::Acquire),
+                    next_producer_id: end,
+                }])
+                .await
+            {
+                Ok(()) => *block = (start, end),
+                Err(BrokerError::Quorum(crate::quorum::QuorumError::Refused(_))) => continue,
+                Err(error) => return Err(error),
+            }
         }
         let id = block.0;
         block.0 += 1;
@@ -432,9 +520,6 @@ impl Broker {
     /// Clean shutdown: closes the metadata log, then flushes and closes every log and
     /// writes the clean-shutdown markers.
     pub fn shutdown(&self) -> Result<(), BrokerError> {
-        if let Some(metadata) = guard(&self.metadata).take() {
-            metadata.close()?;
-        }
         self.replicas
             .write()
             .unwrap_or_else(PoisonError::into_inner)

@@ -12,6 +12,7 @@
 pub mod apis;
 pub mod broker;
 pub mod config;
+pub mod controller;
 pub mod errors;
 pub mod fetch_session;
 #[doc(hidden)]
@@ -21,6 +22,7 @@ pub mod metrics;
 pub mod network;
 pub mod node;
 pub mod properties;
+pub mod quorum;
 pub mod replica;
 pub mod replication;
 pub mod topic_config;

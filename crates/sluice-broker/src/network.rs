@@ -255,6 +255,19 @@ async fn handle_frame(
     let api_key_id = i16::from_be_bytes([frame[0], frame[1]]);
     let version = i16::from_be_bytes([frame[2], frame[3]]);
     let correlation_id = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
+    if api_key_id == crate::quorum::RAFT_API_KEY {
+        // The metadata quorum's own requests (see `quorum::rpc`).
+        return match crate::quorum::rpc::decode_request(frame) {
+            Ok((correlation_id, request)) => {
+                let response = crate::controller::serve_rpc(&broker, request).await;
+                Reply::Frame(crate::quorum::rpc::encode_response(
+                    correlation_id,
+                    &response,
+                ))
+            }
+            Err(reason) => close(reason),
+        };
+    }
     let Ok(api_key) = ApiKey::try_from(api_key_id) else {
         return close(format!("unknown API key {api_key_id}"));
     };

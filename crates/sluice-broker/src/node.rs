@@ -16,12 +16,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
-use sluice_metadata::{MetadataLog, MetadataLogError, MetadataRecord};
+use sluice_metadata::{MetadataLogError, MetadataRecord};
 use sluice_storage::LogManager;
 use tokio::sync::watch;
 
 use crate::broker::{Broker, BrokerError, Endpoint, random_uuid};
-use crate::config::{BrokerConfig, Listener};
+use crate::config::{BrokerConfig, Listener, Role};
 use crate::metrics::{MetricsServer, RequestMetrics};
 use crate::network::{NetworkConfig, Server};
 
@@ -49,8 +49,10 @@ pub enum NodeError {
 pub const METADATA_VERSION_LEVEL: i16 = 27;
 /// The lowest `metadata.version` level a 4.1 broker supports (3.3-IV3).
 pub const MIN_METADATA_VERSION_LEVEL: i16 = 7;
-/// The controller epoch of a single-node quorum until the Raft quorum (issue 4).
-const SINGLE_NODE_EPOCH: i32 = 1;
+/// How long a node waits at start for the quorum (a leader, joining as a learner).
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a stopping broker waits for its leaderships to move.
+const CONTROLLED_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often time-based flushes (`flush.ms`) are checked, at most.
 const FLUSH_CHECK_INTERVAL_MS: u64 = 1_000;
 
@@ -190,42 +192,18 @@ pub async fn run(
         listener: "log.dirs".into(),
         reason: "no log directory configured".into(),
     })?;
-    let mut metadata = MetadataLog::open(first.dir(), first.was_clean_start(), SINGLE_NODE_EPOCH)?;
-    if metadata.image().feature_level("metadata.version").is_none() {
-        // What `kafka-storage format` writes: the metadata version, and the cluster-wide
-        // `min.insync.replicas` as a dynamic default (Kafka 4.x does so for KIP-966).
-        metadata.append(
-            &[
-                MetadataRecord::FeatureLevel {
-                    name: "metadata.version".into(),
-                    level: METADATA_VERSION_LEVEL,
-                },
-                MetadataRecord::Config(sluice_metadata::ConfigRecord {
-                    resource_type: crate::broker::BROKER_RESOURCE,
-                    resource_name: String::new(),
-                    name: "min.insync.replicas".into(),
-                    value: Some(config.get("min.insync.replicas").unwrap_or("1").to_string()),
-                }),
-            ],
-            sluice_storage::now_ms(),
-        )?;
-    }
-    tracing::info!(
-        end_offset = metadata.end_offset(),
-        topics = metadata.image().topics().count(),
-        "replayed the metadata log"
-    );
-    let broker = Arc::new(Broker::new(
-        config.clone(),
-        cluster_id.unwrap_or_default(),
-        managers,
-        metadata,
-    )?);
+    let metadata_dir = first.dir().to_path_buf();
+    let clean_start = first.was_clean_start();
+    let broker = Broker::new(config.clone(), cluster_id.unwrap_or_default(), managers)?;
+    let roles = config.process_roles();
+    let is_broker = roles.contains(&Role::Broker);
+    let is_controller = roles.contains(&Role::Controller);
     let controller_listeners: Vec<String> = config
         .get("controller.listener.names")
         .unwrap_or("")
         .split(',')
         .map(|name| name.trim().to_string())
+        .filter(|name| !name.is_empty())
         .collect();
     let network = NetworkConfig {
         socket_request_max_bytes: config.socket_request_max_bytes(),
@@ -235,11 +213,12 @@ pub async fn run(
     let advertised = config.advertised_listeners();
     let mut servers = Vec::new();
     let mut endpoints = Vec::new();
-    for listener in config
-        .listeners()
-        .into_iter()
-        .filter(|l| !controller_listeners.contains(&l.name))
-    {
+    let mut controller_endpoints = Vec::new();
+    for listener in config.listeners() {
+        let is_controller_listener = controller_listeners.contains(&listener.name);
+        if is_controller_listener && !is_controller {
+            continue;
+        }
         let host = if listener.host.is_empty() {
             "0.0.0.0"
         } else {
@@ -273,24 +252,175 @@ pub async fn run(
             ),
             _ => (bound.ip().to_string(), bound.port()),
         };
-        endpoints.push(Endpoint {
+        let endpoint = Endpoint {
             listener: listener.name.clone(),
             host: adv_host,
             port: adv_port,
-        });
-        servers.push((listener, bound, server));
+        };
+        if is_controller_listener {
+            controller_endpoints.push(endpoint);
+        } else {
+            endpoints.push(endpoint);
+        }
+        servers.push((listener, bound, server, is_controller_listener));
     }
-    if servers.is_empty() {
+    if is_broker && endpoints.is_empty() {
         return Err(NodeError::NoBrokerListener);
     }
-    broker.register(&endpoints, directory_ids)?;
+    // The quorum: `controller.quorum.voters`, or this controller alone.
+    let quorum_error = |reason: String| NodeError::Listener {
+        listener: "controller.quorum.voters".into(),
+        reason,
+    };
+    let mut voters =
+        crate::quorum::parse_voters(config.get("controller.quorum.voters").unwrap_or(""))
+            .map_err(quorum_error)?;
+    let inter_broker = config
+        .get("inter.broker.listener.name")
+        .unwrap_or("PLAINTEXT")
+        .to_string();
+    let raft_address = if is_controller {
+        match (voters.get(&(node_id as u64)), controller_endpoints.first()) {
+            (Some(address), _) => address.clone(),
+            (None, Some(e)) => format!("{}:{}", e.host, e.port),
+            (None, None) => {
+                return Err(quorum_error(
+                    "a controller needs a listener named in controller.listener.names".into(),
+                ));
+            }
+        }
+    } else {
+        endpoints
+            .iter()
+            .find(|e| e.listener == inter_broker)
+            .or(endpoints.first())
+            .map(|e| format!("{}:{}", e.host, e.port))
+            .unwrap_or_default()
+    };
+    // Where a broker-only node asks to join: the voters, else the bootstrap servers.
+    let mut join_targets = voters.clone();
+    if voters.is_empty() {
+        if is_controller {
+            voters.insert(node_id as u64, raft_address.clone());
+        } else {
+            for (i, server) in config
+                .get("controller.quorum.bootstrap.servers")
+                .unwrap_or("")
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .enumerate()
+            {
+                join_targets.insert(i as u64, server.to_string());
+            }
+            if join_targets.is_empty() {
+                return Err(quorum_error(
+                    "a broker-only node needs controller.quorum.voters or controller.quorum.bootstrap.servers".into(),
+                ));
+            }
+        }
+    }
+    let weak = Arc::downgrade(&broker);
+    let on_apply: crate::quorum::OnApply = Arc::new(move |image| {
+        if let Some(broker) = weak.upgrade() {
+            broker.apply_image(image);
+        }
+    });
+    let quorum = Arc::new(
+        crate::quorum::Quorum::start(
+            &config,
+            &metadata_dir,
+            clean_start,
+            raft_address.clone(),
+            voters,
+            on_apply,
+        )
+        .await
+        .map_err(quorum_error)?,
+    );
+    broker.attach_quorum(quorum.clone());
+    let mut tasks = Vec::new();
+    let mut bound_listeners = Vec::new();
+    for (listener, bound, server, is_controller_listener) in servers {
+        tasks.push(tokio::spawn(server.run(shutdown.clone())));
+        bound_listeners.push((listener, bound, is_controller_listener));
+    }
+    if !quorum.is_voter() {
+        crate::controller::join_as_learner(
+            &join_targets,
+            node_id as u64,
+            raft_address.clone(),
+            STARTUP_TIMEOUT,
+        )
+        .await
+        .map_err(|reason| quorum_error(format!("cannot join the quorum: {reason}")))?;
+    }
+    quorum
+        .wait_ready(STARTUP_TIMEOUT)
+        .await
+        .map_err(|e| quorum_error(e.to_string()))?;
+    if quorum.is_voter() && broker.image().feature_level("metadata.version").is_none() {
+        // What `kafka-storage format` writes: the metadata version, and the cluster-wide
+        // `min.insync.replicas` as a dynamic default (Kafka 4.x does so for KIP-966).
+        broker
+            .write_metadata(&[
+                MetadataRecord::FeatureLevel {
+                    name: "metadata.version".into(),
+                    level: METADATA_VERSION_LEVEL,
+                },
+                MetadataRecord::Config(sluice_metadata::ConfigRecord {
+                    resource_type: crate::broker::BROKER_RESOURCE,
+                    resource_name: String::new(),
+                    name: "min.insync.replicas".into(),
+                    value: Some(config.get("min.insync.replicas").unwrap_or("1").to_string()),
+                }),
+            ])
+            .await?;
+    }
+    tracing::info!(
+        voters = ?quorum.voters,
+        leader = ?quorum.leader().map(|l| l.0),
+        topics = broker.image().topics().count(),
+        "joined the metadata quorum"
+    );
+    if is_broker {
+        broker.register(&endpoints, directory_ids.clone()).await?;
+        let registration = {
+            let broker = broker.clone();
+            let endpoints = endpoints.clone();
+            let directory_ids = directory_ids.clone();
+            move || {
+                let broker = broker.clone();
+                let endpoints = endpoints.clone();
+                let directory_ids = directory_ids.clone();
+                Box::pin(async move { broker.register(&endpoints, directory_ids).await })
+                    as std::pin::Pin<
+                        Box<dyn std::future::Future<Output = Result<(), BrokerError>> + Send>,
+                    >
+            }
+        };
+        tasks.push(tokio::spawn(crate::controller::run_heartbeats(
+            broker.clone(),
+            shutdown.clone(),
+            registration,
+        )));
+    }
+    if quorum.is_voter() {
+        tasks.push(tokio::spawn(crate::controller::run(
+            broker.clone(),
+            shutdown.clone(),
+        )));
+    }
     let mut tasks = Vec::new();
     if let Some(metrics) = bind_metrics(&config, &broker, &request_metrics).await? {
         tasks.push(tokio::spawn(metrics.run(shutdown.clone())));
     }
-    for (listener, bound, server) in servers {
-        tasks.push(tokio::spawn(server.run(shutdown.clone())));
-        on_listening(&listener, bound);
+    // Broker listeners first: callers take the first address as the node's.
+    for (listener, bound, _) in bound_listeners.iter().filter(|l| !l.2) {
+        on_listening(listener, *bound);
+    }
+    for (listener, bound, _) in bound_listeners.iter().filter(|l| l.2) {
+        on_listening(listener, *bound);
     }
     // Retention and checkpoints every log.retention.check.interval.ms; time-based
     // flushes (flush.ms) and deferred flushes of rolled segments every second.
@@ -320,9 +450,15 @@ pub async fn run(
             }
         }
     }
+    if is_broker && broker.image().brokers().count() > 1 {
+        let moved =
+            crate::controller::controlled_shutdown(&broker, CONTROLLED_SHUTDOWN_TIMEOUT).await;
+        tracing::info!(moved, "controlled shutdown");
+    }
     for task in tasks {
         let _ = task.await;
     }
+    quorum.shutdown().await;
     broker.shutdown()?;
     tracing::info!("shut down cleanly");
     Ok(())

@@ -268,13 +268,14 @@ fn plan(
     Ok(records)
 }
 
-fn apply(
+/// The records a config change writes (none when `validate_only`).
+fn plan_change(
     broker: &Broker,
     resource_type: i8,
     name: &str,
     validate_only: bool,
     change: impl FnOnce(&mut BTreeMap<String, String>) -> Result<(), Refusal>,
-) -> Result<(), Refusal> {
+) -> Result<Vec<MetadataRecord>, Refusal> {
     let image = broker.image();
     let mut next = image
         .configs(resource_type, name)
@@ -282,10 +283,22 @@ fn apply(
         .unwrap_or_default();
     change(&mut next)?;
     let records = plan(broker, &image, resource_type, name, next)?;
-    if validate_only || records.is_empty() {
+    if validate_only {
+        return Ok(Vec::new());
+    }
+    Ok(records)
+}
+
+/// Writes a planned config change.
+async fn write(
+    broker: &Broker,
+    records: Result<Vec<MetadataRecord>, Refusal>,
+) -> Result<(), Refusal> {
+    let records = records?;
+    if records.is_empty() {
         return Ok(());
     }
-    broker.write_metadata(&records).map_err(|error| {
+    broker.write_metadata(&records).await.map_err(|error| {
         tracing::error!(%error, "config write failed");
         (errors::UNKNOWN_SERVER_ERROR, error.to_string())
     })
@@ -296,13 +309,13 @@ pub async fn alter_configs(
     request: AlterConfigsRequest,
 ) -> AlterConfigsResponse {
     let broker = &context.broker;
-    let _controller = broker.controller_lock();
-    let responses = request
+    let _controller = broker.controller_lock().await;
+    let planned: Vec<_> = request
         .resources
         .iter()
         .map(|resource| {
             let name = resource.resource_name.to_string();
-            let outcome = apply(
+            let outcome = plan_change(
                 broker,
                 resource.resource_type,
                 &name,
@@ -321,14 +334,18 @@ pub async fn alter_configs(
             let response = alter_configs_response::AlterConfigsResourceResponse::default()
                 .with_resource_type(resource.resource_type)
                 .with_resource_name(resource.resource_name.clone());
-            match outcome {
-                Ok(()) => response,
-                Err((code, message)) => response
-                    .with_error_code(code)
-                    .with_error_message(Some(str_bytes(message))),
-            }
+            (response, outcome)
         })
         .collect();
+    let mut responses = Vec::new();
+    for (response, outcome) in planned {
+        responses.push(match write(broker, outcome).await {
+            Ok(()) => response,
+            Err((code, message)) => response
+                .with_error_code(code)
+                .with_error_message(Some(str_bytes(message))),
+        });
+    }
     AlterConfigsResponse::default().with_responses(responses)
 }
 
@@ -337,16 +354,16 @@ pub async fn incremental_alter_configs(
     request: IncrementalAlterConfigsRequest,
 ) -> IncrementalAlterConfigsResponse {
     let broker = &context.broker;
-    let _controller = broker.controller_lock();
+    let _controller = broker.controller_lock().await;
     let image = broker.image();
     let layers = BrokerLayers::new(&broker.config, &image);
-    let responses = request
+    let planned: Vec<_> = request
         .resources
         .iter()
         .map(|resource| {
             let name = resource.resource_name.to_string();
             let overrides = image.configs(resource.resource_type, &name).cloned();
-            let outcome = apply(broker, resource.resource_type, &name, request.validate_only, |next| {
+            let outcome = plan_change(broker, resource.resource_type, &name, request.validate_only, |next| {
                 for config in &resource.configs {
                     let key = config.name.to_string();
                     let value = config.value.as_ref().map(|v| v.to_string());
@@ -411,13 +428,17 @@ pub async fn incremental_alter_configs(
             let response = incremental_alter_configs_response::AlterConfigsResourceResponse::default()
                 .with_resource_type(resource.resource_type)
                 .with_resource_name(resource.resource_name.clone());
-            match outcome {
-                Ok(()) => response,
-                Err((code, message)) => response
-                    .with_error_code(code)
-                    .with_error_message(Some(str_bytes(message))),
-            }
+            (response, outcome)
         })
         .collect();
+    let mut responses = Vec::new();
+    for (response, outcome) in planned {
+        responses.push(match write(broker, outcome).await {
+            Ok(()) => response,
+            Err((code, message)) => response
+                .with_error_code(code)
+                .with_error_message(Some(str_bytes(message))),
+        });
+    }
     IncrementalAlterConfigsResponse::default().with_responses(responses)
 }

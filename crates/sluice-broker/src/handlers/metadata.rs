@@ -124,7 +124,7 @@ pub async fn metadata(context: &RequestContext, request: MetadataRequest) -> Met
                     .filter(|n| image.topic(n).is_none() && valid_topic_name(n).is_ok())
                     .collect();
                 if !missing.is_empty() {
-                    if let Err(error) = topics::auto_create(broker, &missing) {
+                    if let Err(error) = topics::auto_create(broker, &missing).await {
                         tracing::warn!(%error, topics = ?missing, "auto-creating topics failed");
                     }
                     image = broker.image();

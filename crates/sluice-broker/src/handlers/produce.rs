@@ -1,19 +1,34 @@
 //! Produce: validate each partition's batch as Kafka 4.1 does, append it as the leader,
-//! answer with the offsets.
+//! answer with the offsets once the request's `acks` are satisfied.
 //!
-//! Durability (what an acknowledgement promises): with acks=1 or acks=-1 the response is
-//! sent after the batch is written to the partition's active segment file, i.e. in the
-//! operating system's page cache; it survives the broker process being killed (SIGKILL),
-//! and survives power loss only once flushed (`flush.messages` / `flush.ms`, or the
-//! periodic and shutdown flushes), exactly Kafka's default promise. On a single node the
-//! leader is the whole ISR, so acks=-1 and acks=1 promise the same. With acks=0 nothing
-//! is promised and nothing is answered.
+//! Only the partition's leader appends; any other replica answers NOT_LEADER_OR_FOLLOWER
+//! (v10+: with the leader it knows, KIP-951's `current_leader` and `node_endpoints`).
+//!
+//! Durability (what an acknowledgement promises):
+//!
+//! - acks=0: nothing is promised and nothing is answered.
+//! - acks=1: the response is sent after the batch is written to the leader's active
+//!   segment file, i.e. in the leader's page cache: it survives the leader process being
+//!   killed (SIGKILL), survives power loss only once flushed (`flush.messages` /
+//!   `flush.ms`, or the periodic and shutdown flushes), and is lost if the leader's
+//!   machine fails before a follower copied it and another replica is elected — exactly
+//!   Kafka's promise.
+//! - acks=-1 (all): refused with NOT_ENOUGH_REPLICAS before anything is written when the
+//!   ISR is smaller than the topic's `min.insync.replicas` (capped at the replica count,
+//!   Kafka's effective min ISR); else appended, and answered once the high watermark
+//!   passes the batch, i.e. once every replica in the ISR has the batch in its log (page
+//!   cache): it survives the failure of all but one of them. If the ISR shrank below min
+//!   ISR meanwhile the answer is NOT_ENOUGH_REPLICAS_AFTER_APPEND (the batch is written
+//!   but under-replicated); if `timeout_ms` passes first, REQUEST_TIMED_OUT (the batch
+//!   may still commit). With a single replica, acks=-1 and acks=1 promise the same.
 
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use bytes::BytesMut;
 use kafka_protocol::messages::produce_response::{
-    BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
+    BatchIndexAndErrorMessage, LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse,
+    TopicProduceResponse,
 };
 use kafka_protocol::messages::*;
 use sluice_protocol::{BatchError, Compression, RecordBatch, TimestampType, batches};
@@ -21,7 +36,8 @@ use sluice_storage::StorageError;
 
 use super::{from_uuid, str_bytes, topic_name};
 use crate::apis::RequestContext;
-use crate::errors;
+use crate::broker::{Broker, Replica};
+use crate::{errors, replication};
 
 /// A refused partition: error code, message, and the index of the bad batch when one is.
 struct Refused {
@@ -38,11 +54,21 @@ fn refused(code: i16, message: impl Into<String>) -> Refused {
     }
 }
 
+/// A partition's batch, appended by the leader.
+struct Appended {
+    base_offset: i64,
+    log_append_time_ms: i64,
+    log_start_offset: i64,
+    /// The offset the high watermark must reach for acks=all (last offset + 1).
+    required_offset: i64,
+}
+
 /// Produce. `None` means no response (acks=0).
 pub async fn produce(context: &RequestContext, request: ProduceRequest) -> Option<ProduceResponse> {
     let version = context.version;
     let broker = &context.broker;
     let acks = request.acks;
+    let timeout_ms = request.timeout_ms;
     let image = broker.image();
     let ProduceRequest {
         topic_data,
@@ -51,6 +77,11 @@ pub async fn produce(context: &RequestContext, request: ProduceRequest) -> Optio
     } = request;
     drop(transactional_id);
     let mut responses = Vec::with_capacity(topic_data.len());
+    // acks=all partitions waiting for the high watermark: (topic index, partition
+    // index, replica, offset to reach).
+    let mut waits = Vec::new();
+    // Leaders named in NOT_LEADER_OR_FOLLOWER answers (KIP-951, v10+).
+    let mut leaders: Vec<i32> = Vec::new();
     for topic in topic_data {
         // The name is a slice of the request frame: copy it out and drop it, so a
         // partition's records can be the frame's only user (appended without a copy).
@@ -76,6 +107,7 @@ pub async fn produce(context: &RequestContext, request: ProduceRequest) -> Optio
         let mut partitions = Vec::with_capacity(partition_data.len());
         for partition in partition_data {
             let index = partition.index;
+            let mut waiting = None;
             let result = if !matches!(acks, -1..=1) {
                 Err(refused(
                     errors::INVALID_REQUIRED_ACKS,
@@ -91,7 +123,16 @@ pub async fn produce(context: &RequestContext, request: ProduceRequest) -> Optio
                         errors::UNKNOWN_TOPIC_OR_PARTITION,
                         "This server does not host this topic-partition.",
                     )),
-                    Some(replica) => append(broker, version, &replica, partition.records),
+                    Some(replica) => {
+                        replication::ensure_current(broker, &t.name, index, &replica, &image);
+                        let appended = append(broker, version, &replica, acks, partition.records);
+                        if let Ok(done) = &appended
+                            && acks == -1
+                        {
+                            waiting = Some((replica, done.required_offset));
+                        }
+                        appended
+                    }
                 }
             } else {
                 Err(refused(
@@ -100,11 +141,14 @@ pub async fn produce(context: &RequestContext, request: ProduceRequest) -> Optio
                 ))
             };
             let response = PartitionProduceResponse::default().with_index(index);
+            if let Some((replica, required)) = waiting {
+                waits.push((responses.len(), partitions.len(), replica, required));
+            }
             partitions.push(match result {
-                Ok((base_offset, log_append_time_ms, log_start_offset)) => response
-                    .with_base_offset(base_offset)
-                    .with_log_append_time_ms(log_append_time_ms)
-                    .with_log_start_offset(log_start_offset),
+                Ok(appended) => response
+                    .with_base_offset(appended.base_offset)
+                    .with_log_append_time_ms(appended.log_append_time_ms)
+                    .with_log_start_offset(appended.log_start_offset),
                 Err(refusal) => {
                     let mut response = response
                         .with_error_code(refusal.code)
@@ -123,6 +167,19 @@ pub async fn produce(context: &RequestContext, request: ProduceRequest) -> Optio
                         }
                         response = response.with_error_message(Some(str_bytes(refusal.message)));
                     }
+                    if version >= 10
+                        && refusal.code == errors::NOT_LEADER_OR_FOLLOWER
+                        && let Some(p) = found.and_then(|t| t.partitions.get(&index))
+                    {
+                        response = response.with_current_leader(
+                            LeaderIdAndEpoch::default()
+                                .with_leader_id(p.leader.into())
+                                .with_leader_epoch(p.leader_epoch),
+                        );
+                        if p.leader >= 0 && !leaders.contains(&p.leader) {
+                            leaders.push(p.leader);
+                        }
+                    }
                     response
                 }
             });
@@ -135,20 +192,73 @@ pub async fn produce(context: &RequestContext, request: ProduceRequest) -> Optio
         };
         responses.push(response);
     }
+    // acks=all: every partition waits for its high watermark, under one deadline (Kafka's
+    // DelayedProduce); the offsets stay in the answer whatever the outcome.
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout_ms.max(0) as u64);
+    for (topic, partition, replica, required) in waits {
+        let code = await_high_watermark(&replica, required, deadline).await;
+        responses[topic].partition_responses[partition].error_code = code;
+    }
     if acks == 0 {
         return None;
     }
-    Some(ProduceResponse::default().with_responses(responses))
+    let mut response = ProduceResponse::default().with_responses(responses);
+    if version >= 10 {
+        response.node_endpoints = leaders
+            .into_iter()
+            .filter_map(|id| {
+                let endpoint = Broker::endpoint_of(&image, id, &context.listener)?;
+                Some(
+                    NodeEndpoint::default()
+                        .with_node_id(id.into())
+                        .with_host(str_bytes(endpoint.host))
+                        .with_port(i32::from(endpoint.port))
+                        .with_rack(image.broker(id).and_then(|b| b.rack.clone()).map(str_bytes)),
+                )
+            })
+            .collect();
+    }
+    Some(response)
 }
 
-/// Validates and appends one partition's records; returns (base offset, log append time
-/// or -1, log start offset).
+/// Waits until an acks=all batch is committed (the high watermark reaches
+/// `required_offset`) and answers Kafka's code for it, or REQUEST_TIMED_OUT at the
+/// deadline.
+async fn await_high_watermark(
+    replica: &Replica,
+    required_offset: i64,
+    deadline: tokio::time::Instant,
+) -> i16 {
+    // Subscribed before the check, so a change after it is not missed.
+    let mut high_watermark = replica.subscribe_high_watermark();
+    loop {
+        if let Some(code) = replica.state().acks_all_outcome(required_offset) {
+            return code;
+        }
+        match tokio::time::timeout_at(deadline, high_watermark.changed()).await {
+            Err(_) => return errors::REQUEST_TIMED_OUT,
+            // The replica was deleted.
+            Ok(Err(_)) => return errors::NOT_LEADER_OR_FOLLOWER,
+            Ok(Ok(())) => {}
+        }
+    }
+}
+
+/// Validates and appends one partition's records as its leader.
 fn append(
-    broker: &crate::broker::Broker,
+    broker: &Broker,
     version: i16,
-    replica: &crate::broker::Replica,
+    replica: &Replica,
+    acks: i16,
     records: Option<bytes::Bytes>,
-) -> Result<(i64, i64, i64), Refused> {
+) -> Result<Appended, Refused> {
+    // Kafka looks the leader up before it looks at the records.
+    if !replica.state().is_leader() {
+        return Err(refused(
+            errors::NOT_LEADER_OR_FOLLOWER,
+            "This server is not the leader for that topic-partition.",
+        ));
+    }
     let records = records.unwrap_or_default();
     // v3+: exactly one batch of magic 2.
     let mut found = batches(records.clone());
@@ -219,9 +329,28 @@ fn append(
         BytesMut::from(&shared[..])
     });
     let now = sluice_storage::now_ms();
+    // The state stays locked across the append so that leadership cannot change
+    // between the check and the write (Kafka's leaderIsrUpdateLock read lock).
+    let mut state = replica.state();
+    if !state.is_leader() {
+        return Err(refused(
+            errors::NOT_LEADER_OR_FOLLOWER,
+            "This server is not the leader for that topic-partition.",
+        ));
+    }
+    let min_isr = state.effective_min_isr();
+    if acks == -1 && state.isr.committed().len() < min_isr {
+        return Err(refused(
+            errors::NOT_ENOUGH_REPLICAS,
+            format!(
+                "The size of the current ISR {:?} is insufficient to satisfy the min.isr requirement of {min_isr}",
+                state.isr.committed()
+            ),
+        ));
+    }
     let mut log = sluice_storage::lock(&replica.log);
     let info = log
-        .append_as_leader(&mut bytes, replica.leader_epoch(), now)
+        .append_as_leader(&mut bytes, state.leader_epoch, now)
         .map_err(|error| match error {
             StorageError::InvalidBatch(error) => corrupt(error),
             StorageError::BatchTooLarge { .. } => {
@@ -235,6 +364,12 @@ fn append(
     let end = log.log_end_offset();
     let log_start = log.log_start_offset();
     drop(log);
+    // A single replica (or an ISR of one) commits at once.
+    let lag_max_ms = replication::Settings::of(broker).lag_time_max_ms;
+    if state.maybe_increment_high_watermark(end, now, lag_max_ms) {
+        replica.publish_high_watermark(&state);
+    }
+    drop(state);
     replica.appended(end);
     let traffic = &broker.traffic;
     traffic
@@ -243,12 +378,17 @@ fn append(
     traffic
         .bytes_in
         .fetch_add(info.size_bytes, Ordering::Relaxed);
-    let append_time = if info.log_append_time_ms >= 0 {
+    let log_append_time_ms = if info.log_append_time_ms >= 0 {
         info.log_append_time_ms
     } else {
         -1
     };
-    Ok((info.first_offset, append_time, log_start))
+    Ok(Appended {
+        base_offset: info.first_offset,
+        log_append_time_ms,
+        log_start_offset: log_start,
+        required_offset: info.last_offset + 1,
+    })
 }
 
 fn corrupt(error: BatchError) -> Refused {

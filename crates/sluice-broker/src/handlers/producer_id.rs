@@ -26,7 +26,7 @@ pub async fn init_producer_id(
     }
     // v3+: an idempotent producer that asks to bump its epoch (after an error) gets a
     // fresh id, which Kafka 4.1 also does for producers without a transactional id.
-    match context.broker.allocate_producer_id() {
+    match context.broker.allocate_producer_id().await {
         Ok(id) => response
             .with_producer_id(ProducerId(id))
             .with_producer_epoch(0),

@@ -236,8 +236,8 @@ fn plan_topic(
 
 /// Creates topics that Metadata asked for (auto.create.topics.enable) with the broker's
 /// defaults.
-pub(crate) fn auto_create(broker: &Broker, names: &[String]) -> Result<(), BrokerError> {
-    let _controller = broker.controller_lock();
+pub(crate) async fn auto_create(broker: &Broker, names: &[String]) -> Result<(), BrokerError> {
+    let _controller = broker.controller_lock().await;
     let image = broker.image();
     for name in names {
         let request = create_topics_request::CreatableTopic::default()
@@ -246,7 +246,7 @@ pub(crate) fn auto_create(broker: &Broker, names: &[String]) -> Result<(), Broke
             .with_replication_factor(-1);
         match plan_topic(broker, &image, &request) {
             Ok(topic) => {
-                broker.write_metadata(&topic.records())?;
+                broker.write_metadata(&topic.records()).await?;
                 tracing::info!(topic = %name, "auto-created topic");
             }
             Err((_, message)) => tracing::debug!(topic = %name, %message, "not auto-created"),
@@ -261,7 +261,7 @@ pub async fn create_topics(
 ) -> CreateTopicsResponse {
     let broker = &context.broker;
     let version = context.version;
-    let _controller = broker.controller_lock();
+    let _controller = broker.controller_lock().await;
     let duplicates = duplicate_names(request.topics.iter().map(|t| &t.name));
     let mut results = Vec::new();
     for topic in &request.topics {
@@ -274,13 +274,18 @@ pub async fn create_topics(
             ))
         } else {
             let image = broker.image();
-            plan_topic(broker, &image, topic).and_then(|planned| {
-                if !request.validate_only {
-                    broker.write_metadata(&planned.records()).map_err(storage_refusal)?;
-                    tracing::info!(topic = %planned.name, partitions = planned.assignments.len(), "created topic");
+            match plan_topic(broker, &image, topic) {
+                Ok(planned) if !request.validate_only => {
+                    match broker.write_metadata(&planned.records()).await {
+                        Ok(()) => {
+                            tracing::info!(topic = %planned.name, partitions = planned.assignments.len(), "created topic");
+                            Ok(planned)
+                        }
+                        Err(error) => Err(storage_refusal(error)),
+                    }
                 }
-                Ok(planned)
-            })
+                other => other,
+            }
         };
         match outcome {
             Ok(planned) => {
@@ -327,7 +332,7 @@ pub async fn delete_topics(
 ) -> DeleteTopicsResponse {
     let broker = &context.broker;
     let version = context.version;
-    let _controller = broker.controller_lock();
+    let _controller = broker.controller_lock().await;
     // v0-5 name topics in TopicNames; v6 in Topics, by name or by id.
     let targets: Vec<(Option<String>, uuid::Uuid)> = if version >= 6 {
         request
@@ -371,6 +376,7 @@ pub async fn delete_topics(
                 let topic_name_found = topic.name.clone();
                 broker
                     .write_metadata(&[MetadataRecord::RemoveTopic { topic_id }])
+                    .await
                     .map_err(storage_refusal)
                     .map(|()| (topic_name_found, topic_id))
             }
@@ -401,14 +407,14 @@ pub async fn create_partitions(
     request: CreatePartitionsRequest,
 ) -> CreatePartitionsResponse {
     let broker = &context.broker;
-    let _controller = broker.controller_lock();
+    let _controller = broker.controller_lock().await;
     let duplicates = duplicate_names(request.topics.iter().map(|t| &t.name));
     let mut results = Vec::new();
     for topic in &request.topics {
         let name = topic.name.0.to_string();
         let image = broker.image();
         let brokers = live_brokers(&image);
-        let outcome = (|| -> Result<(), Refusal> {
+        let planned = (|| -> Result<Vec<MetadataRecord>, Refusal> {
             if duplicates.contains(&name) {
                 return Err(refusal(
                     errors::INVALID_REQUEST,
@@ -481,7 +487,7 @@ pub async fn create_partitions(
                 None => place_replicas(&brokers, current, added, factor),
             };
             if request.validate_only {
-                return Ok(());
+                return Ok(Vec::new());
             }
             let records: Vec<MetadataRecord> = assignments
                 .into_iter()
@@ -496,10 +502,22 @@ pub async fn create_partitions(
                     ))
                 })
                 .collect();
-            broker.write_metadata(&records).map_err(storage_refusal)?;
-            tracing::info!(topic = %name, partitions = topic.count, "added partitions");
-            Ok(())
+            Ok(records)
         })();
+        let outcome = match planned {
+            Ok(records) if !records.is_empty() => {
+                let written = broker
+                    .write_metadata(&records)
+                    .await
+                    .map_err(storage_refusal);
+                if written.is_ok() {
+                    tracing::info!(topic = %name, partitions = topic.count, "added partitions");
+                }
+                written
+            }
+            Ok(_) => Ok(()),
+            Err(refusal) => Err(refusal),
+        };
         let mut result = CreatePartitionsTopicResult::default().with_name(topic.name.clone());
         if let Err((code, message)) = outcome {
             result = result

@@ -1,0 +1,990 @@
+#!/usr/bin/env python3
+"""Jepsen-style workload, nemesis and checker for a Kafka-compatible cluster.
+
+    jepsen.py [--backend kafka|sluice] [--topology combined|split] [--duration S]
+              [--scenarios workload,2013,failover] [--summary FILE] [--keep] ...
+    jepsen.py --self-test           # the checker against synthetic histories
+
+Scenarios (one cluster, started once, healed and made whole between scenarios):
+
+  workload  K idempotent acks=all producers write unique integers to a topic with RF=3,
+            min.insync.replicas=2; two consumers read every partition concurrently
+            (assign(), no group); a nemesis cycles through faults (SIGKILL of a partition
+            leader then restart, SIGSTOP of a follower for longer than
+            replica.lag.time.max.ms then SIGCONT, isolation of a leader through the proxies
+            then heal, in split topology also SIGKILL of a controller); then everything is
+            healed, and every partition is drained from offset 0 by a fresh consumer.
+  2013      Kafka's 2013 Jepsen scenario on a 1-partition topic with min.insync.replicas=1:
+            the followers are cut from the leader until the ISR is the leader alone, writes
+            are acknowledged by the leader alone, then the leader is isolated and the
+            followers come back. With unclean.leader.election.enable=false the partition
+            must go offline (no leader, writes fail) rather than elect a stale follower;
+            after the old leader is healed no acknowledged write may be missing.
+  failover  a librdkafka producer and Kafka's Java consumer (FailoverConsumer.java) through
+            a SIGKILL of a partition leader: the Java consumer must read every
+            acknowledged value, and the drain must hold every one.
+
+The checker (check()) flags: acknowledged writes missing from the drain (lost), a value
+at two offsets (duplicate), an offset read with two different values (divergent), a
+consumer session seeing an offset not above one it saw before on the same partition
+(backwards), an ack whose offset does not hold its value in the drain (ack-mismatch),
+values read that no producer sent (phantom), plus scenario-specific anomalies. Exit
+status 1 if any anomaly count is non-zero, 2 on a harness error.
+"""
+
+import argparse
+import collections
+import itertools
+import json
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import cluster as cl  # noqa: E402
+from cluster import log  # noqa: E402
+
+CLIENT_TIMEOUTS = {
+    "socket.timeout.ms": 10000,
+    "topic.metadata.refresh.interval.ms": 2000,
+    "metadata.max.age.ms": 6000,
+    "reconnect.backoff.ms": 50,
+    "reconnect.backoff.max.ms": 1000,
+    "retry.backoff.ms": 100,
+    "log_level": 3,
+}
+
+
+# =========================================================================================
+# History and checker (no client library needed: the self-test runs anywhere)
+# =========================================================================================
+
+class History:
+    """Everything the clients saw. Thread-safe."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.counter = itertools.count()
+        self.attempted = {}  # value -> producer
+        self.acked = {}  # value -> (partition, offset, t)
+        self.failed = {}  # value -> error string
+        self.reads = []  # (session, partition, offset, value)
+        self.drain = []  # (partition, offset, value) read by the final drain
+        self.events = []  # (t_start, t_end, name, detail)
+        self.anomalies = collections.defaultdict(list)  # scenario-specific
+        self.notes = []
+
+    def next_value(self):
+        with self.lock:
+            return next(self.counter)
+
+    def attempt(self, v, producer):
+        with self.lock:
+            self.attempted[v] = producer
+
+    def ack(self, v, partition, offset):
+        if partition is None or offset is None or offset < 0:
+            self.notes.append("ack of %r without an offset (partition %r, offset %r)" % (v, partition, offset))
+            partition = -1 if partition is None else partition
+            offset = -1 if offset is None or offset < 0 else offset
+        with self.lock:
+            self.acked[v] = (partition, offset, time.monotonic())
+            self.failed.pop(v, None)
+
+    def fail(self, v, err):
+        with self.lock:
+            if v not in self.acked:
+                self.failed[v] = err
+
+    def read(self, session, partition, offset, value):
+        if partition is None or offset is None:
+            self.notes.append("read of %r without a position (partition %r, offset %r)" % (value, partition, offset))
+            return
+        with self.lock:
+            self.reads.append((session, partition, offset, value))
+
+    def add_drain(self, partition, offset, value):
+        with self.lock:
+            self.drain.append((partition, offset, value))
+
+    def anomaly(self, kind, evidence):
+        with self.lock:
+            self.anomalies[kind].append(evidence)
+
+
+def parse_value(raw):
+    try:
+        return int(raw)
+    except (TypeError, ValueError):
+        return raw if isinstance(raw, str) else repr(raw)
+
+
+def check(h, drained=True):
+    """Return {"counts": {...}, "anomalies": {kind: [evidence...]}}."""
+    an = collections.defaultdict(list)
+    drain_at = {}  # (p, off) -> value
+    drain_values = collections.defaultdict(set)  # value -> {(p, off)}
+    for p, off, v in h.drain:
+        if (p, off) in drain_at and drain_at[(p, off)] != v:
+            an["divergent"].append("drain read (%d,%d) as %r and %r" % (p, off, drain_at[(p, off)], v))
+        drain_at[(p, off)] = v
+        drain_values[v].add((p, off))
+
+    # every read: concurrent consumers and the drain
+    at = collections.defaultdict(set)  # (p, off) -> values
+    where = collections.defaultdict(set)  # value -> {(p, off)}
+    for _s, p, off, v in h.reads:
+        at[(p, off)].add(v)
+        where[v].add((p, off))
+    for (p, off), v in drain_at.items():
+        at[(p, off)].add(v)
+        where[v].add((p, off))
+    for v, acked in h.acked.items():
+        if acked[1] < 0:
+            continue  # acknowledged without an offset: checked for loss only
+        where_ack = (acked[0], acked[1])
+        at[where_ack].add(v)
+        where[v].add(where_ack)
+
+    for (p, off), vs in sorted(at.items()):
+        if len(vs) > 1:
+            an["divergent"].append("offset %d of partition %d holds %s (reads, drain and acks)"
+                                   % (off, p, sorted(map(str, vs))))
+    for v, locs in sorted(where.items(), key=lambda kv: str(kv[0])):
+        if len(locs) > 1:
+            an["duplicate"].append("value %r at %s" % (v, sorted(locs)))
+    for v in sorted(set(where) - set(h.attempted), key=str):
+        an["phantom"].append("value %r read at %s but never sent" % (v, sorted(where[v])))
+
+    # offsets going backwards within a consumer session
+    last = {}
+    for s, p, off, v in h.reads:
+        k = (s, p)
+        if k in last and off <= last[k]:
+            an["backwards"].append("session %s partition %d: offset %d after %d" % (s, p, off, last[k]))
+        last[k] = off
+
+    if drained:
+        for v, (p, off, _t) in sorted(h.acked.items(), key=lambda kv: str(kv[0])):
+            if v not in drain_values:
+                an["lost"].append("value %r acknowledged at (%d,%d), absent from the drain" % (v, p, off))
+            elif off >= 0 and drain_at.get((p, off)) != v:
+                an["ack-mismatch"].append("value %r acknowledged at (%d,%d); the drain has %r there"
+                                          " and the value at %s" % (v, p, off, drain_at.get((p, off)),
+                                                                    sorted(drain_values[v])))
+
+    for kind, ev in h.anomalies.items():
+        an[kind].extend(ev)
+
+    unknown = set(h.attempted) - set(h.acked) - set(h.failed)
+    counts = {
+        "attempted": len(h.attempted),
+        "acknowledged": len(h.acked),
+        "failed": len(h.failed),
+        "unknown": len(unknown),
+        "failed_or_unknown_present": len((set(h.failed) | unknown) & set(drain_values)),
+        "read_concurrent": len(h.reads),
+        "read_drain": len(h.drain),
+        "acks_without_offset": sum(1 for (_p, off, _t) in h.acked.values() if off < 0),
+        "acks_checked_at_offset": sum(1 for v, (p, off, _t) in h.acked.items()
+                                      if drain_at.get((p, off)) == v),
+    }
+    return {"counts": counts, "anomalies": {k: v for k, v in an.items() if v}}
+
+
+def ack_gaps(h, events):
+    """Availability figures: the longest time without any ack, overall and per fault."""
+    ts = sorted(t for (_p, _o, t) in h.acked.values())
+    res = {"longest_ack_gap_s": 0.0, "per_fault": []}
+    if len(ts) < 2:
+        return res
+    gaps = [(b - a, a) for a, b in zip(ts, ts[1:])]
+    res["longest_ack_gap_s"] = round(max(gaps)[0], 2)
+    for (t0, t1, name, detail) in events:
+        inside = [g for g, a in gaps if t0 - 1 <= a <= t1 + 10]
+        res["per_fault"].append((name, detail, round(max(inside), 2) if inside else None))
+    return res
+
+
+def report(name, result, out=sys.stdout, limit=10):
+    c = result["counts"]
+    print("%s: attempted %d, acknowledged %d, failed %d, unknown %d (of which present in the "
+          "drain: %d), read %d concurrently + %d by the drain, acks found at their offset %d/%d"
+          " (%d acks without an offset)"
+          % (name, c["attempted"], c["acknowledged"], c["failed"], c["unknown"],
+             c["failed_or_unknown_present"], c["read_concurrent"], c["read_drain"],
+             c["acks_checked_at_offset"], c["acknowledged"], c["acks_without_offset"]), file=out)
+    kinds = ["lost", "duplicate", "divergent", "backwards", "ack-mismatch", "phantom"]
+    kinds += sorted(k for k in result["anomalies"] if k not in kinds)
+    print("%s: anomalies: %s" % (name, ", ".join("%s %d" % (k, len(result["anomalies"].get(k, [])))
+                                                  for k in kinds)), file=out)
+    for k in kinds:
+        ev = result["anomalies"].get(k, [])
+        for e in ev[:limit]:
+            print("  %s: %s" % (k.upper(), e), file=out)
+        if len(ev) > limit:
+            print("  %s: ... and %d more" % (k.upper(), len(ev) - limit), file=out)
+    out.flush()
+
+
+def self_test():
+    """Feed the checker synthetic histories, one per anomaly; each must be flagged, and a
+    clean history must pass."""
+    def base():
+        h = History()
+        for v, (p, off) in enumerate([(0, 0), (0, 1), (1, 0), (1, 1)]):
+            h.attempt(v, 0)
+            h.ack(v, p, off)
+            h.add_drain(p, off, v)
+            h.read("c1", p, off, v)
+        return h
+
+    failures = []
+
+    def expect(name, h, kind, n=1):
+        r = check(h)
+        got = len(r["anomalies"].get(kind, []))
+        others = {k: len(v) for k, v in r["anomalies"].items() if k != kind}
+        ok = got >= n if kind else not r["anomalies"]
+        print("%s self-test: %s -> %s" % ("PASS" if ok else "FAIL", name,
+                                          {k: len(v) for k, v in r["anomalies"].items()} or "clean"))
+        if not ok:
+            failures.append(name)
+        return r, others
+
+    expect("clean history", base(), None)
+
+    h = base()  # lost: acked value 4 at (1,2), not in the drain
+    h.attempt(4, 0)
+    h.ack(4, 1, 2)
+    expect("lost write", h, "lost")
+
+    h = base()  # duplicate: value 3 also at (1,2)
+    h.add_drain(1, 2, 3)
+    expect("duplicate", h, "duplicate")
+
+    h = base()  # divergent: a concurrent read saw 9 at (0,1), the drain has 1
+    h.attempt(9, 0)
+    h.read("c2", 0, 1, 9)
+    expect("divergent offset", h, "divergent")
+
+    h = base()  # backwards: session c1 sees (0,0) after (0,1)
+    h.read("c1", 0, 0, 0)
+    expect("backwards read", h, "backwards")
+
+    h = base()  # ack mismatch: value 5 acked at (1,5), the drain has it at (1,2)
+    h.attempt(5, 0)
+    h.ack(5, 1, 5)
+    h.add_drain(1, 2, 5)
+    expect("ack at the wrong offset", h, "ack-mismatch")
+
+    h = base()  # phantom: a value nobody wrote
+    h.add_drain(1, 2, 77)
+    expect("phantom value", h, "phantom")
+
+    h = base()  # a failed/unknown write present in the drain is not an anomaly
+    h.attempt(6, 0)
+    h.fail(6, "timed out")
+    h.add_drain(1, 2, 6)
+    r, _ = expect("indeterminate write present", h, None)
+
+    h = base()  # scenario anomalies are carried through
+    h.anomaly("unclean-election", "partition 0 led by 2 while isolated")
+    expect("scenario anomaly", h, "unclean-election")
+
+    print("self-test: %d failed" % len(failures))
+    return 1 if failures else 0
+
+
+# =========================================================================================
+# Clients
+# =========================================================================================
+
+def _ck():
+    import confluent_kafka  # noqa: F401
+    return confluent_kafka
+
+
+class Admin:
+    def __init__(self, c):
+        from confluent_kafka.admin import AdminClient
+        self.c = c
+        self.admin = AdminClient(dict(CLIENT_TIMEOUTS, **{"bootstrap.servers": c.bootstrap()}))
+
+    def partitions(self, topic, timeout=5):
+        """{partition: (leader, replicas, isr)} or None if metadata could not be had."""
+        try:
+            md = self.admin.list_topics(topic, timeout=timeout)
+        except Exception:
+            return None
+        t = md.topics.get(topic)
+        if t is None or (t.error is not None and not t.partitions):
+            return None
+        return {p: (pm.leader, list(pm.replicas), list(pm.isrs)) for p, pm in t.partitions.items()}
+
+    def create_topic(self, topic, partitions, config, timeout=60):
+        from confluent_kafka.admin import NewTopic
+        fs = self.admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=3,
+                                                config=config)], operation_timeout=30, request_timeout=30)
+        for f in fs.values():
+            f.result(timeout=timeout)
+        self.wait_healthy(topic, partitions, timeout)
+
+    def wait_healthy(self, topic, partitions=None, timeout=60):
+        """Every partition has a leader and a full ISR (bounded). Returns the layout."""
+        deadline = time.monotonic() + timeout
+        info = None
+        while time.monotonic() < deadline:
+            info = self.partitions(topic)
+            if info and (partitions is None or len(info) == partitions) and all(
+                    l >= 0 and sorted(isr) == sorted(rep) and len(rep) == 3 for l, rep, isr in info.values()):
+                return info
+            time.sleep(0.5)
+        raise TimeoutError("topic %s not healthy in %ss: %s" % (topic, timeout, info))
+
+
+class ProducerPool:
+    """K producer threads, each an idempotent acks=all librdkafka producer."""
+
+    def __init__(self, c, h, topic, count=3, rate=100.0, timeout_ms=30000, values=None, name="p"):
+        self.c, self.h, self.topic = c, h, topic
+        self.count, self.rate, self.timeout_ms = count, rate, timeout_ms
+        self.values = values  # optional iterator of values (else h.next_value)
+        self.values_lock = threading.Lock()
+        self.name = name
+        self.stop_ev = threading.Event()
+        self.threads = []
+        self.fatal = 0
+
+    def conf(self):
+        return dict(CLIENT_TIMEOUTS, **{
+            "bootstrap.servers": self.c.bootstrap(), "acks": "all", "enable.idempotence": True,
+            "message.timeout.ms": self.timeout_ms, "linger.ms": 5,
+            "request.timeout.ms": 5000, "max.in.flight.requests.per.connection": 5})
+
+    def _next(self):
+        if self.values is None:
+            return self.h.next_value()
+        with self.values_lock:
+            return next(self.values, None)
+
+    def _run(self, idx):
+        from confluent_kafka import Producer
+        h = self.h
+        fatal = threading.Event()
+
+        def on_error(err):
+            if err.fatal():
+                fatal.set()
+
+        def on_delivery(err, msg):
+            v = parse_value(msg.value().decode())
+            if err is not None:
+                h.fail(v, str(err))
+            else:
+                h.ack(v, msg.partition(), msg.offset())
+
+        conf = self.conf()
+        conf["error_cb"] = on_error
+        p = Producer(conf)
+        interval = 1.0 / self.rate if self.rate else 0
+        next_t = time.monotonic()
+        pname = "%s%d" % (self.name, idx)
+        while not self.stop_ev.is_set():
+            if fatal.is_set():
+                self.fatal += 1
+                h.notes.append("producer %s: fatal error, replaced" % pname)
+                p.flush(5)
+                fatal.clear()
+                p = Producer(conf)
+            v = self._next()
+            if v is None:
+                break
+            while True:
+                try:
+                    p.produce(self.topic, key=str(v).encode(), value=str(v).encode(), on_delivery=on_delivery)
+                    break
+                except BufferError:
+                    p.poll(0.1)
+                    if self.stop_ev.is_set():
+                        break
+            else:
+                break
+            h.attempt(v, pname)
+            p.poll(0)
+            if interval:
+                next_t += interval
+                delay = next_t - time.monotonic()
+                if delay > 0:
+                    p.poll(delay)
+                else:
+                    next_t = time.monotonic()
+        left = p.flush(self.timeout_ms / 1000.0 + 10)
+        if left:
+            h.notes.append("producer %s: %d messages without a delivery report at the end" % (pname, left))
+
+    def start(self):
+        for i in range(self.count):
+            t = threading.Thread(target=self._run, args=(i,), name="producer-%d" % i, daemon=True)
+            t.start()
+            self.threads.append(t)
+        return self
+
+    def stop(self, timeout=60):
+        self.stop_ev.set()
+        self.join(timeout)
+
+    def join(self, timeout=60):
+        deadline = time.monotonic() + timeout
+        for t in self.threads:
+            t.join(max(0.1, deadline - time.monotonic()))
+        return not any(t.is_alive() for t in self.threads)
+
+
+def consumer_conf(c, extra=None):
+    conf = dict(CLIENT_TIMEOUTS, **{
+        "bootstrap.servers": c.bootstrap(), "group.id": "jepsen-assign-only",
+        "enable.auto.commit": False, "enable.auto.offset.store": False,
+        "enable.partition.eof": True, "auto.offset.reset": "error", "fetch.wait.max.ms": 100,
+        "check.crcs": True})
+    conf.update(extra or {})
+    return conf
+
+
+class ConcurrentReader:
+    """A consumer thread reading every partition from the beginning until stopped. An
+    offset reset (out of range / truncation) starts a new session for the partition."""
+
+    def __init__(self, c, h, topic, partitions, name):
+        self.c, self.h, self.topic, self.partitions, self.name = c, h, topic, partitions, name
+        self.stop_ev = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="reader-" + name, daemon=True)
+        self.errors = collections.Counter()
+
+    def _run(self):
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+        cons = Consumer(consumer_conf(self.c))
+        gen = collections.Counter()
+        cons.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in range(self.partitions)])
+        try:
+            while not self.stop_ev.is_set():
+                msgs = cons.consume(500, 0.2)
+                for m in msgs:
+                    err = m.error()
+                    if err is None:
+                        p = m.partition()
+                        self.h.read("%s/%d/%d" % (self.name, p, gen[p]), p, m.offset(),
+                                    parse_value(m.value().decode(errors="replace")))
+                    elif err.code() == KafkaError._PARTITION_EOF:
+                        continue
+                    elif err.code() in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
+                        p = m.partition()
+                        self.h.anomaly("consumer-reset", "%s: partition %s: %s" % (self.name, p, err))
+                        if p is not None and p >= 0:
+                            gen[p] += 1
+                            cons.seek(TopicPartition(self.topic, p, OFFSET_BEGINNING))
+                    else:
+                        self.errors[err.name()] += 1
+        finally:
+            cons.close()
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def stop(self, timeout=30):
+        self.stop_ev.set()
+        self.thread.join(timeout)
+
+
+def drain(c, h, topic, partitions, timeout=90):
+    """Read every partition from offset 0 to its high watermark with a fresh consumer."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+    cons = Consumer(consumer_conf(c))
+    deadline = time.monotonic() + timeout
+    try:
+        hw = {}
+        for p in range(partitions):
+            while True:
+                try:
+                    lo, hi = cons.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+                    hw[p] = hi
+                    if lo != 0:
+                        h.anomaly("drain", "partition %d starts at offset %d, not 0" % (p, lo))
+                    break
+                except Exception as e:
+                    if time.monotonic() > deadline:
+                        h.anomaly("drain", "partition %d: no watermarks: %s" % (p, e))
+                        return
+                    time.sleep(1)
+        cons.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        pos = {p: 0 for p in range(partitions)}
+        done = {p for p in range(partitions) if hw[p] == 0}
+        while len(done) < partitions and time.monotonic() < deadline:
+            for m in cons.consume(1000, 0.5):
+                err = m.error()
+                p = m.partition()
+                if err is None:
+                    h.add_drain(p, m.offset(), parse_value(m.value().decode(errors="replace")))
+                    pos[p] = m.offset() + 1
+                    if pos[p] >= hw[p]:
+                        done.add(p)
+                elif err.code() == KafkaError._PARTITION_EOF:
+                    if m.offset() >= hw.get(p, 0):
+                        done.add(p)
+                else:
+                    if err.code() in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
+                        h.anomaly("drain", "partition %s: %s" % (p, err))
+                        done.add(p)
+        for p in range(partitions):
+            if p not in done:
+                h.anomaly("drain", "partition %d: drained to %d of high watermark %d in %ss"
+                          % (p, pos[p], hw[p], timeout))
+        log("drain: %s records up to high watermarks %s" % (len(h.drain), hw))
+    finally:
+        cons.close()
+
+
+# =========================================================================================
+# Nemesis
+# =========================================================================================
+
+class Nemesis:
+    def __init__(self, c, admin, h, topic, rng, hold=6.0, mode=None):
+        self.c, self.admin, self.h, self.topic, self.rng = c, admin, h, topic, rng
+        self.hold = hold
+        self.mode = mode
+        faults = ["kill-leader", "pause-follower", "isolate-leader"]
+        if c.topology == "split":
+            faults.append("kill-controller")
+        self.faults = faults
+
+    def _layout(self):
+        info = self.admin.partitions(self.topic, timeout=5)
+        if not info:
+            return None
+        return info
+
+    def _pick_leader(self):
+        info = self._layout()
+        if not info:
+            return None, None
+        cands = [(p, l) for p, (l, rep, isr) in info.items() if l >= 0 and self.c.nodes[l].alive()]
+        if not cands:
+            return None, None
+        return self.rng.choice(sorted(cands))
+
+    def _pick_follower(self):
+        info = self._layout()
+        if not info:
+            return None, None
+        cands = [(p, f) for p, (l, rep, isr) in info.items() for f in isr
+                 if f != l and self.c.nodes[f].alive() and not self.c.nodes[f].paused]
+        if not cands:
+            return None, None
+        return self.rng.choice(sorted(cands))
+
+    def run_one(self, name):
+        """Apply one fault, hold it, undo it. Returns (name, detail) or None."""
+        c = self.c
+        t0 = time.monotonic()
+        if name == "kill-leader":
+            p, node = self._pick_leader()
+            if node is None:
+                return None
+            detail = "SIGKILL node %d (leader of partition %d), restart after %.0fs" % (node, p, self.hold)
+            log("nemesis: " + detail)
+            c.kill(node)
+            time.sleep(self.hold)
+            c.start_node(node, wait=True, timeout=90)
+        elif name == "pause-follower":
+            p, node = self._pick_follower()
+            if node is None:
+                return None
+            detail = "SIGSTOP node %d (follower of partition %d) for %.0fs" % (node, p, self.hold)
+            log("nemesis: " + detail)
+            c.pause(node)
+            try:
+                time.sleep(self.hold)
+            finally:
+                c.resume(node)
+        elif name == "isolate-leader":
+            p, node = self._pick_leader()
+            if node is None:
+                return None
+            detail = "isolate node %d (leader of partition %d) for %.0fs" % (node, p, self.hold)
+            log("nemesis: " + detail)
+            c.isolate([node], mode=self.mode)
+            try:
+                time.sleep(self.hold)
+            finally:
+                c.heal()
+        elif name == "kill-controller":
+            node = self.rng.choice([n.id for n in c.controllers if not n.is_broker])
+            detail = "SIGKILL controller %d, restart after %.0fs" % (node, self.hold)
+            log("nemesis: " + detail)
+            c.kill(node)
+            time.sleep(self.hold)
+            c.start_node(node, wait=True, timeout=90)
+        else:
+            raise ValueError(name)
+        self.h.events.append((t0, time.monotonic(), name, detail))
+        return name, detail
+
+    def run(self, until, quiet=3.0):
+        for name in itertools.cycle(self.faults):
+            if time.monotonic() + self.hold > until:
+                break
+            if self.run_one(name) is None:
+                log("nemesis: %s: no candidate right now" % name)
+            # let the cluster settle a little (bounded) before the next fault
+            end = min(until, time.monotonic() + quiet)
+            while time.monotonic() < end:
+                time.sleep(0.2)
+        c = self.c
+        c.heal_all(timeout=120)
+
+
+# =========================================================================================
+# Scenarios
+# =========================================================================================
+
+def scenario_workload(c, admin, args, rng):
+    h = History()
+    topic = "jepsen-workload"
+    parts = args.partitions
+    admin.create_topic(topic, parts, {"min.insync.replicas": "2", "unclean.leader.election.enable": "false"})
+    readers = [ConcurrentReader(c, h, topic, parts, "r%d" % i).start() for i in range(2)]
+    producers = ProducerPool(c, h, topic, count=args.producers, rate=args.rate).start()
+    nemesis = Nemesis(c, admin, h, topic, rng, hold=args.hold, mode=args.partition_mode)
+    t_end = time.monotonic() + args.duration
+    try:
+        time.sleep(min(3, args.duration))
+        nemesis.run(t_end)
+        try:
+            admin.wait_healthy(topic, parts, timeout=90)
+        except TimeoutError as e:
+            h.anomaly("unrecovered", str(e))
+        time.sleep(2)  # a little fault-free traffic after recovery
+    finally:
+        producers.stop(timeout=60)
+        time.sleep(1)
+        for r in readers:
+            r.stop()
+    drain(c, h, topic, parts)
+    for r in readers:
+        if r.errors:
+            h.notes.append("reader %s errors: %s" % (r.name, dict(r.errors)))
+    return h
+
+
+def scenario_2013(c, admin, args, rng):
+    """ISR shrinks to the leader alone; the leader is partitioned away; the partition must go
+    offline (not elect a stale follower); after heal no acknowledged write is lost."""
+    from confluent_kafka import Producer
+    h = History()
+    topic = "jepsen-2013"
+    admin.create_topic(topic, 1, {"min.insync.replicas": "1", "unclean.leader.election.enable": "false"})
+    leader, replicas, isr = admin.wait_healthy(topic, 1)[0]
+    followers = [r for r in replicas if r != leader]
+    log("2013: partition 0 leader %d, followers %s" % (leader, followers))
+
+    def produce_batch(n, timeout_s, tag, bootstrap=None):
+        conf = dict(CLIENT_TIMEOUTS, **{"bootstrap.servers": bootstrap or c.bootstrap(), "acks": "all",
+                                        "enable.idempotence": True, "linger.ms": 5,
+                                        "message.timeout.ms": int(timeout_s * 1000),
+                                        "request.timeout.ms": 5000})
+        p = Producer(conf)
+        acked = [0]
+
+        def cb(err, msg):
+            v = parse_value(msg.value().decode())
+            if err is None:
+                h.ack(v, msg.partition(), msg.offset())
+                acked[0] += 1
+            else:
+                h.fail(v, str(err))
+        for _ in range(n):
+            v = h.next_value()
+            p.produce(topic, key=str(v).encode(), value=str(v).encode(), on_delivery=cb)
+            h.attempt(v, tag)
+            p.poll(0)
+        left = p.flush(timeout_s + 10)
+        return acked[0], left
+
+    a, _ = produce_batch(200, 20, "phase-a")
+    log("2013: phase A (full ISR): %d/200 acknowledged" % a)
+
+    # 1. Cut the followers' replica fetches to the leader (their PLAINTEXT links to it);
+    #    controllers stay connected, so the leader's AlterPartition shrinking the ISR lands.
+    c.cut([(f, leader, "PLAINTEXT") for f in followers])
+    t0 = time.monotonic()
+    shrunk = False
+    while time.monotonic() < t0 + 40:
+        info = admin.partitions(topic)
+        if info and info[0][2] == [leader]:
+            shrunk = True
+            break
+        time.sleep(0.5)
+    h.events.append((t0, time.monotonic(), "cut-followers", "followers %s cut from leader %d" % (followers, leader)))
+    if not shrunk:
+        h.anomaly("2013-setup", "ISR did not shrink to [%d] within 40s: %s" % (leader, admin.partitions(topic)))
+        c.heal()
+        return h
+    log("2013: ISR shrank to [%d] after %.1fs" % (leader, time.monotonic() - t0))
+    b, _ = produce_batch(200, 20, "phase-b")
+    log("2013: phase B (ISR = leader alone): %d/200 acknowledged" % b)
+    if b == 0:
+        h.anomaly("2013-setup", "the leader alone acknowledged no write (min.insync.replicas=1)")
+
+    # 2. Partition the leader away (from nodes and clients); the followers come back.
+    c.net.set_cuts(set())
+    c.isolate([leader], mode=args.partition_mode)
+    t1 = time.monotonic()
+    offline_seen = False
+    others = [r for r in replicas if r != leader]
+    boot_others = c.bootstrap(exclude=[leader])
+    while time.monotonic() < t1 + 30:
+        info = admin.partitions(topic)
+        if info:
+            l = info[0][0]
+            if l in others:
+                h.anomaly("unclean-election", "partition 0 led by stale follower %d while %d is isolated "
+                          "(isr %s)" % (l, leader, info[0][2]))
+                break
+            if l < 0:
+                offline_seen = True
+                break
+        time.sleep(0.3)
+    if offline_seen:
+        log("2013: partition offline %.1fs after isolating the leader" % (time.monotonic() - t1))
+        # writes must fail while offline
+        ok, left = produce_batch(20, 6, "offline", bootstrap=boot_others)
+        if ok:
+            h.anomaly("offline-write", "%d writes acknowledged while partition 0 had no leader" % ok)
+        # and it stays offline (sampled) while split
+        t_hold = time.monotonic() + 4
+        while time.monotonic() < t_hold:
+            info = admin.partitions(topic)
+            if info and info[0][0] in others:
+                h.anomaly("unclean-election", "partition 0 led by stale follower %d while %d is isolated"
+                          % (info[0][0], leader))
+                break
+            time.sleep(0.5)
+        log("2013: offline writes: %d acknowledged, %d failed (expected: all fail)" % (ok, 20 - ok))
+    elif not h.anomalies.get("unclean-election"):
+        h.anomaly("offline-not-observed", "partition 0 never reported leader -1 within 30s of isolating %d: %s"
+                  % (leader, admin.partitions(topic)))
+    h.events.append((t1, time.monotonic(), "isolate-leader", "leader %d isolated" % leader))
+
+    # 3. Heal; the old leader comes back as leader; nothing acknowledged may be missing.
+    c.heal()
+    t2 = time.monotonic()
+    try:
+        info = admin.wait_healthy(topic, 1, timeout=60)
+        log("2013: healed; leader %d, isr %s after %.1fs" % (info[0][0], info[0][2], time.monotonic() - t2))
+    except TimeoutError as e:
+        h.anomaly("unrecovered", str(e))
+    cc, _ = produce_batch(50, 20, "phase-c")
+    log("2013: phase C (healed): %d/50 acknowledged" % cc)
+    drain(c, h, topic, 1)
+    return h
+
+
+def scenario_failover(c, admin, args, rng):
+    """librdkafka producer + Java consumer through a SIGKILL of a partition leader."""
+    h = History()
+    topic = "jepsen-failover"
+    parts = 3
+    admin.create_topic(topic, parts, {"min.insync.replicas": "2"})
+    work = os.path.join(c.workdir, "failover")
+    os.makedirs(work, exist_ok=True)
+    expected = os.path.join(work, "expected.txt")
+    java_out = os.path.join(work, "java.out")
+    java_err = os.path.join(work, "java.err")
+    total = args.failover_count
+    cmd = ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+           "-Dlog4j2.configurationFile=" + cl.LOG4J,
+           "-cp", os.path.join(c.libs or os.path.join(cl.KAFKA_DIR, "libs"), "*"),
+           os.path.join(HERE, "FailoverConsumer.java"), c.bootstrap(), topic, expected, str(150000)]
+    with open(java_err, "wb"):
+        pass
+    # stdout to java.out, stderr to java.err: spawn() merges them, so use a wrapper via sh
+    jproc = cl.spawn(["sh", "-c", 'exec "$@" 2>>"%s"' % java_err, "sh"] + cmd, java_out)
+    t0 = time.monotonic()
+    producers = ProducerPool(c, h, topic, count=1, rate=total / 12.0, values=iter(range(total)),
+                             name="failover-p").start()
+    time.sleep(4)
+    info = admin.partitions(topic)
+    leader = info[0][0] if info else None
+    killed = None
+    if leader is not None and leader >= 0:
+        log("failover: SIGKILL node %d (leader of partition 0) while producing and consuming" % leader)
+        tk = time.monotonic()
+        c.kill(leader)
+        killed = leader
+    if not producers.join(timeout=90):
+        h.anomaly("failover", "producer did not finish in 90s")
+    producers.stop(timeout=30)
+    if killed is not None:
+        h.events.append((tk, time.monotonic(), "kill-leader", "SIGKILL node %d" % killed))
+    acked = sorted(h.acked)
+    log("failover: producer done: %d/%d acknowledged" % (len(acked), total))
+    with open(expected + ".tmp", "w") as f:
+        f.write("".join("%d\n" % v for v in acked))
+    os.rename(expected + ".tmp", expected)
+    try:
+        jproc.wait(120)
+    except subprocess.TimeoutExpired:
+        h.anomaly("failover", "Java consumer did not finish in 120s")
+    cl.kill_proc(jproc)
+    seen = set()
+    status = None
+    session = 0
+    with open(java_out, errors="replace") as f:
+        for line in f:
+            parts_ = line.split()
+            if not parts_:
+                continue
+            if parts_[0] == "R" and len(parts_) == 4:
+                v = parse_value(parts_[3])
+                h.read("java/%s/%d" % (parts_[1], session), int(parts_[1]), int(parts_[2]), v)
+                seen.add(v)
+            elif parts_[0] == "S":
+                session += 1
+                h.anomaly("consumer-reset", "java: " + line.strip())
+            elif parts_[0] in ("DONE", "TIMEOUT"):
+                status = line.strip()
+    missing = [v for v in acked if v not in seen]
+    log("failover: Java consumer: %s, read %d distinct values, %d acknowledged values not read (%.1fs)"
+        % (status, len(seen), len(missing), time.monotonic() - t0))
+    if missing:
+        h.anomaly("java-missed", "Java consumer (%s) never read %d acknowledged values, e.g. %s"
+                  % (status, len(missing), missing[:10]))
+    if status is None or not status.startswith("DONE"):
+        try:
+            with open(java_err, errors="replace") as f:
+                tail = f.read()[-2000:]
+        except OSError:
+            tail = ""
+        h.anomaly("java-consumer", "status %r; stderr tail: %s" % (status, tail))
+    if killed is not None:
+        c.start_node(killed, wait=True, timeout=90)
+    try:
+        admin.wait_healthy(topic, parts, timeout=60)
+    except TimeoutError as e:
+        h.anomaly("unrecovered", str(e))
+    drain(c, h, topic, parts)
+    return h
+
+
+SCENARIOS = {"workload": scenario_workload, "2013": scenario_2013, "failover": scenario_failover}
+
+
+# =========================================================================================
+# Main
+# =========================================================================================
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--backend", choices=["kafka", "sluice"], default="kafka")
+    ap.add_argument("--topology", choices=["combined", "split"], default="combined")
+    ap.add_argument("--duration", type=float, default=60, help="workload seconds (nemesis active)")
+    ap.add_argument("--scenarios", default="workload,2013,failover")
+    ap.add_argument("--producers", type=int, default=3)
+    ap.add_argument("--rate", type=float, default=80.0, help="messages/s per producer")
+    ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument("--hold", type=float, default=6.0, help="seconds each fault lasts")
+    ap.add_argument("--partition-mode", choices=["reset", "blackhole"], default="reset")
+    ap.add_argument("--failover-count", type=int, default=1200)
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--summary", help="write a JSON summary here")
+    ap.add_argument("--keep", action="store_true", help="keep the cluster's work dir")
+    ap.add_argument("--self-test", action="store_true")
+    args = ap.parse_args(argv)
+
+    if args.self_test:
+        return self_test()
+
+    cl.exit_on_signals()
+    seed = args.seed if args.seed is not None else random.randrange(1 << 30)
+    rng = random.Random(seed)
+    scenarios = [s for s in args.scenarios.split(",") if s]
+    for s in scenarios:
+        if s not in SCENARIOS:
+            ap.error("unknown scenario %s" % s)
+    log("jepsen: backend %s, topology %s, scenarios %s, duration %ss, seed %d"
+        % (args.backend, args.topology, scenarios, args.duration, seed))
+    summary = {"backend": args.backend, "topology": args.topology, "seed": seed,
+               "duration": args.duration, "scenarios": {}}
+    failed = False
+    t_all = time.monotonic()
+    c = cl.Cluster(args.backend, args.topology, keep=args.keep)
+    try:
+        t = time.monotonic()
+        c.start()
+        summary["startup_s"] = round(time.monotonic() - t, 1)
+        if args.backend == "kafka":
+            summary["kafka_version"] = open(os.path.join(c.libs, "VERSION")).read().strip()
+        admin = Admin(c)
+        for s in scenarios:
+            t = time.monotonic()
+            log("=== scenario %s" % s)
+            try:
+                h = SCENARIOS[s](c, admin, args, rng)
+            except Exception:
+                h = History()
+                h.anomaly("harness-error", traceback.format_exc())
+            # make the cluster whole for the next scenario
+            try:
+                c.heal_all(timeout=120)
+            except Exception as e:
+                h.anomaly("unrecovered", "cluster not whole after scenario: %s" % e)
+            result = check(h)
+            dt = time.monotonic() - t
+            report(s, result)
+            for n in h.notes[:10]:
+                print("  note: %s" % n)
+            if len(h.notes) > 10:
+                print("  note: ... and %d more notes" % (len(h.notes) - 10))
+            gaps = ack_gaps(h, h.events)
+            for name, detail, gap in gaps["per_fault"]:
+                print("  fault: %s: %s; longest ack gap around it: %ss" % (name, detail, gap))
+            ok = not result["anomalies"]
+            failed |= not ok
+            log("=== scenario %s: %s in %.1fs" % (s, "PASS" if ok else "FAIL", dt))
+            summary["scenarios"][s] = {
+                "pass": ok, "seconds": round(dt, 1), "counts": result["counts"],
+                "anomalies": {k: len(v) for k, v in result["anomalies"].items()},
+                "longest_ack_gap_s": gaps["longest_ack_gap_s"],
+                "faults": [{"fault": n, "detail": d, "longest_ack_gap_s": g} for n, d, g in gaps["per_fault"]],
+                "proxy": dict(c.net.stats)}
+    except Exception:
+        traceback.print_exc()
+        summary["error"] = traceback.format_exc()
+        failed = None
+    finally:
+        t = time.monotonic()
+        c.stop()
+        log("cluster stopped in %.1fs" % (time.monotonic() - t))
+    summary["total_s"] = round(time.monotonic() - t_all, 1)
+    summary["pass"] = failed is False
+    if args.summary:
+        with open(args.summary, "w") as f:
+            json.dump(summary, f, indent=2)
+    log("jepsen: %s in %.1fs (%s)" % ("PASS" if failed is False else "FAIL", summary["total_s"],
+                                      ", ".join("%s %s %.1fs" % (k, "pass" if v["pass"] else "FAIL", v["seconds"])
+                                                for k, v in summary["scenarios"].items())))
+    if failed is None:
+        return 2
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

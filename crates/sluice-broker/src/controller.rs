@@ -1,0 +1,486 @@
+//! The active controller's duties beyond storing metadata, run on whichever voter is
+//! the Raft leader, and the broker side of them:
+//!
+//! - liveness: brokers heartbeat (`broker.heartbeat.interval.ms`); one silent for
+//!   `broker.session.timeout.ms` is fenced (BrokerRegistrationChangeRecord), and a
+//!   fenced broker that heartbeats again is unfenced;
+//! - leader election: a partition whose leader is fenced, gone or shutting down gets the
+//!   first live member of its ISR as leader; with none, it goes offline (leader -1)
+//!   unless `unclean.leader.election.enable` lets an out-of-sync replica lead; fenced
+//!   brokers leave the ISRs they were in (never the last member);
+//! - controlled shutdown: a broker that asks to stop has its leaderships moved away
+//!   first and is told it may stop once it leads nothing that could move;
+//! - preferred leader election (`auto.leader.rebalance.enable`): every
+//!   `leader.imbalance.check.interval.seconds`, leadership returns to the first replica
+//!   when it is alive and in sync;
+//! - AlterPartition: a leader's ISR change, checked against the partition's leader
+//!   epoch and partition epoch.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use sluice_metadata::{MetadataImage, MetadataRecord, PartitionChangeRecord};
+use tokio::sync::watch;
+
+use crate::broker::{Broker, BrokerError, TOPIC_RESOURCE};
+use crate::errors;
+use crate::quorum::rpc::{AlterPartition, Heartbeat, HeartbeatReply};
+use crate::quorum::{NodeId, QuorumError, RpcRequest, RpcResponse};
+
+/// The active controller's record of when each broker last heartbeat.
+#[derive(Debug, Default)]
+pub struct Liveness {
+    seen: Mutex<HashMap<i32, Instant>>,
+    /// The Raft term this node last led in: heartbeats are tracked from its start.
+    term: Mutex<Option<u64>>,
+}
+
+impl Liveness {
+    fn saw(&self, broker_id: i32) {
+        self.seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(broker_id, Instant::now());
+    }
+
+    /// Brokers silent for longer than `timeout` (a broker never heard from counts from
+    /// when this node became the leader).
+    fn silent(&self, image: &MetadataImage, timeout: Duration, term: u64) -> Vec<i32> {
+        let mut led = self.term.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = Instant::now();
+        if *led != Some(term) {
+            // A new leadership: every broker gets a full session from now.
+            *led = Some(term);
+            seen.clear();
+        }
+        image
+            .brokers()
+            .filter(|b| !b.fenced)
+            .filter(|b| {
+                let last = *seen.entry(b.broker_id).or_insert(now);
+                now.duration_since(last) > timeout
+            })
+            .map(|b| b.broker_id)
+            .collect()
+    }
+}
+
+fn config_ms(broker: &Broker, key: &str, default: u64) -> Duration {
+    Duration::from_millis(
+        broker
+            .config
+            .get(key)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default),
+    )
+}
+
+/// Whether a broker can lead: registered, unfenced, not shutting down.
+pub fn can_lead(image: &MetadataImage, broker_id: i32) -> bool {
+    image
+        .broker(broker_id)
+        .is_some_and(|b| !b.fenced && !b.in_controlled_shutdown)
+}
+
+fn unclean_allowed(broker: &Broker, image: &MetadataImage, topic: &str) -> bool {
+    image
+        .configs(TOPIC_RESOURCE, topic)
+        .and_then(|c| c.get("unclean.leader.election.enable"))
+        .map(String::as_str)
+        .or_else(|| broker.config.get("unclean.leader.election.enable"))
+        .is_some_and(|v| v == "true")
+}
+
+/// The partition changes that give every partition a live leader where one is
+/// eligible, and drop brokers that cannot lead from ISRs (keeping at least one member).
+/// `preferred`: also move leadership back to the first replica where it is eligible.
+pub fn elect_leaders(
+    image: &MetadataImage,
+    preferred: bool,
+    unclean: &dyn Fn(&str) -> bool,
+) -> Vec<MetadataRecord> {
+    let mut changes = Vec::new();
+    for topic in image.topics() {
+        for (index, partition) in &topic.partitions {
+            let alive = |id: &i32| can_lead(image, *id);
+            let live_isr: Vec<i32> = partition.isr.iter().copied().filter(alive).collect();
+            let leader_ok = partition.leader >= 0 && alive(&partition.leader);
+            let mut change = PartitionChangeRecord::new(topic.topic_id, *index);
+            if !leader_ok {
+                if let Some(&first) = partition.replicas.iter().find(|r| live_isr.contains(r)) {
+                    change.leader = first;
+                    if live_isr != partition.isr {
+                        change.isr = Some(live_isr.clone());
+                    }
+                } else if unclean(&topic.name)
+                    && let Some(&any) = partition.replicas.iter().find(|r| alive(r))
+                {
+                    change.leader = any;
+                    change.isr = Some(vec![any]);
+                    change.leader_recovery_state = 1;
+                } else if partition.leader != -1 {
+                    // No eligible leader: offline rather than lose acknowledged writes.
+                    change.leader = -1;
+                    if partition.isr.len() > 1 && partition.isr.contains(&partition.leader) {
+                        change.isr = Some(vec![partition.leader]);
+                    }
+                }
+            } else {
+                if !live_isr.is_empty() && live_isr != partition.isr {
+                    change.isr = Some(live_isr.clone());
+                }
+                let first = partition.replicas.first().copied().unwrap_or(-1);
+                if preferred
+                    && first != partition.leader
+                    && alive(&first)
+                    && partition.isr.contains(&first)
+                {
+                    change.leader = first;
+                }
+            }
+            if change.leader != -2 || change.isr.is_some() {
+                changes.push(MetadataRecord::PartitionChange(change));
+            }
+        }
+    }
+    changes
+}
+
+/// The active controller's loop: fences silent brokers, elects leaders, balances
+/// leadership. Runs on every voter; acts only while this node leads the quorum.
+pub async fn run(broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
+    let session = config_ms(&broker, "broker.session.timeout.ms", 9000);
+    let rebalance_every =
+        config_ms(&broker, "leader.imbalance.check.interval.seconds", 300).saturating_mul(1000);
+    let rebalance = broker.config.get("auto.leader.rebalance.enable") != Some("false");
+    let tick = (session / 8).clamp(Duration::from_millis(50), Duration::from_millis(500));
+    let mut last_rebalance = Instant::now();
+    loop {
+        tokio::select! {
+            _ = shutdown.changed() => {
+                if *shutdown.borrow() {
+                    return;
+                }
+            }
+            _ = tokio::time::sleep(tick) => {}
+        }
+        let Ok(quorum) = broker.quorum() else {
+            continue;
+        };
+        if !quorum.is_leader() {
+            continue;
+        }
+        let term = quorum.raft.metrics().borrow().current_term;
+        let _controller = broker.controller_lock().await;
+        let image = broker.image();
+        let mut records = Vec::new();
+        for broker_id in broker.liveness.silent(&image, session, term) {
+            let Some(registration) = image.broker(broker_id) else {
+                continue;
+            };
+            tracing::warn!(broker_id, "fencing a broker whose heartbeats stopped");
+            records.push(MetadataRecord::BrokerRegistrationChange {
+                broker_id,
+                broker_epoch: registration.broker_epoch,
+                fenced: 1,
+                in_controlled_shutdown: 0,
+            });
+        }
+        let mut next = (*image).clone();
+        for record in &records {
+            let _ = next.apply(record);
+        }
+        let preferred = rebalance && last_rebalance.elapsed() >= rebalance_every;
+        if preferred {
+            last_rebalance = Instant::now();
+        }
+        records.extend(elect_leaders(&next, preferred, &|topic| {
+            unclean_allowed(&broker, &next, topic)
+        }));
+        if records.is_empty() {
+            continue;
+        }
+        if let Err(error) = broker.write_metadata(&records).await {
+            tracing::warn!(%error, "controller change not written");
+        }
+    }
+}
+
+/// Serves a quorum request that reached this node.
+pub async fn serve_rpc(broker: &Arc<Broker>, request: RpcRequest) -> RpcResponse {
+    let quorum = match broker.quorum() {
+        Ok(quorum) => quorum.clone(),
+        Err(error) => return RpcResponse::Refused(error.to_string()),
+    };
+    match request {
+        RpcRequest::AppendEntries(rpc) => {
+            RpcResponse::AppendEntries(quorum.raft.append_entries(rpc).await)
+        }
+        RpcRequest::Vote(rpc) => RpcResponse::Vote(quorum.raft.vote(rpc).await),
+        RpcRequest::InstallSnapshot(rpc) => {
+            RpcResponse::InstallSnapshot(quorum.raft.install_snapshot(rpc).await)
+        }
+        RpcRequest::Propose(proposal) => {
+            RpcResponse::Propose(quorum.propose_as_leader(proposal).await)
+        }
+        RpcRequest::Join { node_id, address } => {
+            RpcResponse::Join(quorum.add_learner(node_id, address).await)
+        }
+        RpcRequest::Heartbeat(heartbeat) => {
+            RpcResponse::Heartbeat(heartbeat_as_controller(broker, heartbeat).await)
+        }
+        RpcRequest::AlterPartition(change) => {
+            RpcResponse::AlterPartition(alter_partition_as_controller(broker, change).await)
+        }
+    }
+}
+
+/// A broker's heartbeat, on the active controller.
+pub async fn heartbeat_as_controller(broker: &Arc<Broker>, heartbeat: Heartbeat) -> HeartbeatReply {
+    let refuse = |error| HeartbeatReply {
+        error,
+        fenced: true,
+        should_shut_down: false,
+    };
+    let Ok(quorum) = broker.quorum() else {
+        return refuse(errors::NOT_CONTROLLER);
+    };
+    if !quorum.is_leader() {
+        return refuse(errors::NOT_CONTROLLER);
+    }
+    let _controller = broker.controller_lock().await;
+    let image = broker.image();
+    let Some(registration) = image.broker(heartbeat.broker_id) else {
+        return refuse(errors::BROKER_ID_NOT_REGISTERED);
+    };
+    if registration.broker_epoch != heartbeat.broker_epoch {
+        return refuse(errors::STALE_BROKER_EPOCH);
+    }
+    broker.liveness.saw(heartbeat.broker_id);
+    let mut records = Vec::new();
+    if registration.fenced && !heartbeat.want_shutdown {
+        tracing::info!(
+            broker_id = heartbeat.broker_id,
+            "unfencing a broker that heartbeats again"
+        );
+        records.push(MetadataRecord::BrokerRegistrationChange {
+            broker_id: heartbeat.broker_id,
+            broker_epoch: registration.broker_epoch,
+            fenced: -1,
+            in_controlled_shutdown: 0,
+        });
+    }
+    if heartbeat.want_shutdown && !registration.in_controlled_shutdown && !registration.fenced {
+        tracing::info!(
+            broker_id = heartbeat.broker_id,
+            "controlled shutdown: moving leaderships away"
+        );
+        records.push(MetadataRecord::BrokerRegistrationChange {
+            broker_id: heartbeat.broker_id,
+            broker_epoch: registration.broker_epoch,
+            fenced: 0,
+            in_controlled_shutdown: 1,
+        });
+    }
+    let mut next = (*image).clone();
+    for record in &records {
+        let _ = next.apply(record);
+    }
+    if !records.is_empty() {
+        records.extend(elect_leaders(&next, false, &|topic| {
+            unclean_allowed(broker, &next, topic)
+        }));
+        if let Err(error) = broker.write_metadata(&records).await {
+            tracing::warn!(%error, "heartbeat change not written");
+            return refuse(errors::REQUEST_TIMED_OUT);
+        }
+    }
+    let image = broker.image();
+    let registration = image.broker(heartbeat.broker_id);
+    // The broker may stop once it leads no partition that another replica could take.
+    let should_shut_down = heartbeat.want_shutdown
+        && image.topics().all(|t| {
+            t.partitions.values().all(|p| {
+                p.leader != heartbeat.broker_id
+                    || !p
+                        .isr
+                        .iter()
+                        .any(|r| *r != heartbeat.broker_id && can_lead(&image, *r))
+            })
+        });
+    HeartbeatReply {
+        error: errors::NONE,
+        fenced: registration.is_none_or(|r| r.fenced),
+        should_shut_down,
+    }
+}
+
+/// A leader's ISR change, on the active controller.
+pub async fn alter_partition_as_controller(
+    broker: &Arc<Broker>,
+    change: AlterPartition,
+) -> Result<u64, i16> {
+    let quorum = broker.quorum().map_err(|_| errors::NOT_CONTROLLER)?.clone();
+    if !quorum.is_leader() {
+        return Err(errors::NOT_CONTROLLER);
+    }
+    let _controller = broker.controller_lock().await;
+    let image = broker.image();
+    let partition = image
+        .topic_by_id(&change.topic_id)
+        .and_then(|t| t.partitions.get(&change.partition))
+        .ok_or(errors::UNKNOWN_TOPIC_OR_PARTITION)?;
+    if partition.leader != change.broker_id {
+        return Err(errors::NOT_LEADER_OR_FOLLOWER);
+    }
+    if change.leader_epoch != partition.leader_epoch {
+        return Err(errors::FENCED_LEADER_EPOCH);
+    }
+    if change.partition_epoch != partition.partition_epoch {
+        return Err(errors::INVALID_UPDATE_VERSION);
+    }
+    if change.new_isr.is_empty()
+        || change
+            .new_isr
+            .iter()
+            .any(|r| !partition.replicas.contains(r))
+    {
+        return Err(errors::INVALID_REQUEST);
+    }
+    // A replica may join the ISR only while it can lead (Kafka: not fenced, not in
+    // controlled shutdown).
+    if change
+        .new_isr
+        .iter()
+        .any(|r| !partition.isr.contains(r) && !can_lead(&image, *r))
+    {
+        return Err(errors::INELIGIBLE_REPLICA);
+    }
+    let mut record = PartitionChangeRecord::new(change.topic_id, change.partition);
+    record.isr = Some(change.new_isr.clone());
+    match quorum
+        .propose(crate::quorum::Proposal::new(&[
+            MetadataRecord::PartitionChange(record),
+        ]))
+        .await
+    {
+        Ok(index) => Ok(index),
+        Err(QuorumError::Refused(_)) => Err(errors::INVALID_UPDATE_VERSION),
+        Err(_) => Err(errors::REQUEST_TIMED_OUT),
+    }
+}
+
+/// The broker side: heartbeats to the active controller every
+/// `broker.heartbeat.interval.ms`, re-registering when the controller no longer knows
+/// this registration. Returns when `shutdown` turns true.
+pub async fn run_heartbeats(
+    broker: Arc<Broker>,
+    mut shutdown: watch::Receiver<bool>,
+    reregister: impl Fn() -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<(), BrokerError>> + Send>,
+    > + Send,
+) {
+    let every = config_ms(&broker, "broker.heartbeat.interval.ms", 2000);
+    loop {
+        tokio::select! {
+            _ = shutdown.changed() => {
+                if *shutdown.borrow() {
+                    return;
+                }
+            }
+            _ = tokio::time::sleep(every) => {}
+        }
+        match heartbeat(&broker, false).await {
+            Some(reply)
+                if reply.error == errors::STALE_BROKER_EPOCH
+                    || reply.error == errors::BROKER_ID_NOT_REGISTERED =>
+            {
+                tracing::warn!(
+                    error = reply.error,
+                    "the controller does not know this registration; registering again"
+                );
+                if let Err(error) = reregister().await {
+                    tracing::warn!(%error, "registration failed");
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Sends one heartbeat to the active controller (locally when this node is it).
+pub async fn heartbeat(broker: &Arc<Broker>, want_shutdown: bool) -> Option<HeartbeatReply> {
+    let quorum = broker.quorum().ok()?.clone();
+    let request = Heartbeat {
+        broker_id: broker.node_id,
+        broker_epoch: broker.broker_epoch.load(Ordering::Acquire),
+        want_shutdown,
+    };
+    if quorum.is_leader() {
+        return Some(heartbeat_as_controller(broker, request).await);
+    }
+    let (_, address) = quorum.leader()?;
+    match crate::quorum::rpc::call(
+        &address,
+        &RpcRequest::Heartbeat(request),
+        Duration::from_secs(5),
+    )
+    .await
+    {
+        Ok(RpcResponse::Heartbeat(reply)) => Some(reply),
+        Ok(other) => {
+            tracing::debug!(?other, "unexpected heartbeat answer");
+            None
+        }
+        Err(error) => {
+            tracing::debug!(%error, "heartbeat not delivered");
+            None
+        }
+    }
+}
+
+/// Controlled shutdown: asks the controller to move this broker's leaderships away and
+/// waits (at most `timeout`) until it says the broker may stop.
+pub async fn controlled_shutdown(broker: &Arc<Broker>, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if let Some(reply) = heartbeat(broker, true).await
+            && reply.error == errors::NONE
+            && reply.should_shut_down
+        {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
+/// Asks the quorum (through any voter) to send this broker-only node the log.
+pub async fn join_as_learner(
+    voters: &std::collections::BTreeMap<NodeId, String>,
+    node_id: NodeId,
+    address: String,
+    timeout: Duration,
+) -> Result<(), String> {
+    let deadline = Instant::now() + timeout;
+    let mut last = String::from("no voter configured");
+    while Instant::now() < deadline {
+        for voter in voters.values() {
+            let request = RpcRequest::Join {
+                node_id,
+                address: address.clone(),
+            };
+            match crate::quorum::rpc::call(voter, &request, Duration::from_secs(5)).await {
+                Ok(RpcResponse::Join(Ok(()))) => return Ok(()),
+                Ok(RpcResponse::Join(Err(error))) => last = error,
+                Ok(other) => last = format!("{other:?}"),
+                Err(error) => last = error.to_string(),
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Err(last)
+}

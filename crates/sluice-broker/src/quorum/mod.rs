@@ -1,0 +1,385 @@
+//! The metadata quorum: the metadata log replicated by Raft (openraft 0.9) among the
+//! controllers (`controller.quorum.voters`), with broker-only nodes as learners that
+//! receive every committed entry. A node with both roles and no other voter is a quorum
+//! of one (Kafka's `kafka-storage format --standalone`).
+//!
+//! Raft's messages between nodes (AppendEntries, Vote, InstallSnapshot) and the
+//! controller requests brokers make (a metadata write proposed to the leader, a
+//! heartbeat, AlterPartition, joining as a learner) travel as JSON in Kafka-framed
+//! requests with a private API key ([`RAFT_API_KEY`]) on the node's listeners; they
+//! are Sluice's own, not KRaft's wire RPCs (openraft pushes entries, KRaft pulls them).
+//! Kafka clients never see that key: ApiVersions does not list it.
+
+pub mod log_store;
+pub mod rpc;
+pub mod state_machine;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Cursor;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use openraft::error::{ClientWriteError, RaftError};
+use openraft::{BasicNode, Config, Raft, ServerState};
+use serde::{Deserialize, Serialize};
+use sluice_metadata::{MetadataImage, MetadataRecord};
+
+use crate::config::BrokerConfig;
+pub use log_store::LogStore;
+pub use rpc::{RAFT_API_KEY, RpcRequest, RpcResponse};
+pub use state_machine::{OnApply, StateMachine};
+
+pub type NodeId = u64;
+
+openraft::declare_raft_types!(
+    /// The metadata quorum's types: an entry carries a batch of metadata records.
+    pub TypeConfig:
+        D = Proposal,
+        R = ProposalResult,
+);
+
+/// A metadata change: records applied together or not at all.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Proposal {
+    /// Each record encoded as Kafka frames a metadata record value.
+    #[serde(with = "base64_list")]
+    pub records: Vec<Vec<u8>>,
+}
+
+impl Proposal {
+    pub fn new(records: &[MetadataRecord]) -> Proposal {
+        Proposal {
+            records: records
+                .iter()
+                .map(|r| {
+                    r.encode(r.latest_version())
+                        .expect("records Sluice builds encode at their latest version")
+                })
+                .collect(),
+        }
+    }
+}
+
+/// What applying a proposal did: the Raft index it got and, when its records did not
+/// replay on the image, why.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProposalResult {
+    pub error: Option<String>,
+    pub index: u64,
+}
+
+mod base64_list {
+    use base64::Engine;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(values: &[Vec<u8>], s: S) -> Result<S::Ok, S::Error> {
+        let engine = base64::engine::general_purpose::STANDARD;
+        s.collect_seq(values.iter().map(|v| engine.encode(v)))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Vec<u8>>, D::Error> {
+        let engine = base64::engine::general_purpose::STANDARD;
+        Vec::<String>::deserialize(d)?
+            .into_iter()
+            .map(|s| engine.decode(s).map_err(serde::de::Error::custom))
+            .collect()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QuorumError {
+    #[error("the metadata change was refused: {0}")]
+    Refused(String),
+    #[error("no active controller: {0}")]
+    NoLeader(String),
+    #[error("the metadata quorum is shut down")]
+    Closed,
+}
+
+/// `controller.quorum.voters`: `id@host:port,...`.
+pub fn parse_voters(text: &str) -> Result<BTreeMap<NodeId, String>, String> {
+    let mut voters = BTreeMap::new();
+    for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let (id, address) = entry
+            .split_once('@')
+            .ok_or_else(|| format!("voter {entry:?} is not id@host:port"))?;
+        let id: NodeId = id
+            .parse()
+            .map_err(|_| format!("voter {entry:?}: {id:?} is not a node id"))?;
+        if address.rsplit_once(':').is_none() {
+            return Err(format!("voter {entry:?}: {address:?} is not host:port"));
+        }
+        voters.insert(id, address.to_string());
+    }
+    Ok(voters)
+}
+
+/// A node's Raft instance and the stores under it.
+pub struct Quorum {
+    pub raft: Raft<TypeConfig>,
+    pub node_id: NodeId,
+    pub voters: BTreeMap<NodeId, String>,
+    /// Where others reach this node's Raft endpoint.
+    pub address: String,
+    log: LogStore,
+    machine: StateMachine,
+}
+
+impl std::fmt::Debug for Quorum {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Quorum")
+            .field("node_id", &self.node_id)
+            .field("voters", &self.voters)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How long a write waits for a leader to appear or answer.
+const WRITE_DEADLINE: Duration = Duration::from_secs(15);
+
+impl Quorum {
+    /// Opens the stores under `metadata_dir` and starts Raft. `voters` empty means this
+    /// node alone (a controller with no configured voters). A voter whose log is empty
+    /// initializes the quorum with the configured voters, as every voter may.
+    pub async fn start(
+        config: &BrokerConfig,
+        metadata_dir: &Path,
+        clean_shutdown: bool,
+        address: String,
+        voters: BTreeMap<NodeId, String>,
+        on_apply: OnApply,
+    ) -> Result<Quorum, String> {
+        let node_id = NodeId::try_from(config.node_id()).map_err(|e| e.to_string())?;
+        let log = LogStore::open(metadata_dir, clean_shutdown)?;
+        let machine = StateMachine::open(metadata_dir, on_apply)?;
+        let election_ms = config
+            .get("controller.quorum.election.timeout.ms")
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(1000)
+            .max(20);
+        let raft_config = Config {
+            cluster_name: "sluice".into(),
+            election_timeout_min: election_ms,
+            election_timeout_max: election_ms * 2,
+            heartbeat_interval: (election_ms / 5).max(10),
+            install_snapshot_timeout: 10_000,
+            snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(
+                config
+                    .get("metadata.log.max.entries.between.snapshots")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(5000),
+            ),
+            max_in_snapshot_log_to_keep: 100,
+            ..Config::default()
+        }
+        .validate()
+        .map_err(|e| e.to_string())?;
+        let network = rpc::Network::new(Duration::from_millis(election_ms));
+        let raft = Raft::new(
+            node_id,
+            Arc::new(raft_config),
+            network,
+            log.clone(),
+            machine.clone(),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        let quorum = Quorum {
+            raft,
+            node_id,
+            voters,
+            address,
+            log,
+            machine,
+        };
+        if quorum.is_voter() {
+            let members: BTreeMap<NodeId, BasicNode> = quorum
+                .voters
+                .iter()
+                .map(|(id, addr)| {
+                    let addr = if *id == node_id {
+                        quorum.address.clone()
+                    } else {
+                        addr.clone()
+                    };
+                    (*id, BasicNode { addr })
+                })
+                .collect();
+            let initialized = quorum
+                .raft
+                .is_initialized()
+                .await
+                .map_err(|e| e.to_string())?;
+            if !initialized {
+                match quorum.raft.initialize(members).await {
+                    Ok(()) => {
+                        tracing::info!(voters = ?quorum.voters, "initialized the metadata quorum")
+                    }
+                    Err(error) => tracing::debug!(%error, "quorum already initialized"),
+                }
+            } else if quorum.voters.len() == 1 {
+                // A quorum of one need not wait an election timeout after a restart.
+                let _ = quorum.raft.trigger().elect().await;
+            }
+        }
+        Ok(quorum)
+    }
+
+    /// Whether this node votes (is among `controller.quorum.voters`).
+    pub fn is_voter(&self) -> bool {
+        self.voters.contains_key(&self.node_id)
+    }
+
+    pub fn image(&self) -> Arc<MetadataImage> {
+        self.machine.image()
+    }
+
+    /// The active controller (the Raft leader) and its address, if one is known.
+    pub fn leader(&self) -> Option<(NodeId, String)> {
+        let metrics = self.raft.metrics().borrow().clone();
+        let leader = metrics.current_leader?;
+        let addr = metrics
+            .membership_config
+            .membership()
+            .get_node(&leader)
+            .map(|n| n.addr.clone())
+            .or_else(|| self.voters.get(&leader).cloned())?;
+        Some((leader, addr))
+    }
+
+    pub fn is_leader(&self) -> bool {
+        let metrics = self.raft.metrics().borrow().clone();
+        metrics.state == ServerState::Leader
+    }
+
+    /// (end offset of the metadata log, epoch of its last entry).
+    pub fn log_end(&self) -> (i64, i32) {
+        self.log.end_offset_and_epoch()
+    }
+
+    /// Waits (bounded) until this node has applied `index`.
+    pub async fn wait_applied(&self, index: u64, timeout: Duration) -> Result<(), QuorumError> {
+        self.raft
+            .wait(Some(timeout))
+            .applied_index_at_least(Some(index), "a metadata write to be applied here")
+            .await
+            .map(|_| ())
+            .map_err(|e| QuorumError::NoLeader(e.to_string()))
+    }
+
+    /// Waits (bounded) until a leader is known and this node has applied what it had
+    /// committed at start: the image is then current enough to serve from.
+    pub async fn wait_ready(&self, timeout: Duration) -> Result<(), QuorumError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut metrics = self.raft.metrics();
+        loop {
+            let ready = {
+                let m = metrics.borrow();
+                m.current_leader.is_some() && m.last_applied.is_some()
+            };
+            if ready {
+                return Ok(());
+            }
+            if tokio::time::timeout_at(deadline, metrics.changed())
+                .await
+                .is_err()
+            {
+                return Err(QuorumError::NoLeader(format!(
+                    "no leader elected within {} ms",
+                    timeout.as_millis()
+                )));
+            }
+        }
+    }
+
+    /// Writes `proposal` through the leader (here, or forwarded to it) and waits until
+    /// this node has applied it. Returns the Raft index it got.
+    pub async fn propose(&self, proposal: Proposal) -> Result<u64, QuorumError> {
+        let deadline = tokio::time::Instant::now() + WRITE_DEADLINE;
+        loop {
+            let outcome = match self.raft.client_write(proposal.clone()).await {
+                Ok(response) => Ok(response.data),
+                Err(RaftError::APIError(ClientWriteError::ForwardToLeader(forward))) => {
+                    match forward.leader_node {
+                        Some(node) => match rpc::call(
+                            &node.addr,
+                            &RpcRequest::Propose(proposal.clone()),
+                            WRITE_DEADLINE,
+                        )
+                        .await
+                        {
+                            Ok(RpcResponse::Propose(Ok(result))) => Ok(result),
+                            Ok(RpcResponse::Propose(Err(reason))) => Err(reason),
+                            Ok(other) => Err(format!("unexpected answer {other:?}")),
+                            Err(error) => Err(error.to_string()),
+                        },
+                        None => Err("no leader known".into()),
+                    }
+                }
+                Err(RaftError::Fatal(_)) => return Err(QuorumError::Closed),
+                Err(error) => Err(error.to_string()),
+            };
+            match outcome {
+                Ok(result) => {
+                    if let Some(error) = result.error {
+                        return Err(QuorumError::Refused(error));
+                    }
+                    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                    self.wait_applied(result.index, left.max(Duration::from_secs(1)))
+                        .await?;
+                    return Ok(result.index);
+                }
+                Err(reason) => {
+                    if tokio::time::Instant::now() >= deadline {
+                        return Err(QuorumError::NoLeader(reason));
+                    }
+                    tracing::debug!(%reason, "metadata write not taken; retrying");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+    }
+
+    /// Serves a write forwarded by another node: only the leader takes it.
+    pub async fn propose_as_leader(&self, proposal: Proposal) -> Result<ProposalResult, String> {
+        self.raft
+            .client_write(proposal)
+            .await
+            .map(|response| response.data)
+            .map_err(|e| e.to_string())
+    }
+
+    /// Adds a broker-only node as a learner (on the leader; forwarded otherwise).
+    pub async fn add_learner(&self, node_id: NodeId, address: String) -> Result<(), String> {
+        let members = self.raft.metrics().borrow().membership_config.clone();
+        if members
+            .membership()
+            .get_node(&node_id)
+            .is_some_and(|n| n.addr == address)
+        {
+            return Ok(());
+        }
+        self.raft
+            .add_learner(node_id, BasicNode { addr: address }, false)
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    /// The voters and learners, as the membership has them.
+    pub fn members(&self) -> (BTreeSet<NodeId>, BTreeSet<NodeId>) {
+        let metrics = self.raft.metrics().borrow().clone();
+        let membership = metrics.membership_config.membership();
+        let voters: BTreeSet<NodeId> = membership.voter_ids().collect();
+        let learners: BTreeSet<NodeId> = membership.learner_ids().collect();
+        (voters, learners)
+    }
+
+    pub async fn shutdown(&self) {
+        if let Err(error) = self.raft.shutdown().await {
+            tracing::error!(%error, "metadata quorum did not stop cleanly");
+        }
+        self.log.close();
+    }
+}

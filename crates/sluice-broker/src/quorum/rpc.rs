@@ -1,0 +1,325 @@
+//! Node-to-node requests of the quorum: JSON bodies in Kafka request frames with a
+//! private API key, so they share the listeners, the framing and the size limit of
+//! Kafka requests.
+//!
+//! Request frame: size, API key [`RAFT_API_KEY`], version 0, correlation id, a null
+//! client id (request header v1), then the JSON of an [`RpcRequest`]. Response frame:
+//! size, correlation id (response header v0), then the JSON of an [`RpcResponse`].
+
+use std::time::Duration;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use openraft::BasicNode;
+use openraft::error::{
+    InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable,
+};
+use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
+    VoteRequest, VoteResponse,
+};
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::{NodeId, Proposal, ProposalResult, TypeConfig};
+
+/// The API key of quorum requests: outside Kafka's range, never advertised.
+pub const RAFT_API_KEY: i16 = 32_100;
+/// Responses larger than this are refused (a snapshot chunk is far smaller).
+const MAX_RESPONSE_BYTES: usize = 256 << 20;
+
+/// A broker's liveness report to the active controller (Kafka's BrokerHeartbeat).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Heartbeat {
+    pub broker_id: i32,
+    pub broker_epoch: i64,
+    /// The broker is stopping: move its leaderships away (controlled shutdown).
+    pub want_shutdown: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HeartbeatReply {
+    /// Kafka's error code (NONE, NOT_CONTROLLER, STALE_BROKER_EPOCH, ...).
+    pub error: i16,
+    pub fenced: bool,
+    /// The controller has moved every leadership away: the broker may stop.
+    pub should_shut_down: bool,
+}
+
+/// A partition leader's ISR change (Kafka's AlterPartition).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AlterPartition {
+    pub broker_id: i32,
+    pub topic_id: [u8; 16],
+    pub partition: i32,
+    pub leader_epoch: i32,
+    pub partition_epoch: i32,
+    pub new_isr: Vec<i32>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[allow(clippy::large_enum_variant)]
+pub enum RpcRequest {
+    AppendEntries(AppendEntriesRequest<TypeConfig>),
+    Vote(VoteRequest<NodeId>),
+    InstallSnapshot(InstallSnapshotRequest<TypeConfig>),
+    /// A metadata write for the leader.
+    Propose(Proposal),
+    /// A broker-only node asks to receive the log (as a learner) at this address.
+    Join {
+        node_id: NodeId,
+        address: String,
+    },
+    Heartbeat(Heartbeat),
+    /// Answered with the Raft index of the change, or Kafka's error code.
+    AlterPartition(AlterPartition),
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[allow(clippy::large_enum_variant)]
+pub enum RpcResponse {
+    AppendEntries(Result<AppendEntriesResponse<NodeId>, RaftError<NodeId>>),
+    Vote(Result<VoteResponse<NodeId>, RaftError<NodeId>>),
+    InstallSnapshot(
+        Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>>,
+    ),
+    Propose(Result<ProposalResult, String>),
+    Join(Result<(), String>),
+    Heartbeat(HeartbeatReply),
+    AlterPartition(Result<u64, i16>),
+    /// The request did not decode or is not served here.
+    Refused(String),
+}
+
+/// Encodes a request frame.
+pub fn encode_request(correlation_id: i32, request: &RpcRequest) -> Bytes {
+    let body = serde_json::to_vec(request).expect("quorum requests serialize");
+    let mut out = BytesMut::with_capacity(14 + body.len());
+    out.put_i32((10 + body.len()) as i32);
+    out.put_i16(RAFT_API_KEY);
+    out.put_i16(0);
+    out.put_i32(correlation_id);
+    out.put_i16(-1);
+    out.extend_from_slice(&body);
+    out.freeze()
+}
+
+/// Decodes the body of a request frame (after the size), returning the correlation id
+/// and the request.
+pub fn decode_request(mut frame: Bytes) -> Result<(i32, RpcRequest), String> {
+    if frame.len() < 10 {
+        return Err("a quorum request shorter than its header".into());
+    }
+    frame.advance(4); // API key, version
+    let correlation_id = frame.get_i32();
+    let client_id_len = frame.get_i16();
+    if client_id_len > 0 {
+        let len = client_id_len as usize;
+        if frame.len() < len {
+            return Err("a quorum request's client id runs past its end".into());
+        }
+        frame.advance(len);
+    }
+    let request = serde_json::from_slice(&frame).map_err(|e| format!("quorum request: {e}"))?;
+    Ok((correlation_id, request))
+}
+
+/// Encodes a response frame.
+pub fn encode_response(correlation_id: i32, response: &RpcResponse) -> Bytes {
+    let body = serde_json::to_vec(response).expect("quorum responses serialize");
+    let mut out = BytesMut::with_capacity(8 + body.len());
+    out.put_i32((4 + body.len()) as i32);
+    out.put_i32(correlation_id);
+    out.extend_from_slice(&body);
+    out.freeze()
+}
+
+/// A connection to one node, opened on first use and again after an error.
+pub struct Connection {
+    address: String,
+    stream: Option<TcpStream>,
+    correlation_id: i32,
+}
+
+impl Connection {
+    pub fn new(address: String) -> Connection {
+        Connection {
+            address,
+            stream: None,
+            correlation_id: 0,
+        }
+    }
+
+    pub async fn call(
+        &mut self,
+        request: &RpcRequest,
+        timeout: Duration,
+    ) -> std::io::Result<RpcResponse> {
+        match tokio::time::timeout(timeout, self.exchange(request)).await {
+            Ok(Ok(response)) => Ok(response),
+            Ok(Err(error)) => {
+                self.stream = None;
+                Err(error)
+            }
+            Err(_) => {
+                self.stream = None;
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!(
+                        "{} did not answer within {} ms",
+                        self.address,
+                        timeout.as_millis()
+                    ),
+                ))
+            }
+        }
+    }
+
+    async fn exchange(&mut self, request: &RpcRequest) -> std::io::Result<RpcResponse> {
+        if self.stream.is_none() {
+            let stream = TcpStream::connect(&self.address).await?;
+            stream.set_nodelay(true)?;
+            self.stream = Some(stream);
+        }
+        let stream = self.stream.as_mut().expect("connected above");
+        self.correlation_id = self.correlation_id.wrapping_add(1);
+        let correlation_id = self.correlation_id;
+        stream
+            .write_all(&encode_request(correlation_id, request))
+            .await?;
+        let size = stream.read_i32().await?;
+        if size < 4 || size as usize > MAX_RESPONSE_BYTES {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("quorum response of {size} bytes"),
+            ));
+        }
+        let mut body = vec![0; size as usize];
+        stream.read_exact(&mut body).await?;
+        let answered = i32::from_be_bytes([body[0], body[1], body[2], body[3]]);
+        if answered != correlation_id {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("response to request {answered}, expected {correlation_id}"),
+            ));
+        }
+        serde_json::from_slice(&body[4..])
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+    }
+}
+
+/// One request on a fresh connection.
+pub async fn call(
+    address: &str,
+    request: &RpcRequest,
+    timeout: Duration,
+) -> std::io::Result<RpcResponse> {
+    Connection::new(address.to_string())
+        .call(request, timeout)
+        .await
+}
+
+/// openraft's view of the network: one [`Connection`] per peer.
+pub struct Network {
+    timeout: Duration,
+}
+
+impl Network {
+    pub fn new(timeout: Duration) -> Network {
+        Network { timeout }
+    }
+}
+
+impl RaftNetworkFactory<TypeConfig> for Network {
+    type Network = Peer;
+
+    async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> Peer {
+        Peer {
+            target,
+            connection: Connection::new(node.addr.clone()),
+            timeout: self.timeout,
+        }
+    }
+}
+
+pub struct Peer {
+    target: NodeId,
+    connection: Connection,
+    timeout: Duration,
+}
+
+type RpcResult<T, E = openraft::error::Infallible> =
+    Result<T, RPCError<NodeId, BasicNode, RaftError<NodeId, E>>>;
+
+impl Peer {
+    async fn send(
+        &mut self,
+        request: RpcRequest,
+        option: &RPCOption,
+    ) -> Result<RpcResponse, Unreachable> {
+        let timeout = option
+            .hard_ttl()
+            .min(self.timeout * 4)
+            .max(Duration::from_millis(50));
+        self.connection
+            .call(&request, timeout)
+            .await
+            .map_err(|e| Unreachable::new(&e))
+    }
+
+    fn unexpected<E: std::error::Error>(
+        &self,
+        response: RpcResponse,
+    ) -> RPCError<NodeId, BasicNode, RaftError<NodeId, E>> {
+        let error = std::io::Error::other(format!(
+            "unexpected answer from node {}: {response:?}",
+            self.target
+        ));
+        RPCError::Network(NetworkError::new(&error))
+    }
+}
+
+impl RaftNetwork<TypeConfig> for Peer {
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> RpcResult<AppendEntriesResponse<NodeId>> {
+        match self.send(RpcRequest::AppendEntries(rpc), &option).await? {
+            RpcResponse::AppendEntries(Ok(response)) => Ok(response),
+            RpcResponse::AppendEntries(Err(error)) => {
+                Err(RPCError::RemoteError(RemoteError::new(self.target, error)))
+            }
+            other => Err(self.unexpected(other)),
+        }
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        rpc: InstallSnapshotRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> RpcResult<InstallSnapshotResponse<NodeId>, InstallSnapshotError> {
+        match self.send(RpcRequest::InstallSnapshot(rpc), &option).await? {
+            RpcResponse::InstallSnapshot(Ok(response)) => Ok(response),
+            RpcResponse::InstallSnapshot(Err(error)) => {
+                Err(RPCError::RemoteError(RemoteError::new(self.target, error)))
+            }
+            other => Err(self.unexpected(other)),
+        }
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<NodeId>,
+        option: RPCOption,
+    ) -> RpcResult<VoteResponse<NodeId>> {
+        match self.send(RpcRequest::Vote(rpc), &option).await? {
+            RpcResponse::Vote(Ok(response)) => Ok(response),
+            RpcResponse::Vote(Err(error)) => {
+                Err(RPCError::RemoteError(RemoteError::new(self.target, error)))
+            }
+            other => Err(self.unexpected(other)),
+        }
+    }
+}
