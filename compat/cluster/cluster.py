@@ -530,6 +530,12 @@ class Cluster:
             "log.dirs": n.data,
         }
         props.update(COMMON_PROPS)
+        if self.backend == "sluice":
+            # Sluice serves Prometheus metrics on metrics.listener (default 127.0.0.1:9404,
+            # shared by every node on the host): give each node its own free port.
+            if "metrics" not in n.real:
+                n.real["metrics"] = free_port()
+            props["metrics.listener"] = "127.0.0.1:%d" % n.real["metrics"]
         if not n.is_broker:
             props.pop("inter.broker.listener.name")
         props.update(self.extra_props)
@@ -558,7 +564,17 @@ class Cluster:
 
     def _format(self, n):
         if self.backend != "kafka":
-            return  # Sluice bootstraps its metadata log itself on first start
+            # Sluice stamps an empty log dir with a random cluster.id on first start and
+            # accepts a meta.properties that is already there (as Kafka's format writes
+            # it), so the harness writes one per node with the shared cluster id.
+            os.makedirs(n.data, exist_ok=True)
+            path = os.path.join(n.data, "meta.properties")
+            if not os.path.exists(path):
+                with open(path, "w") as f:
+                    f.write("#\n#Written by the Sluice cluster harness\ncluster.id=%s\n"
+                            "directory.id=%s\nnode.id=%d\nversion=1\n"
+                            % (self.cluster_id, _random_cluster_id(), n.id))
+            return
         r = subprocess.run(
             ["java", *JVM_FLAGS, "-cp", os.path.join(self.libs, "*"), "kafka.tools.StorageTool",
              "format", "--cluster-id", self.cluster_id, "--config", n.config, "--ignore-formatted"],
@@ -696,18 +712,27 @@ class Cluster:
                 self.start_node(n.id, wait=False)
         self.wait_ready(timeout)
 
-    def stop(self):
-        for n in self.nodes.values():
-            if n.proc is not None:
-                # SIGTERM for a clean shutdown, bounded; SIGKILL after.
+    def stop(self, grace=10):
+        """SIGTERM brokers first, then controllers (a broker's controlled shutdown needs a
+        controller), each group bounded by `grace` seconds; SIGKILL whatever is left."""
+        for group in ([n for n in self.nodes.values() if n.is_broker],
+                      [n for n in self.nodes.values() if not n.is_broker]):
+            live = [n for n in group if n.proc is not None]
+            for n in live:
                 try:
                     os.killpg(n.proc.pid, signal.SIGCONT)
                     os.killpg(n.proc.pid, signal.SIGTERM)
                 except ProcessLookupError:
                     pass
+            deadline = time.monotonic() + grace
+            for n in live:
+                try:
+                    n.proc.wait(max(0.1, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    pass
         for n in self.nodes.values():
             if n.proc is not None:
-                kill_proc(n.proc, signal.SIGTERM, wait=20)
+                kill_proc(n.proc, signal.SIGKILL)
                 n.proc = None
         self.net.close()
         if not self.keep:

@@ -89,6 +89,77 @@ const DEFINITIONS: &[Definition] = &[
     def("controller.quorum.bootstrap.servers", Kind::List, Some("")),
     def("inter.broker.listener.name", Kind::Text, None),
     def(
+        "controller.quorum.election.timeout.ms",
+        Kind::Int { min: 0 },
+        Some("1000"),
+    ),
+    def(
+        "controller.quorum.fetch.timeout.ms",
+        Kind::Int { min: 0 },
+        Some("2000"),
+    ),
+    // Sluice's: openraft counts entries between snapshots where Kafka counts bytes
+    // (`metadata.log.max.record.bytes.between.snapshots`).
+    def(
+        "metadata.log.max.entries.between.snapshots",
+        Kind::Long { min: 1 },
+        Some("5000"),
+    ),
+    def(
+        "broker.heartbeat.interval.ms",
+        Kind::Int { min: 1 },
+        Some("2000"),
+    ),
+    def(
+        "broker.session.timeout.ms",
+        Kind::Int { min: 1 },
+        Some("9000"),
+    ),
+    def("controlled.shutdown.enable", Kind::Bool, Some("true")),
+    def("auto.leader.rebalance.enable", Kind::Bool, Some("true")),
+    def(
+        "leader.imbalance.check.interval.seconds",
+        Kind::Long { min: 1 },
+        Some("300"),
+    ),
+    def(
+        "leader.imbalance.per.broker.percentage",
+        Kind::Int { min: 0 },
+        Some("10"),
+    ),
+    def(
+        "replica.lag.time.max.ms",
+        Kind::Long { min: 0 },
+        Some("30000"),
+    ),
+    def("num.replica.fetchers", Kind::Int { min: 1 }, Some("1")),
+    def(
+        "replica.fetch.max.bytes",
+        Kind::Int { min: 0 },
+        Some("1048576"),
+    ),
+    def(
+        "replica.fetch.response.max.bytes",
+        Kind::Int { min: 0 },
+        Some("10485760"),
+    ),
+    def(
+        "replica.fetch.wait.max.ms",
+        Kind::Int { min: 0 },
+        Some("500"),
+    ),
+    def("replica.fetch.min.bytes", Kind::Int { min: 0 }, Some("1")),
+    def(
+        "replica.fetch.backoff.ms",
+        Kind::Int { min: 0 },
+        Some("1000"),
+    ),
+    def(
+        "replica.high.watermark.checkpoint.interval.ms",
+        Kind::Long { min: 0 },
+        Some("5000"),
+    ),
+    def(
         "listener.security.protocol.map",
         Kind::List,
         Some(

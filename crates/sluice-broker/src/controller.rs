@@ -121,6 +121,14 @@ pub fn elect_leaders(
                     change.leader = any;
                     change.isr = Some(vec![any]);
                     change.leader_recovery_state = 1;
+                } else if partition.leader >= 0
+                    && image
+                        .broker(partition.leader)
+                        .is_some_and(|b| !b.fenced && b.in_controlled_shutdown)
+                {
+                    // A stopping leader nobody can replace keeps leading until it
+                    // is gone (Kafka's controlled shutdown does not take a partition
+                    // offline early).
                 } else if partition.leader != -1 {
                     // No eligible leader: offline rather than lose acknowledged writes.
                     change.leader = -1;
@@ -203,8 +211,19 @@ pub async fn run(broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
         if records.is_empty() {
             continue;
         }
-        if let Err(error) = broker.write_metadata(&records).await {
-            tracing::warn!(%error, "controller change not written");
+        // A write in progress (no quorum: it retries until its deadline) does not
+        // hold up a shutdown.
+        tokio::select! {
+            written = broker.write_metadata(&records) => {
+                if let Err(error) = written {
+                    tracing::warn!(%error, "controller change not written");
+                }
+            }
+            _ = shutdown.changed() => {
+                if *shutdown.borrow() {
+                    return;
+                }
+            }
         }
     }
 }
@@ -235,6 +254,20 @@ pub async fn serve_rpc(broker: &Arc<Broker>, request: RpcRequest) -> RpcResponse
         RpcRequest::AlterPartition(change) => {
             RpcResponse::AlterPartition(alter_partition_as_controller(broker, change).await)
         }
+        RpcRequest::Status => RpcResponse::Status(quorum.status()),
+    }
+}
+
+/// The quorum's state from its leader (here, or asked over the network).
+pub async fn quorum_status(broker: &Broker) -> Option<crate::quorum::QuorumStatus> {
+    let quorum = broker.quorum().ok()?.clone();
+    if let Some(status) = quorum.status() {
+        return Some(status);
+    }
+    let (_, address) = quorum.leader()?;
+    match crate::quorum::rpc::call(&address, &RpcRequest::Status, Duration::from_secs(5)).await {
+        Ok(RpcResponse::Status(status)) => status,
+        _ => None,
     }
 }
 
@@ -393,20 +426,31 @@ pub async fn run_heartbeats(
             }
             _ = tokio::time::sleep(every) => {}
         }
-        match heartbeat(&broker, false).await {
-            Some(reply)
-                if reply.error == errors::STALE_BROKER_EPOCH
-                    || reply.error == errors::BROKER_ID_NOT_REGISTERED =>
-            {
-                tracing::warn!(
-                    error = reply.error,
-                    "the controller does not know this registration; registering again"
-                );
-                if let Err(error) = reregister().await {
-                    tracing::warn!(%error, "registration failed");
+        let beat = async {
+            match heartbeat(&broker, false).await {
+                Some(reply)
+                    if reply.error == errors::STALE_BROKER_EPOCH
+                        || reply.error == errors::BROKER_ID_NOT_REGISTERED =>
+                {
+                    tracing::warn!(
+                        error = reply.error,
+                        "the controller does not know this registration; registering again"
+                    );
+                    if let Err(error) = reregister().await {
+                        tracing::warn!(%error, "registration failed");
+                    }
+                }
+                _ => {}
+            }
+        };
+        // A heartbeat (or a registration) in progress does not hold up a shutdown.
+        tokio::select! {
+            _ = beat => {}
+            _ = shutdown.changed() => {
+                if *shutdown.borrow() {
+                    return;
                 }
             }
-            _ => {}
         }
     }
 }
@@ -447,7 +491,8 @@ pub async fn heartbeat(broker: &Arc<Broker>, want_shutdown: bool) -> Option<Hear
 pub async fn controlled_shutdown(broker: &Arc<Broker>, timeout: Duration) -> bool {
     let deadline = Instant::now() + timeout;
     while Instant::now() < deadline {
-        if let Some(reply) = heartbeat(broker, true).await
+        let left = deadline.saturating_duration_since(Instant::now());
+        if let Ok(Some(reply)) = tokio::time::timeout(left, heartbeat(broker, true)).await
             && reply.error == errors::NONE
             && reply.should_shut_down
         {

@@ -296,18 +296,38 @@ impl Collector for BrokerCollector {
             "Record batch bytes served by fetch requests, all topics.",
             traffic.bytes_out.load(Ordering::Relaxed),
         )?;
-        // No replication yet: the ISR never changes.
+        let replication = &self.broker.replication;
         counter(
             e,
             "kafka_server_replicamanager_isrshrinks",
             "ISR shrinks on partitions led here.",
-            0,
+            replication.isr_shrinks.load(Ordering::Relaxed),
         )?;
         counter(
             e,
             "kafka_server_replicamanager_isrexpands",
             "ISR expansions on partitions led here.",
-            0,
+            replication.isr_expands.load(Ordering::Relaxed),
+        )?;
+        counter(
+            e,
+            "kafka_server_replicamanager_failedisrupdates",
+            "ISR changes the controller refused or that failed, on partitions led here.",
+            replication.failed_isr_updates.load(Ordering::Relaxed),
+        )?;
+        // Kafka's UnderMinIsrPartitionCount: led partitions whose ISR is below the
+        // effective min.insync.replicas.
+        let under_min_isr = self
+            .broker
+            .replicas()
+            .iter()
+            .filter(|(_, replica)| replica.state().is_under_min_isr())
+            .count();
+        gauge(
+            e,
+            "kafka_server_replicamanager_underminisrpartitioncount",
+            "Partitions led here whose ISR is below min.insync.replicas.",
+            under_min_isr as i64,
         )?;
         // The node is its own controller (a quorum of one until issue 4).
         gauge(

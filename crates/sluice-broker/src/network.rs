@@ -90,7 +90,8 @@ impl Server {
         self.listener.local_addr()
     }
 
-    /// Accepts connections until `shutdown` turns true.
+    /// Accepts connections until `shutdown` turns true, which also closes the open
+    /// connections.
     pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
         loop {
             tokio::select! {
@@ -104,6 +105,7 @@ impl Server {
                             self.broker.clone(),
                             self.name.clone(),
                             self.metrics.clone(),
+                            shutdown.clone(),
                         ));
                     }
                     Err(error) => tracing::warn!(%error, "accept failed"),
@@ -133,6 +135,7 @@ async fn serve_connection(
     broker: Arc<Broker>,
     listener: Arc<str>,
     metrics: Arc<RequestMetrics>,
+    mut shutdown: watch::Receiver<bool>,
 ) {
     let (mut reader, writer) = stream.into_split();
     let (queue, frames) = mpsc::channel::<Bytes>(config.max_in_flight_requests.max(1));
@@ -144,6 +147,14 @@ async fn serve_connection(
             frame = read_frame(&mut reader, config.socket_request_max_bytes) => frame,
             // The handler closed the connection (a request asked for it).
             _ = queue.closed() => break,
+            // The node is stopping: its connections close with it (the request in
+            // progress still gets its answer).
+            _ = shutdown.changed() => {
+                if *shutdown.borrow() {
+                    break;
+                }
+                continue;
+            }
         };
         let frame = match frame {
             Ok(Some(frame)) => frame,

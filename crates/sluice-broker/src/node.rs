@@ -411,7 +411,6 @@ pub async fn run(
             shutdown.clone(),
         )));
     }
-    let mut tasks = Vec::new();
     if let Some(metrics) = bind_metrics(&config, &broker, &request_metrics).await? {
         tasks.push(tokio::spawn(metrics.run(shutdown.clone())));
     }
@@ -450,14 +449,32 @@ pub async fn run(
             }
         }
     }
-    if is_broker && broker.image().brokers().count() > 1 {
-        let moved =
-            crate::controller::controlled_shutdown(&broker, CONTROLLED_SHUTDOWN_TIMEOUT).await;
+    if is_broker
+        && broker.image().brokers().count() > 1
+        && config.get("controlled.shutdown.enable") != Some("false")
+    {
+        // Bounded by the session timeout too: past it the controller fences this broker
+        // (and moves its leaderships) anyway.
+        let session = Duration::from_millis(
+            config
+                .get("broker.session.timeout.ms")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(9000),
+        );
+        let moved = crate::controller::controlled_shutdown(
+            &broker,
+            CONTROLLED_SHUTDOWN_TIMEOUT.min(session),
+        )
+        .await;
         tracing::info!(moved, "controlled shutdown");
     }
-    for task in tasks {
+    for (i, task) in tasks.into_iter().enumerate() {
+        tracing::debug!(task = i, "waiting for a task to stop");
         let _ = task.await;
     }
+    tracing::debug!("stopping replication");
+    crate::replication::shutdown(&broker).await;
+    tracing::debug!("stopping the metadata quorum");
     quorum.shutdown().await;
     broker.shutdown()?;
     tracing::info!("shut down cleanly");

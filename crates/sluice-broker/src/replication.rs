@@ -120,12 +120,15 @@ pub struct ReplicaManager {
     started: AtomicBool,
     stopped: AtomicBool,
     /// Checkpointed high watermarks by (log dir index, topic, partition), read once.
-    checkpoints: Mutex<Option<HashMap<(usize, String, i32), i64>>>,
+    checkpoints: Mutex<Option<CheckpointedHighWatermarks>>,
     /// Kafka's `IsrShrinksPerSec` / `IsrExpandsPerSec` / `FailedIsrUpdatesPerSec`.
     pub isr_shrinks: AtomicU64,
     pub isr_expands: AtomicU64,
     pub failed_isr_updates: AtomicU64,
 }
+
+/// High watermarks by (log dir index, topic, partition).
+type CheckpointedHighWatermarks = HashMap<(usize, String, i32), i64>;
 
 fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
@@ -899,7 +902,7 @@ async fn run_fetcher(
                 if !still_current(&partitions, tp, sent_state) {
                     continue;
                 }
-                match process_partition(&broker, tp, sent_state, data, &settings) {
+                match process_partition(&broker, tp, sent_state, data) {
                     Processed::Next(offset, last_epoch) => {
                         update(&partitions, tp, sent_state, |p| {
                             p.fetch_offset = offset;
@@ -1061,7 +1064,6 @@ fn process_partition(
     tp: &TopicPartition,
     sent: &FetchPartitionState,
     data: &kafka_protocol::messages::fetch_response::PartitionData,
-    settings: &Settings,
 ) -> Processed {
     let replica = &sent.replica;
     // The replica may have been deleted (topic deleted) since the request.
@@ -1139,14 +1141,14 @@ fn process_partition(
     let end = log.log_end_offset();
     let start = log.log_start_offset();
     let high_watermark = data.high_watermark.clamp(start, end);
-    if data.log_start_offset > start && data.log_start_offset <= high_watermark {
-        if let Err(error) = log.delete_records(data.log_start_offset) {
-            tracing::warn!(partition = %tp, %error, "cannot follow the leader's log start offset");
-        }
+    if data.log_start_offset > start
+        && data.log_start_offset <= high_watermark
+        && let Err(error) = log.delete_records(data.log_start_offset)
+    {
+        tracing::warn!(partition = %tp, %error, "cannot follow the leader's log start offset");
     }
     let next = Processed::Next(end, log.leader_epochs().latest_epoch());
     drop(log);
-    let _ = settings;
     if state.high_watermark != high_watermark {
         state.high_watermark = high_watermark;
         replica.publish_high_watermark(&state);

@@ -121,9 +121,10 @@ fn serves_api_versions_and_shuts_down_cleanly_on_sigterm() {
             "{file} missing after a clean shutdown"
         );
     }
-    // The metadata log was bootstrapped (metadata.version, the cluster-wide
-    // min.insync.replicas) and holds the node's registration; it was closed cleanly and
-    // is not listed among the data logs.
+    // The metadata log (the Raft log, read here as Kafka's tools read it: metadata
+    // records) was bootstrapped (metadata.version, the cluster-wide min.insync.replicas)
+    // and holds the node's registration; it was closed cleanly and is not listed among
+    // the data logs.
     let metadata = sluice_metadata::MetadataLog::open(data.path(), true, 1).unwrap();
     assert_eq!(metadata.image().feature_level("metadata.version"), Some(27));
     let registration = metadata.image().broker(1).expect("the node registered");
@@ -131,8 +132,8 @@ fn serves_api_versions_and_shuts_down_cleanly_on_sigterm() {
     assert_eq!(registration.endpoints[0].name, "PLAINTEXT");
     assert_eq!(
         metadata.end_offset(),
-        3,
-        "two bootstrap records, one registration"
+        5,
+        "the quorum's membership and its leader's first entry (a NoOpRecord each), two bootstrap records, one registration"
     );
     let checkpoint =
         std::fs::read_to_string(data.path().join("recovery-point-offset-checkpoint")).unwrap();

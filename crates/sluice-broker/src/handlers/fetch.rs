@@ -1,26 +1,43 @@
-//! Fetch: whole batches from each partition's log up to the high watermark, with Kafka's
-//! limits (`max_bytes` for the response, `partition_max_bytes` per partition, the first
-//! batch always whole), long polling (`min_bytes` / `max_wait_ms`: the request parks
-//! until enough bytes are appended or the wait ends), and incremental fetch sessions
-//! (KIP-227, [`crate::fetch_session`]). v13+ names topics by id.
+//! Fetch: whole batches from each partition's log, with Kafka's limits (`max_bytes` for
+//! the response, `partition_max_bytes` per partition, the first batch always whole),
+//! long polling (`min_bytes` / `max_wait_ms`: the request parks until enough bytes are
+//! available or the wait ends), and incremental fetch sessions (KIP-227,
+//! [`crate::fetch_session`]). v13+ names topics by id.
 //!
-//! On a single node the high watermark is the log end offset (the ISR is the leader
-//! alone), and with no transactions yet the last stable offset equals it.
+//! Two kinds of fetcher, told apart by the replica id (`replica_id` before v15,
+//! `replica_state.replica_id` from v15):
+//!
+//! - a consumer (-1) reads below the high watermark only, and parks on the high
+//!   watermark; from v11 (KIP-392) a follower replica serves it too, up to the
+//!   follower's own high watermark; before v11 only the leader does;
+//! - a follower (a broker id in the partition's replica set) reads up to the leader's
+//!   log end and parks on it; its fetch offset is its log end offset, which the leader
+//!   records (caught-up time, high watermark, ISR expansion).
+//!
+//! Either kind sends the epoch of its last fetched batch (v12+); when the leader's epoch
+//! cache disagrees with it the answer is `diverging_epoch` {epoch, end offset} and no
+//! records (KIP-320 for consumers, truncation on fetch for followers). With no
+//! transactions yet, the last stable offset equals the high watermark.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use bytes::Bytes;
-use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::fetch_response::{
+    EpochEndOffset, FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint, PartitionData,
+};
 use kafka_protocol::messages::*;
 use sluice_metadata::MetadataImage;
-use sluice_storage::StorageError;
+use sluice_storage::{StorageError, TopicPartition};
 
-use super::{from_uuid, to_uuid, topic_name};
+use super::{from_uuid, str_bytes, to_uuid, topic_name};
 use crate::apis::RequestContext;
 use crate::broker::Broker;
-use crate::errors;
 use crate::fetch_session::{SessionPartition, SessionPartitions, SessionUse};
+use crate::replica::{Role, end_offset_for_epoch, leader_epoch_entries};
+use crate::{errors, replication};
 
 /// One partition's answer before it is put in the response.
 struct Fetched {
@@ -28,6 +45,43 @@ struct Fetched {
     high_watermark: i64,
     log_start_offset: i64,
     records: Bytes,
+    /// The leader's (epoch, end offset) when the fetcher's log diverges from it.
+    diverging_epoch: Option<(i32, i64)>,
+}
+
+impl Fetched {
+    fn error(error_code: i16) -> Fetched {
+        Fetched {
+            error_code,
+            high_watermark: -1,
+            log_start_offset: -1,
+            records: Bytes::new(),
+            diverging_epoch: None,
+        }
+    }
+}
+
+/// Who is fetching.
+#[derive(Debug, Clone, Copy)]
+struct Fetcher {
+    /// -1 for a consumer; a broker id for a follower.
+    replica_id: i32,
+    /// The follower's broker epoch (v15+; -1 when not sent).
+    replica_epoch: i64,
+    version: i16,
+}
+
+impl Fetcher {
+    fn is_follower(&self) -> bool {
+        self.replica_id >= 0
+    }
+}
+
+/// What the request says per partition beyond the session's state.
+#[derive(Debug, Clone, Copy, Default)]
+struct PartitionRequest {
+    last_fetched_epoch: i32,
+    log_start_offset: i64,
 }
 
 pub async fn fetch(context: &RequestContext, request: FetchRequest) -> FetchResponse {
@@ -36,6 +90,22 @@ pub async fn fetch(context: &RequestContext, request: FetchRequest) -> FetchResp
     let image = broker.image();
     let by_id = version >= 13;
     let read_committed = request.isolation_level == 1;
+    let fetcher = Fetcher {
+        replica_id: if version >= 15 {
+            request.replica_state.replica_id.0
+        } else {
+            request.replica_id.0
+        },
+        replica_epoch: if version >= 15 {
+            request.replica_state.replica_epoch
+        } else {
+            -1
+        },
+        version,
+    };
+    // Per-partition fields the session does not keep (only this request's partitions
+    // have them; the others fetch without a divergence check).
+    let mut extras: BTreeMap<(String, i32), PartitionRequest> = BTreeMap::new();
 
     // Requested partitions, keyed by name; topics the image does not know are answered
     // with an error and kept out of the session.
@@ -46,6 +116,13 @@ pub async fn fetch(context: &RequestContext, request: FetchRequest) -> FetchResp
         for p in &topic.partitions {
             match &name {
                 Some((name, id)) => {
+                    extras.insert(
+                        (name.clone(), p.partition),
+                        PartitionRequest {
+                            last_fetched_epoch: p.last_fetched_epoch,
+                            log_start_offset: p.log_start_offset,
+                        },
+                    );
                     requested.insert(
                         (name.clone(), p.partition),
                         SessionPartition {
@@ -97,28 +174,57 @@ pub async fn fetch(context: &RequestContext, request: FetchRequest) -> FetchResp
     } else {
         request.max_bytes as usize
     };
+    // A follower waits for its leader's log to grow; a consumer for the high watermark.
     let mut watches: Vec<_> = partitions
         .keys()
-        .filter_map(|(topic, partition)| broker.replica(topic, *partition))
-        .map(|r| r.subscribe())
+        .filter_map(|(topic, partition)| {
+            let replica = broker.replica(topic, *partition)?;
+            replication::ensure_current(broker, topic, *partition, &replica, &image);
+            Some(if fetcher.is_follower() {
+                replica.subscribe()
+            } else {
+                replica.subscribe_high_watermark()
+            })
+        })
         .collect();
+    let mut first_read = true;
     let results = loop {
         for watch in &mut watches {
             watch.mark_unchanged();
         }
-        let results = read_all(broker, &partitions, max_bytes);
+        let results = read_all(
+            broker,
+            &image,
+            fetcher,
+            &partitions,
+            &extras,
+            max_bytes,
+            std::mem::take(&mut first_read),
+        );
         let bytes: usize = results.values().map(|f| f.records.len()).sum();
-        let has_error =
-            results.values().any(|f| f.error_code != errors::NONE) || !unknown.is_empty();
+        let has_error = results
+            .values()
+            .any(|f| f.error_code != errors::NONE || f.diverging_epoch.is_some())
+            || !unknown.is_empty();
         if bytes >= min_bytes || has_error || watches.is_empty() {
             break results;
         }
         // Park until a partition grows or the wait ends.
         let changed = futures_any(&mut watches);
         if tokio::time::timeout_at(deadline, changed).await.is_err() {
-            break read_all(broker, &partitions, max_bytes);
+            break read_all(
+                broker,
+                &image,
+                fetcher,
+                &partitions,
+                &extras,
+                max_bytes,
+                false,
+            );
         }
     };
+    // Leaders named in NOT_LEADER_OR_FOLLOWER answers (KIP-951, v16+).
+    let mut leaders: Vec<i32> = Vec::new();
 
     // Assemble, in request order per topic (BTreeMap order by name), filtering unchanged
     // partitions out of incremental responses.
@@ -146,7 +252,7 @@ pub async fn fetch(context: &RequestContext, request: FetchRequest) -> FetchResp
                 response.with_topic(topic_name(topic.clone()))
             }
         });
-        let data = PartitionData::default()
+        let mut data = PartitionData::default()
             .with_partition_index(*partition)
             .with_error_code(fetched.error_code)
             .with_high_watermark(fetched.high_watermark)
@@ -154,6 +260,22 @@ pub async fn fetch(context: &RequestContext, request: FetchRequest) -> FetchResp
             .with_log_start_offset(fetched.log_start_offset)
             .with_aborted_transactions(read_committed.then(Vec::new))
             .with_records(Some(fetched.records.clone()));
+        if let Some((epoch, end_offset)) = fetched.diverging_epoch {
+            data.diverging_epoch = EpochEndOffset::default()
+                .with_epoch(epoch)
+                .with_end_offset(end_offset);
+        }
+        if version >= 16
+            && fetched.error_code == errors::NOT_LEADER_OR_FOLLOWER
+            && let Some(p) = image.topic(topic).and_then(|t| t.partitions.get(partition))
+        {
+            data.current_leader = LeaderIdAndEpoch::default()
+                .with_leader_id(p.leader.into())
+                .with_leader_epoch(p.leader_epoch);
+            if p.leader >= 0 && !leaders.contains(&p.leader) {
+                leaders.push(p.leader);
+            }
+        }
         entry.partitions.push(data);
     }
     let mut responses: Vec<FetchableTopicResponse> = topics.into_values().collect();
@@ -186,9 +308,23 @@ pub async fn fetch(context: &RequestContext, request: FetchRequest) -> FetchResp
         SessionUse::New { id } | SessionUse::Incremental { id } => id,
         SessionUse::Sessionless => 0,
     };
+    let node_endpoints = leaders
+        .into_iter()
+        .filter_map(|id| {
+            let endpoint = Broker::endpoint_of(&image, id, &context.listener)?;
+            Some(
+                NodeEndpoint::default()
+                    .with_node_id(id.into())
+                    .with_host(str_bytes(endpoint.host))
+                    .with_port(i32::from(endpoint.port))
+                    .with_rack(image.broker(id).and_then(|b| b.rack.clone()).map(str_bytes)),
+            )
+        })
+        .collect();
     FetchResponse::default()
         .with_session_id(session_id)
         .with_responses(responses)
+        .with_node_endpoints(node_endpoints)
 }
 
 /// The topic's name and id: by id for v13+, by name before.
@@ -227,11 +363,17 @@ async fn futures_any(watches: &mut [tokio::sync::watch::Receiver<i64>]) {
 }
 
 /// Reads every partition once, honouring the response and partition byte limits; the
-/// first partition with data returns at least one whole batch.
+/// first partition with data returns at least one whole batch. `record_fetch`: a
+/// follower's first read of this request records its fetch on the leader (as Kafka's,
+/// a re-read after parking does not).
 fn read_all(
-    broker: &Broker,
+    broker: &Arc<Broker>,
+    image: &MetadataImage,
+    fetcher: Fetcher,
     partitions: &SessionPartitions,
+    extras: &BTreeMap<(String, i32), PartitionRequest>,
     max_bytes: usize,
+    record_fetch: bool,
 ) -> BTreeMap<(String, i32), Fetched> {
     let mut remaining = max_bytes;
     let mut first_with_data = true;
@@ -239,61 +381,176 @@ fn read_all(
         .iter()
         .map(|((topic, partition), state)| {
             let key = (topic.clone(), *partition);
-            let Some(replica) = broker.replica(topic, *partition) else {
-                return (
-                    key,
-                    Fetched {
-                        error_code: errors::UNKNOWN_TOPIC_OR_PARTITION,
-                        high_watermark: -1,
-                        log_start_offset: -1,
-                        records: Bytes::new(),
-                    },
-                );
+            let extra = extras.get(&key).copied().unwrap_or(PartitionRequest {
+                last_fetched_epoch: -1,
+                log_start_offset: -1,
+            });
+            let read = ReadLimits {
+                bytes: (state.partition_max_bytes.max(0) as usize).min(remaining) as u64,
+                first_with_data,
             };
-            let epoch = replica.leader_epoch();
-            let log = sluice_storage::lock(&replica.log);
-            let high_watermark = log.log_end_offset();
-            let log_start_offset = log.log_start_offset();
-            let fenced = match state.current_leader_epoch {
-                requested if requested < 0 || requested == epoch => None,
-                requested if requested < epoch => Some(errors::FENCED_LEADER_EPOCH),
-                _ => Some(errors::UNKNOWN_LEADER_EPOCH),
-            };
-            let (error_code, records) = if let Some(code) = fenced {
-                (code, Bytes::new())
-            } else if state.partition_max_bytes < 0 {
-                (errors::INVALID_FETCH_SIZE, Bytes::new())
-            } else {
-                let limit = (state.partition_max_bytes.max(0) as usize).min(remaining) as u64;
-                match log.read(
-                    state.fetch_offset,
-                    limit,
-                    Some(high_watermark),
-                    first_with_data,
-                ) {
-                    Ok(data) => (errors::NONE, data.records),
-                    Err(StorageError::OffsetOutOfRange { .. }) => {
-                        (errors::OFFSET_OUT_OF_RANGE, Bytes::new())
-                    }
-                    Err(error) => {
-                        tracing::error!(%error, partition = %topic, "fetch read failed");
-                        (errors::KAFKA_STORAGE_ERROR, Bytes::new())
-                    }
-                }
-            };
-            if !records.is_empty() {
+            let fetched = read_partition(
+                broker,
+                image,
+                fetcher,
+                topic,
+                *partition,
+                state,
+                extra,
+                read,
+                record_fetch,
+            );
+            if !fetched.records.is_empty() {
                 first_with_data = false;
-                remaining = remaining.saturating_sub(records.len());
+                remaining = remaining.saturating_sub(fetched.records.len());
             }
-            (
-                key,
-                Fetched {
-                    error_code,
-                    high_watermark,
-                    log_start_offset,
-                    records,
-                },
-            )
+            (key, fetched)
         })
         .collect()
+}
+
+#[derive(Debug, Clone, Copy)]
+struct ReadLimits {
+    bytes: u64,
+    first_with_data: bool,
+}
+
+/// One partition's read (Kafka's `Partition.fetchRecords`): the epoch and role checks,
+/// the divergence check, the read, and for a follower the leader's bookkeeping.
+#[allow(clippy::too_many_arguments)]
+fn read_partition(
+    broker: &Arc<Broker>,
+    image: &MetadataImage,
+    fetcher: Fetcher,
+    topic: &str,
+    partition: i32,
+    request: &SessionPartition,
+    extra: PartitionRequest,
+    limits: ReadLimits,
+    record_fetch: bool,
+) -> Fetched {
+    let Some(replica) = broker.replica(topic, partition) else {
+        return Fetched::error(errors::UNKNOWN_TOPIC_OR_PARTITION);
+    };
+    if request.partition_max_bytes < 0 {
+        return Fetched::error(errors::INVALID_FETCH_SIZE);
+    }
+    let mut state = replica.state();
+    let epoch = if state.role == Role::None {
+        replica.leader_epoch()
+    } else {
+        state.leader_epoch
+    };
+    match request.current_leader_epoch {
+        requested if requested < 0 || requested == epoch => {}
+        requested if requested < epoch => return Fetched::error(errors::FENCED_LEADER_EPOCH),
+        _ => return Fetched::error(errors::UNKNOWN_LEADER_EPOCH),
+    }
+    // Followers and old consumers fetch from the leader only; v11+ consumers from any
+    // replica (KIP-392).
+    let leader_only = fetcher.is_follower() || fetcher.version < 11;
+    let serves = match state.role {
+        Role::Leader => true,
+        Role::Follower { .. } => !leader_only,
+        Role::None => false,
+    };
+    if !serves {
+        return Fetched::error(errors::NOT_LEADER_OR_FOLLOWER);
+    }
+    if fetcher.is_follower() {
+        if !state.replicas.contains(&fetcher.replica_id) {
+            return Fetched::error(if request.current_leader_epoch >= 0 {
+                errors::UNKNOWN_LEADER_EPOCH
+            } else {
+                errors::NOT_LEADER_OR_FOLLOWER
+            });
+        }
+        // A fetch from an older incarnation of the follower is fenced.
+        let registered = image
+            .broker(fetcher.replica_id)
+            .map_or(-1, |b| b.broker_epoch);
+        if fetcher.replica_epoch >= 0 && registered > fetcher.replica_epoch {
+            return Fetched::error(errors::NOT_LEADER_OR_FOLLOWER);
+        }
+    }
+    let high_watermark = state.high_watermark;
+    let log = sluice_storage::lock(&replica.log);
+    let log_end_offset = log.log_end_offset();
+    let log_start_offset = log.log_start_offset();
+    let answer = |error_code: i16, records: Bytes, diverging_epoch| Fetched {
+        error_code,
+        high_watermark,
+        log_start_offset,
+        records,
+        diverging_epoch,
+    };
+    if extra.last_fetched_epoch >= 0 {
+        let entries = if state.is_leader() {
+            leader_epoch_entries(
+                log.leader_epochs().entries(),
+                state.leader_epoch,
+                state.leader_epoch_start_offset,
+            )
+        } else {
+            log.leader_epochs().entries().to_vec()
+        };
+        match end_offset_for_epoch(&entries, extra.last_fetched_epoch, log_end_offset) {
+            None => return answer(errors::OFFSET_OUT_OF_RANGE, Bytes::new(), None),
+            Some(_) if request.fetch_offset < log_start_offset => {
+                return answer(errors::OFFSET_OUT_OF_RANGE, Bytes::new(), None);
+            }
+            Some((found_epoch, end_offset))
+                if found_epoch < extra.last_fetched_epoch || end_offset < request.fetch_offset =>
+            {
+                return answer(errors::NONE, Bytes::new(), Some((found_epoch, end_offset)));
+            }
+            Some(_) => {}
+        }
+    }
+    let max_offset = if fetcher.is_follower() {
+        None
+    } else {
+        Some(high_watermark)
+    };
+    let records = match log.read(
+        request.fetch_offset,
+        limits.bytes,
+        max_offset,
+        limits.first_with_data,
+    ) {
+        Ok(data) => data.records,
+        Err(StorageError::OffsetOutOfRange { .. }) => {
+            return answer(errors::OFFSET_OUT_OF_RANGE, Bytes::new(), None);
+        }
+        Err(error) => {
+            tracing::error!(%error, partition = %topic, "fetch read failed");
+            return answer(errors::KAFKA_STORAGE_ERROR, Bytes::new(), None);
+        }
+    };
+    drop(log);
+    if fetcher.is_follower() && record_fetch {
+        // Kafka's updateFollowerFetchState: the follower's log ends at its fetch
+        // offset; the HW may move and the follower may join the ISR.
+        let now = sluice_storage::now_ms();
+        let lag_max_ms = replication::Settings::of(broker).lag_time_max_ms;
+        if let Some(follower) = state.follower_mut(fetcher.replica_id) {
+            follower.update_fetch_state(
+                request.fetch_offset,
+                extra.log_start_offset,
+                now,
+                log_end_offset,
+            );
+        }
+        let tp = TopicPartition::new(topic, partition);
+        let expansion =
+            replication::maybe_expand_isr(broker, &tp, &replica, &mut state, fetcher.replica_id);
+        if state.maybe_increment_high_watermark(log_end_offset, now, lag_max_ms) {
+            replica.publish_high_watermark(&state);
+        }
+        drop(state);
+        if let Some(proposal) = expansion {
+            replication::submit_alter_partition(broker, &tp, &replica, proposal);
+        }
+    }
+    answer(errors::NONE, records, None)
 }

@@ -1,4 +1,7 @@
-//! ListOffsets, OffsetForLeaderEpoch and DeleteRecords: offsets of a partition's log.
+//! ListOffsets, OffsetForLeaderEpoch and DeleteRecords: offsets of a partition's log,
+//! answered by its leader (ListOffsets with the debugging replica id -2: by any
+//! replica). Consumers see offsets below the high watermark; replicas (a follower's
+//! ListOffsets after OFFSET_OUT_OF_RANGE) see the log end.
 
 use kafka_protocol::messages::delete_records_response::{
     DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
@@ -12,9 +15,12 @@ use kafka_protocol::messages::offset_for_leader_epoch_response::{
 use kafka_protocol::messages::*;
 use sluice_storage::{Log, StorageError};
 
+use std::sync::Arc;
+
 use crate::apis::RequestContext;
 use crate::broker::{Broker, Replica};
-use crate::errors;
+use crate::replica::{Role, end_offset_for_epoch, leader_epoch_entries};
+use crate::{errors, replication};
 
 /// ListOffsets' special timestamps.
 const LATEST: i64 = -1;
@@ -23,21 +29,42 @@ const MAX_TIMESTAMP: i64 = -3;
 const EARLIEST_LOCAL: i64 = -4;
 const LATEST_TIERED: i64 = -5;
 
-/// The leader's replica of a partition, or the error a client gets for it.
-fn leader_replica(
-    broker: &Broker,
+/// A replica id that may read any replica's offsets (Kafka's DEBUGGING_REPLICA_ID).
+const DEBUGGING_REPLICA_ID: i32 = -2;
+/// The replica id of a consumer.
+const CONSUMER_REPLICA_ID: i32 = -1;
+
+/// The local replica of a partition that may answer (the leader, unless
+/// `leader_only` is false), or the error a client gets for it (Kafka's
+/// `localLogWithEpochOrThrow`: the epoch check first, then the role).
+fn local_replica(
+    broker: &Arc<Broker>,
     topic: &str,
     partition: i32,
     current_leader_epoch: i32,
-) -> Result<std::sync::Arc<Replica>, i16> {
+    leader_only: bool,
+) -> Result<Arc<Replica>, i16> {
     let replica = broker
         .replica(topic, partition)
         .ok_or(errors::UNKNOWN_TOPIC_OR_PARTITION)?;
-    let epoch = replica.leader_epoch();
+    replication::ensure_current(broker, topic, partition, &replica, &broker.image());
+    let state = replica.state();
+    let epoch = state.leader_epoch;
     match current_leader_epoch {
-        requested if requested < 0 || requested == epoch => Ok(replica),
-        requested if requested < epoch => Err(errors::FENCED_LEADER_EPOCH),
-        _ => Err(errors::UNKNOWN_LEADER_EPOCH),
+        requested if requested < 0 || requested == epoch => {}
+        requested if requested < epoch => return Err(errors::FENCED_LEADER_EPOCH),
+        _ => return Err(errors::UNKNOWN_LEADER_EPOCH),
+    }
+    let serves = match state.role {
+        Role::Leader => true,
+        Role::Follower { .. } => !leader_only,
+        Role::None => false,
+    };
+    drop(state);
+    if serves {
+        Ok(replica)
+    } else {
+        Err(errors::NOT_LEADER_OR_FOLLOWER)
     }
 }
 
@@ -67,7 +94,7 @@ pub async fn list_offsets(
                 .map(|p| {
                     let response = ListOffsetsPartitionResponse::default()
                         .with_partition_index(p.partition_index);
-                    match lookup(broker, &topic.name.0, p, version) {
+                    match lookup(broker, &topic.name.0, p, version, request.replica_id.0) {
                         Ok((timestamp, offset, epoch)) => response
                             .with_timestamp(timestamp)
                             .with_offset(offset)
@@ -87,49 +114,64 @@ pub async fn list_offsets(
     ListOffsetsResponse::default().with_topics(topics)
 }
 
-/// (timestamp, offset, leader epoch) for one partition's query.
+/// (timestamp, offset, leader epoch) for one partition's query (Kafka's
+/// `fetchOffsetForTimestamp`). A consumer sees offsets below the high watermark only
+/// (read_uncommitted; read_committed is the same until transactions); a replica sees
+/// the whole log.
 fn lookup(
-    broker: &Broker,
+    broker: &Arc<Broker>,
     topic: &str,
     query: &list_offsets_request::ListOffsetsPartition,
     version: i16,
+    replica_id: i32,
 ) -> Result<(i64, i64, i32), i16> {
-    let replica = leader_replica(
+    let replica = local_replica(
         broker,
         topic,
         query.partition_index,
         query.current_leader_epoch,
+        replica_id != DEBUGGING_REPLICA_ID,
     )?;
+    let state = replica.state();
     let log = sluice_storage::lock(&replica.log);
-    let high_watermark = log.log_end_offset();
+    let from_consumer = replica_id == CONSUMER_REPLICA_ID;
+    let last_fetchable = if from_consumer {
+        state.high_watermark
+    } else {
+        log.log_end_offset()
+    };
+    // After an election the new leader's HW may lag the start of its epoch: a consumer
+    // must not see offsets it could not read yet.
+    let lagging = from_consumer
+        && state
+            .leader_epoch_start_offset
+            .is_some_and(|start| start > state.high_watermark);
+    let leader_epoch = state.leader_epoch;
+    drop(state);
     let storage_error = |error: StorageError| {
         tracing::error!(%error, %topic, "offset lookup failed");
         errors::KAFKA_STORAGE_ERROR
     };
     let found = match query.timestamp {
-        LATEST => Some((-1, high_watermark)),
+        LATEST if lagging => return Err(errors::OFFSET_NOT_AVAILABLE),
+        LATEST => return Ok((-1, last_fetchable, leader_epoch)),
         EARLIEST => Some((-1, log.log_start_offset())),
         EARLIEST_LOCAL if version >= 8 => Some((-1, log.log_start_offset())),
+        _ if lagging => return Err(errors::OFFSET_NOT_AVAILABLE),
         MAX_TIMESTAMP if version >= 7 => log
             .max_timestamp_offset()
             .map_err(storage_error)?
+            .filter(|(offset, _)| *offset < last_fetchable)
             .map(|(offset, timestamp)| (timestamp, offset)),
         LATEST_TIERED if version >= 9 => None,
         timestamp => log
             .offset_for_timestamp(timestamp)
             .map_err(storage_error)?
-            .filter(|(offset, _)| *offset < high_watermark)
+            .filter(|(offset, _)| *offset < last_fetchable)
             .map(|(offset, timestamp)| (timestamp, offset)),
     };
     Ok(match found {
-        Some((timestamp, offset)) => {
-            let epoch = if query.timestamp == LATEST {
-                log.leader_epochs().latest_epoch().unwrap_or(-1)
-            } else {
-                epoch_of(&log, offset)
-            };
-            (timestamp, offset, epoch)
-        }
+        Some((timestamp, offset)) => (timestamp, offset, epoch_of(&log, offset)),
         None => (-1, -1, -1),
     })
 }
@@ -148,18 +190,26 @@ pub async fn offset_for_leader_epoch(
                 .iter()
                 .map(|p| {
                     let response = EpochEndOffset::default().with_partition(p.partition);
-                    match leader_replica(
+                    match local_replica(
                         broker,
                         &topic.topic.0,
                         p.partition,
                         p.current_leader_epoch,
+                        true,
                     ) {
                         Ok(replica) => {
+                            let state = replica.state();
                             let log = sluice_storage::lock(&replica.log);
-                            match log
-                                .leader_epochs()
-                                .end_offset_for(p.leader_epoch, log.log_end_offset())
-                            {
+                            let entries = leader_epoch_entries(
+                                log.leader_epochs().entries(),
+                                state.leader_epoch,
+                                state.leader_epoch_start_offset,
+                            );
+                            match end_offset_for_epoch(
+                                &entries,
+                                p.leader_epoch,
+                                log.log_end_offset(),
+                            ) {
                                 Some((epoch, end)) => {
                                     response.with_leader_epoch(epoch).with_end_offset(end)
                                 }
@@ -196,10 +246,10 @@ pub async fn delete_records(
                 .map(|p| {
                     let response = DeleteRecordsPartitionResult::default()
                         .with_partition_index(p.partition_index);
-                    let result = leader_replica(broker, &topic.name.0, p.partition_index, -1)
+                    let result = local_replica(broker, &topic.name.0, p.partition_index, -1, true)
                         .and_then(|replica| {
+                            let high_watermark = replica.state().high_watermark;
                             let mut log = sluice_storage::lock(&replica.log);
-                            let high_watermark = log.log_end_offset();
                             // -1: everything up to the high watermark.
                             let target = if p.offset == -1 {
                                 high_watermark

@@ -1,13 +1,14 @@
-//! DescribeQuorum: the state of the metadata quorum (`__cluster_metadata-0`), as Kafka's
-//! `KafkaRaftClient` answers it. On a single node the quorum is this node alone: it is
-//! the leader and the only voter, its log end offset is the high watermark, and the
-//! brokers that are not voters are the observers (none yet). The voter endpoints of v2
-//! (KIP-853) are left empty until the controller listener is served (issue 4).
+//! DescribeQuorum: the state of the metadata quorum (`__cluster_metadata-0`) as its
+//! leader sees it, as Kafka's `KafkaRaftClient` answers it: the leader and its epoch
+//! (the Raft term), the high watermark (the end of the committed entries, in log
+//! offsets), each voter's and observer's (learner's) log end offset as the leader knows
+//! it. Any node answers, asking the leader when it is not it. The voter endpoints of v2
+//! (KIP-853) are left empty.
 
 use kafka_protocol::messages::describe_quorum_response::{PartitionData, ReplicaState, TopicData};
 use kafka_protocol::messages::*;
 
-use super::{str_bytes, to_uuid, topic_name};
+use super::{to_uuid, topic_name};
 use crate::apis::RequestContext;
 use crate::errors;
 
@@ -19,17 +20,27 @@ pub async fn describe_quorum(
 ) -> DescribeQuorumResponse {
     let broker = &context.broker;
     let version = context.version;
-    let Some((end_offset, epoch)) = broker.metadata_log_status() else {
-        return DescribeQuorumResponse::default()
-            .with_error_code(errors::UNKNOWN_SERVER_ERROR)
-            .with_error_message(Some(str_bytes("the metadata log is closed")));
-    };
+    let status = crate::controller::quorum_status(broker).await;
     let image = broker.image();
     let now = sluice_storage::now_ms();
-    let directory = image
-        .broker(broker.node_id)
-        .and_then(|b| b.log_dirs.first().copied())
-        .unwrap_or([0; 16]);
+    let replica = |r: &crate::quorum::ReplicaStatus| {
+        let caught_up = status
+            .as_ref()
+            .is_some_and(|s| r.log_end_offset >= s.high_watermark);
+        let mut state = ReplicaState::default()
+            .with_replica_id(BrokerId(r.id))
+            .with_log_end_offset(r.log_end_offset)
+            .with_last_fetch_timestamp(now)
+            .with_last_caught_up_timestamp(if caught_up { now } else { -1 });
+        if version >= 2 {
+            let directory = image
+                .broker(r.id)
+                .and_then(|b| b.log_dirs.first().copied())
+                .unwrap_or([0; 16]);
+            state = state.with_replica_directory_id(to_uuid(directory));
+        }
+        state
+    };
     let topics = request
         .topics
         .iter()
@@ -46,19 +57,18 @@ pub async fn describe_quorum(
                             .with_leader_epoch(-1)
                             .with_high_watermark(-1);
                     }
-                    let mut voter = ReplicaState::default()
-                        .with_replica_id(BrokerId(broker.node_id))
-                        .with_log_end_offset(end_offset)
-                        .with_last_fetch_timestamp(now)
-                        .with_last_caught_up_timestamp(now);
-                    if version >= 2 {
-                        voter = voter.with_replica_directory_id(to_uuid(directory));
-                    }
-                    data.with_leader_id(BrokerId(broker.node_id))
-                        .with_leader_epoch(epoch)
-                        .with_high_watermark(end_offset)
-                        .with_current_voters(vec![voter])
-                        .with_observers(Vec::new())
+                    let Some(status) = &status else {
+                        return data
+                            .with_error_code(errors::NOT_LEADER_OR_FOLLOWER)
+                            .with_leader_id(BrokerId(-1))
+                            .with_leader_epoch(-1)
+                            .with_high_watermark(-1);
+                    };
+                    data.with_leader_id(BrokerId(status.leader))
+                        .with_leader_epoch(status.epoch)
+                        .with_high_watermark(status.high_watermark)
+                        .with_current_voters(status.voters.iter().map(replica).collect())
+                        .with_observers(status.observers.iter().map(replica).collect())
                 })
                 .collect();
             TopicData::default()

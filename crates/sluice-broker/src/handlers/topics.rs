@@ -37,7 +37,8 @@ fn storage_refusal(error: BrokerError) -> Refusal {
     match error {
         BrokerError::Metadata(sluice_metadata::MetadataLogError::Refused(
             sluice_metadata::ApplyError::TopicExists { name },
-        )) => refusal(
+        ))
+        | BrokerError::Quorum(crate::quorum::QuorumError::TopicExists(name)) => refusal(
             errors::TOPIC_ALREADY_EXISTS,
             format!("Topic '{name}' already exists."),
         ),

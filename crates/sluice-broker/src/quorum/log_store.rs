@@ -17,6 +17,10 @@
 //! openraft is told they are durable: an entry a follower acknowledged survives a
 //! power loss, which is what lets the leader count it towards the quorum.
 
+// openraft's trait methods return its `StorageError` (over 200 bytes); the helpers
+// here return what those methods return.
+#![allow(clippy::result_large_err)]
+
 use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::ops::RangeBounds;
@@ -137,6 +141,18 @@ impl LogStore {
             .next_back()
             .map_or(0, |(_, id)| id.leader_id.term as i32);
         (store.log.log_end_offset(), epoch)
+    }
+
+    /// The metadata log offset where the entries after `index` begin (the log end when
+    /// there are none): what "caught up to `index`" is in offsets.
+    pub fn end_offset_after(&self, index: Option<u64>) -> i64 {
+        let store = lock(&self.store);
+        let from = index.map_or(0, |i| i + 1);
+        store
+            .index
+            .range(from..)
+            .next()
+            .map_or(store.log.log_end_offset(), |(_, (offset, _))| *offset)
     }
 
     /// Flushes and closes the log.

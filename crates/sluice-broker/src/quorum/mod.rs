@@ -66,6 +66,9 @@ impl Proposal {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProposalResult {
     pub error: Option<String>,
+    /// Set when the refusal was a topic that already exists (its name).
+    #[serde(default)]
+    pub topic_exists: Option<String>,
     pub index: u64,
 }
 
@@ -87,10 +90,30 @@ mod base64_list {
     }
 }
 
+/// The quorum as its leader sees it (what DescribeQuorum reports).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuorumStatus {
+    pub leader: i32,
+    pub epoch: i32,
+    /// The metadata log offset below which entries are committed.
+    pub high_watermark: i64,
+    pub voters: Vec<ReplicaStatus>,
+    pub observers: Vec<ReplicaStatus>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplicaStatus {
+    pub id: i32,
+    /// The metadata log offset up to which the leader knows this node's log matches.
+    pub log_end_offset: i64,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum QuorumError {
     #[error("the metadata change was refused: {0}")]
     Refused(String),
+    #[error("topic {0} already exists")]
+    TopicExists(String),
     #[error("no active controller: {0}")]
     NoLeader(String),
     #[error("the metadata quorum is shut down")]
@@ -158,19 +181,20 @@ impl Quorum {
             .and_then(|v| v.parse::<u64>().ok())
             .unwrap_or(1000)
             .max(20);
+        // Entries between snapshots (Kafka counts bytes,
+        // `metadata.log.max.record.bytes.between.snapshots`; openraft counts entries).
+        let snapshot_every: u64 = config
+            .get("metadata.log.max.entries.between.snapshots")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(5000);
         let raft_config = Config {
             cluster_name: "sluice".into(),
             election_timeout_min: election_ms,
             election_timeout_max: election_ms * 2,
             heartbeat_interval: (election_ms / 5).max(10),
             install_snapshot_timeout: 10_000,
-            snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(
-                config
-                    .get("metadata.log.max.entries.between.snapshots")
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(5000),
-            ),
-            max_in_snapshot_log_to_keep: 100,
+            snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(snapshot_every),
+            max_in_snapshot_log_to_keep: snapshot_every.min(100),
             ..Config::default()
         }
         .validate()
@@ -253,6 +277,34 @@ impl Quorum {
         metrics.state == ServerState::Leader
     }
 
+    /// The quorum's state, when this node leads it.
+    pub fn status(&self) -> Option<QuorumStatus> {
+        let metrics = self.raft.metrics().borrow().clone();
+        if metrics.state != ServerState::Leader {
+            return None;
+        }
+        let replication = metrics.replication.clone().unwrap_or_default();
+        let membership = metrics.membership_config.membership().clone();
+        let replica = |id: NodeId| ReplicaStatus {
+            id: id as i32,
+            log_end_offset: if id == self.node_id {
+                self.log.end_offset_and_epoch().0
+            } else {
+                self.log
+                    .end_offset_after(replication.get(&id).copied().flatten().map(|l| l.index))
+            },
+        };
+        Some(QuorumStatus {
+            leader: self.node_id as i32,
+            epoch: metrics.current_term as i32,
+            high_watermark: self
+                .log
+                .end_offset_after(metrics.last_applied.map(|l| l.index)),
+            voters: membership.voter_ids().map(replica).collect(),
+            observers: membership.learner_ids().map(replica).collect(),
+        })
+    }
+
     /// (end offset of the metadata log, epoch of its last entry).
     pub fn log_end(&self) -> (i64, i32) {
         self.log.end_offset_and_epoch()
@@ -298,7 +350,19 @@ impl Quorum {
     pub async fn propose(&self, proposal: Proposal) -> Result<u64, QuorumError> {
         let deadline = tokio::time::Instant::now() + WRITE_DEADLINE;
         loop {
-            let outcome = match self.raft.client_write(proposal.clone()).await {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            // Without a majority a leader's write never commits: bounded.
+            let written =
+                match tokio::time::timeout(left, self.raft.client_write(proposal.clone())).await {
+                    Ok(written) => written,
+                    Err(_) => {
+                        return Err(QuorumError::NoLeader(format!(
+                            "the write was not committed within {} s (no majority of voters?)",
+                            WRITE_DEADLINE.as_secs()
+                        )));
+                    }
+                };
+            let outcome = match written {
                 Ok(response) => Ok(response.data),
                 Err(RaftError::APIError(ClientWriteError::ForwardToLeader(forward))) => {
                     match forward.leader_node {
@@ -322,6 +386,9 @@ impl Quorum {
             };
             match outcome {
                 Ok(result) => {
+                    if let Some(name) = result.topic_exists {
+                        return Err(QuorumError::TopicExists(name));
+                    }
                     if let Some(error) = result.error {
                         return Err(QuorumError::Refused(error));
                     }
@@ -343,11 +410,12 @@ impl Quorum {
 
     /// Serves a write forwarded by another node: only the leader takes it.
     pub async fn propose_as_leader(&self, proposal: Proposal) -> Result<ProposalResult, String> {
-        self.raft
-            .client_write(proposal)
-            .await
-            .map(|response| response.data)
-            .map_err(|e| e.to_string())
+        match tokio::time::timeout(WRITE_DEADLINE, self.raft.client_write(proposal)).await {
+            Ok(written) => written
+                .map(|response| response.data)
+                .map_err(|e| e.to_string()),
+            Err(_) => Err("the write was not committed in time (no majority of voters?)".into()),
+        }
     }
 
     /// Adds a broker-only node as a learner (on the leader; forwarded otherwise).

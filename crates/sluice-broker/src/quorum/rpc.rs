@@ -74,6 +74,8 @@ pub enum RpcRequest {
     Heartbeat(Heartbeat),
     /// Answered with the Raft index of the change, or Kafka's error code.
     AlterPartition(AlterPartition),
+    /// The leader's view of the quorum (DescribeQuorum on another node).
+    Status,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -88,6 +90,7 @@ pub enum RpcResponse {
     Join(Result<(), String>),
     Heartbeat(HeartbeatReply),
     AlterPartition(Result<u64, i16>),
+    Status(Option<super::QuorumStatus>),
     /// The request did not decode or is not served here.
     Refused(String),
 }

@@ -11,6 +11,10 @@
 //! `quorum-snapshot.json` beside the log. A restarted node loads it and replays the log
 //! after it; a node too far behind is sent it (openraft's InstallSnapshot).
 
+// openraft's trait methods return its `StorageError` (over 200 bytes); the helpers
+// here return what those methods return.
+#![allow(clippy::result_large_err)]
+
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -22,7 +26,7 @@ use openraft::{
     StorageIOError, StoredMembership,
 };
 use serde::{Deserialize, Serialize};
-use sluice_metadata::{METADATA_LOG_DIR, MetadataImage, MetadataRecord};
+use sluice_metadata::{ApplyError, METADATA_LOG_DIR, MetadataImage, MetadataRecord};
 
 use super::{NodeId, ProposalResult, TypeConfig};
 
@@ -212,23 +216,30 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
                     EntryPayload::Normal(proposal) => {
                         let base = image.as_ref().unwrap_or(&machine.image);
                         let mut next = base.clone();
+                        let mut topic_exists = None;
                         let outcome = proposal.records.iter().try_for_each(|bytes| {
                             let (record, _) =
                                 MetadataRecord::decode(bytes).map_err(|e| e.to_string())?;
-                            next.apply(&record).map_err(|e| e.to_string())
+                            next.apply(&record).map_err(|e| {
+                                if let ApplyError::TopicExists { name } = &e {
+                                    topic_exists = Some(name.clone());
+                                }
+                                e.to_string()
+                            })
                         });
                         match outcome {
                             Ok(()) => {
                                 image = Some(next);
                                 results.push(ProposalResult {
-                                    error: None,
                                     index: entry.log_id.index,
+                                    ..ProposalResult::default()
                                 });
                             }
                             Err(error) => {
                                 tracing::debug!(index = entry.log_id.index, %error, "metadata entry refused");
                                 results.push(ProposalResult {
                                     error: Some(error),
+                                    topic_exists,
                                     index: entry.log_id.index,
                                 });
                             }

@@ -205,3 +205,200 @@ impl Wire {
         )
     }
 }
+
+/// A free port on 127.0.0.1 (bound, read, released: the caller binds it again soon).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// One node of a [`TestCluster`].
+pub struct ClusterNode {
+    pub id: i32,
+    pub broker_port: u16,
+    pub controller_port: u16,
+    pub dir: std::path::PathBuf,
+    running: Option<(watch::Sender<bool>, tokio::task::JoinHandle<()>)>,
+}
+
+impl ClusterNode {
+    pub fn address(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.broker_port))
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.running.is_some()
+    }
+}
+
+/// N in-process Sluice nodes with both roles on 127.0.0.1, sharing one Raft metadata
+/// quorum (every node a voter), each with its own log directory. Timeouts are short:
+/// heartbeats every 100 ms, fencing after 1.5 s, elections after 1-2 s.
+pub struct TestCluster {
+    pub nodes: Vec<ClusterNode>,
+    voters: String,
+    overrides: Vec<(String, String)>,
+    _dir: tempfile::TempDir,
+}
+
+impl TestCluster {
+    pub async fn start(size: usize, overrides: &[(&str, &str)]) -> TestCluster {
+        // SLUICE_TEST_LOG=debug (an env-filter) shows the nodes' logs.
+        if let Ok(filter) = std::env::var("SLUICE_TEST_LOG") {
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+                .with_test_writer()
+                .try_init();
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let nodes: Vec<ClusterNode> = (1..=size as i32)
+            .map(|id| ClusterNode {
+                id,
+                broker_port: free_port(),
+                controller_port: free_port(),
+                dir: dir.path().join(format!("node-{id}")),
+                running: None,
+            })
+            .collect();
+        let voters = nodes
+            .iter()
+            .map(|n| format!("{}@127.0.0.1:{}", n.id, n.controller_port))
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut cluster = TestCluster {
+            nodes,
+            voters,
+            overrides: overrides
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            _dir: dir,
+        };
+        let starts: Vec<_> = (0..size).map(|i| cluster.spawn(i)).collect();
+        for (i, started) in starts.into_iter().enumerate() {
+            let running = tokio::time::timeout(std::time::Duration::from_secs(60), started)
+                .await
+                .unwrap_or_else(|_| panic!("node {} did not start", i + 1));
+            cluster.nodes[i].running = Some(running);
+        }
+        // Every node has applied every registration.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        for address in cluster.addresses() {
+            loop {
+                let mut wire = Wire::connect(address).await;
+                let response = wire
+                    .call(
+                        &kafka_protocol::messages::MetadataRequest::default().with_topics(None),
+                        12,
+                    )
+                    .await;
+                if response.brokers.len() == size {
+                    break;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "brokers registered everywhere"
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        }
+        cluster
+    }
+
+    fn config(&self, index: usize) -> BrokerConfig {
+        let node = &self.nodes[index];
+        let mut all: Vec<(String, String)> = vec![
+            ("node.id".into(), node.id.to_string()),
+            (
+                "listeners".into(),
+                format!(
+                    "PLAINTEXT://127.0.0.1:{},CONTROLLER://127.0.0.1:{}",
+                    node.broker_port, node.controller_port
+                ),
+            ),
+            (
+                "advertised.listeners".into(),
+                format!("PLAINTEXT://127.0.0.1:{}", node.broker_port),
+            ),
+            ("controller.quorum.voters".into(), self.voters.clone()),
+            ("log.dirs".into(), node.dir.display().to_string()),
+            ("metrics.listener".into(), "127.0.0.1:0".into()),
+            ("broker.heartbeat.interval.ms".into(), "100".into()),
+            ("broker.session.timeout.ms".into(), "1500".into()),
+            (
+                "controller.quorum.election.timeout.ms".into(),
+                "1000".into(),
+            ),
+            ("replica.lag.time.max.ms".into(), "2000".into()),
+            ("default.replication.factor".into(), "3".into()),
+            ("offsets.topic.replication.factor".into(), "3".into()),
+        ];
+        all.extend(self.overrides.iter().cloned());
+        BrokerConfig::load(EMBEDDED_SERVER_PROPERTIES, &all)
+            .unwrap()
+            .config
+    }
+
+    /// Starts node `index`; resolves once it serves (registered in the quorum).
+    fn spawn(
+        &self,
+        index: usize,
+    ) -> impl std::future::Future<Output = (watch::Sender<bool>, tokio::task::JoinHandle<()>)> + use<>
+    {
+        let config = self.config(index);
+        let (stop, stopped) = watch::channel(false);
+        let (bound, ready) = oneshot::channel();
+        let bound = std::sync::Mutex::new(Some(bound));
+        let id = self.nodes[index].id;
+        let task = tokio::spawn(async move {
+            sluice_broker::node::run(config, stopped, move |_, _| {
+                if let Some(bound) = bound.lock().unwrap().take() {
+                    let _ = bound.send(());
+                }
+            })
+            .await
+            .unwrap_or_else(|e| panic!("node {id} failed: {e}"));
+        });
+        async move {
+            ready.await.expect("the node starts");
+            (stop, task)
+        }
+    }
+
+    /// Stops node `index` cleanly (controlled shutdown first).
+    pub async fn stop(&mut self, index: usize) {
+        if let Some((stop, task)) = self.nodes[index].running.take() {
+            stop.send(true).unwrap();
+            tokio::time::timeout(std::time::Duration::from_secs(30), task)
+                .await
+                .expect("the node stops")
+                .unwrap();
+        }
+    }
+
+    /// Starts node `index` again on its log directory and ports.
+    pub async fn restart(&mut self, index: usize) {
+        let running = tokio::time::timeout(std::time::Duration::from_secs(60), self.spawn(index))
+            .await
+            .expect("the node restarts");
+        self.nodes[index].running = Some(running);
+    }
+
+    /// Every running node's broker address.
+    pub fn addresses(&self) -> Vec<SocketAddr> {
+        self.nodes
+            .iter()
+            .filter(|n| n.is_running())
+            .map(ClusterNode::address)
+            .collect()
+    }
+
+    pub async fn shutdown(mut self) {
+        for index in 0..self.nodes.len() {
+            self.stop(index).await;
+        }
+    }
+}

@@ -1,0 +1,293 @@
+//! The metadata quorum across real nodes (in-process, on 127.0.0.1): three voters elect
+//! a leader, every node applies the same metadata whichever node took the write, a
+//! stopped leader is replaced, a restarted node catches up (from a snapshot when the
+//! log it missed was purged), silent brokers are fenced and lose their leaderships, and
+//! DescribeQuorum reports the voters.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use common::{TestCluster, Wire};
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::describe_quorum_request::{PartitionData, TopicData};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+
+fn name(text: &str) -> TopicName {
+    TopicName(StrBytes::from_string(text.into()))
+}
+
+async fn create(address: SocketAddr, topic: &str, partitions: i32, replicas: i16) -> i16 {
+    let mut wire = Wire::connect(address).await;
+    let request = CreateTopicsRequest::default()
+        .with_topics(vec![
+            CreatableTopic::default()
+                .with_name(name(topic))
+                .with_num_partitions(partitions)
+                .with_replication_factor(replicas),
+        ])
+        .with_timeout_ms(10_000);
+    wire.call(&request, 7).await.topics[0].error_code
+}
+
+async fn metadata(address: SocketAddr) -> MetadataResponse {
+    let mut wire = Wire::connect(address).await;
+    wire.call(&MetadataRequest::default().with_topics(None), 12)
+        .await
+}
+
+async fn quorum(address: SocketAddr) -> describe_quorum_response::PartitionData {
+    let mut wire = Wire::connect(address).await;
+    let request = DescribeQuorumRequest::default().with_topics(vec![
+        TopicData::default()
+            .with_topic_name(name("__cluster_metadata"))
+            .with_partitions(vec![PartitionData::default().with_partition_index(0)]),
+    ]);
+    let mut response = wire.call(&request, 2).await;
+    response.topics.remove(0).partitions.remove(0)
+}
+
+/// Polls `check` every 100 ms until it holds or `limit` passes.
+async fn eventually<F, Fut>(limit: Duration, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{what}: not within {limit:?}");
+}
+
+fn topic<'a>(
+    response: &'a MetadataResponse,
+    topic: &str,
+) -> Option<&'a metadata_response::MetadataResponseTopic> {
+    response
+        .topics
+        .iter()
+        .find(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == topic))
+}
+
+fn broker_ids(response: &MetadataResponse) -> Vec<i32> {
+    let mut ids: Vec<i32> = response.brokers.iter().map(|b| b.node_id.0).collect();
+    ids.sort();
+    ids
+}
+
+/// One cluster at a time: three nodes each already load two cores.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_voters_agree_on_metadata_written_through_any_node() {
+    let _serial = SERIAL.lock().await;
+    let cluster = TestCluster::start(3, &[]).await;
+    let addresses = cluster.addresses();
+    // DescribeQuorum, asked of any node: three voters, one leader among them.
+    let state = quorum(addresses[0]).await;
+    assert_eq!(state.error_code, 0);
+    let mut voters: Vec<i32> = state
+        .current_voters
+        .iter()
+        .map(|v| v.replica_id.0)
+        .collect();
+    voters.sort();
+    assert_eq!(voters, vec![1, 2, 3]);
+    assert!(voters.contains(&state.leader_id.0));
+    assert!(state.leader_epoch >= 1);
+    assert!(state.high_watermark > 0);
+    for other in &addresses[1..] {
+        assert_eq!(quorum(*other).await.leader_id, state.leader_id);
+    }
+    // A topic created through each node in turn (leader or not) reaches every node.
+    for (i, address) in addresses.iter().enumerate() {
+        let topic_name = format!("orders-{i}");
+        assert_eq!(create(*address, &topic_name, 3, 3).await, 0);
+    }
+    for address in &addresses {
+        let address = *address;
+        eventually(
+            Duration::from_secs(10),
+            "every node applies every topic",
+            || async move {
+                let response = metadata(address).await;
+                (0..3).all(|i| topic(&response, &format!("orders-{i}")).is_some())
+            },
+        )
+        .await;
+        let response = metadata(address).await;
+        assert_eq!(broker_ids(&response), vec![1, 2, 3]);
+        for i in 0..3 {
+            let t = topic(&response, &format!("orders-{i}")).unwrap();
+            assert_eq!(t.partitions.len(), 3);
+            for p in &t.partitions {
+                assert_eq!(p.replica_nodes.len(), 3);
+                assert!(p.replica_nodes.contains(&p.leader_id));
+            }
+        }
+    }
+    // The same name through two nodes: one wins, the other gets TOPIC_ALREADY_EXISTS.
+    let (a, b) = tokio::join!(
+        create(addresses[1], "raced", 1, 3),
+        create(addresses[2], "raced", 1, 3)
+    );
+    let mut codes = [a, b];
+    codes.sort();
+    assert_eq!(codes, [0, 36], "exactly one create wins");
+    // Leadership of partitions is spread over the nodes.
+    let response = metadata(addresses[0]).await;
+    let mut leaders: Vec<i32> = (0..3)
+        .flat_map(|i| {
+            topic(&response, &format!("orders-{i}"))
+                .unwrap()
+                .partitions
+                .iter()
+                .map(|p| p.leader_id.0)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    leaders.sort();
+    leaders.dedup();
+    assert_eq!(leaders, vec![1, 2, 3]);
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_leader_is_replaced_and_catches_up_from_a_snapshot_on_restart() {
+    let _serial = SERIAL.lock().await;
+    let mut cluster =
+        TestCluster::start(3, &[("metadata.log.max.entries.between.snapshots", "4")]).await;
+    let leader = quorum(cluster.addresses()[0]).await.leader_id.0;
+    let index = (leader - 1) as usize;
+    cluster.stop(index).await;
+    let survivor = cluster.addresses()[0];
+    // The two others elect a new leader and keep taking writes.
+    eventually(
+        Duration::from_secs(20),
+        "a new quorum leader",
+        || async move {
+            let state = quorum(survivor).await;
+            state.error_code == 0 && state.leader_id.0 != leader && state.leader_id.0 > 0
+        },
+    )
+    .await;
+    for i in 0..12 {
+        assert_eq!(create(survivor, &format!("later-{i}"), 1, 2).await, 0);
+    }
+    // The stopped node missed more entries than the others keep after a snapshot: it
+    // catches up from one, then from the log.
+    cluster.restart(index).await;
+    let restarted = cluster.nodes[index].address();
+    eventually(
+        Duration::from_secs(20),
+        "the restarted node knows every topic",
+        || async move {
+            let response = metadata(restarted).await;
+            (0..12).all(|i| topic(&response, &format!("later-{i}")).is_some())
+        },
+    )
+    .await;
+    let snapshot = cluster.nodes[0]
+        .dir
+        .join("__cluster_metadata-0")
+        .join("quorum-snapshot.json");
+    let any_snapshot = cluster.nodes.iter().any(|n| {
+        n.dir
+            .join("__cluster_metadata-0")
+            .join("quorum-snapshot.json")
+            .exists()
+    });
+    assert!(
+        any_snapshot,
+        "snapshots were taken (e.g. {})",
+        snapshot.display()
+    );
+    // The restarted node votes again.
+    let state = quorum(restarted).await;
+    assert_eq!(state.current_voters.len(), 3);
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_broker_is_fenced_loses_its_leaderships_and_comes_back() {
+    let _serial = SERIAL.lock().await;
+    let mut cluster = TestCluster::start(3, &[]).await;
+    let first = cluster.addresses()[0];
+    assert_eq!(create(first, "fenced", 6, 3).await, 0);
+    // Node 3 stops: controlled shutdown moves its leaderships first, then its
+    // heartbeats stop and the controller fences it.
+    cluster.stop(2).await;
+    eventually(
+        Duration::from_secs(20),
+        "node 3 fenced and leading nothing",
+        || async move {
+            let response = metadata(first).await;
+            let t = topic(&response, "fenced").unwrap();
+            broker_ids(&response) == vec![1, 2]
+                && t.partitions
+                    .iter()
+                    .all(|p| p.leader_id.0 != 3 && !p.isr_nodes.iter().any(|r| r.0 == 3))
+        },
+    )
+    .await;
+    cluster.restart(2).await;
+    eventually(Duration::from_secs(20), "node 3 unfenced", || async move {
+        broker_ids(&metadata(first).await) == vec![1, 2, 3]
+    })
+    .await;
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_no_live_in_sync_replica_a_partition_goes_offline_not_unclean() {
+    let _serial = SERIAL.lock().await;
+    let mut cluster = TestCluster::start(3, &[]).await;
+    let first = cluster.addresses()[0];
+    // One replica, on node 3 (an explicit assignment).
+    let mut wire = Wire::connect(first).await;
+    let request = CreateTopicsRequest::default()
+        .with_topics(vec![
+            CreatableTopic::default()
+                .with_name(name("single"))
+                .with_num_partitions(-1)
+                .with_replication_factor(-1)
+                .with_assignments(vec![
+                    create_topics_request::CreatableReplicaAssignment::default()
+                        .with_partition_index(0)
+                        .with_broker_ids(vec![BrokerId(3)]),
+                ]),
+        ])
+        .with_timeout_ms(10_000);
+    assert_eq!(wire.call(&request, 7).await.topics[0].error_code, 0);
+    cluster.stop(2).await;
+    eventually(
+        Duration::from_secs(20),
+        "the partition offline",
+        || async move {
+            let response = metadata(first).await;
+            let p = &topic(&response, "single").unwrap().partitions[0];
+            p.leader_id.0 == -1 && p.isr_nodes.iter().map(|r| r.0).collect::<Vec<_>>() == vec![3]
+        },
+    )
+    .await;
+    cluster.restart(2).await;
+    eventually(
+        Duration::from_secs(20),
+        "node 3 leads again",
+        || async move {
+            let response = metadata(first).await;
+            topic(&response, "single").unwrap().partitions[0]
+                .leader_id
+                .0
+                == 3
+        },
+    )
+    .await;
+    cluster.shutdown().await;
+}
