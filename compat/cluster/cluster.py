@@ -367,11 +367,16 @@ class ProxyNet:
                 self._close(rec)
             for p in self.proxies.values():
                 p["server"].close()
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
         try:
             self.call(stop)
         except Exception:
             pass
         self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
 
 
 class _Conn(dict):

@@ -329,13 +329,43 @@ impl Collector for BrokerCollector {
             "Partitions led here whose ISR is below min.insync.replicas.",
             under_min_isr as i64,
         )?;
-        // The node is its own controller (a quorum of one until issue 4).
+        // The active controller is the metadata quorum's leader.
+        let quorum = self.broker.quorum().ok();
         gauge(
             e,
             "kafka_controller_kafkacontroller_activecontrollercount",
             "1 on the active controller.",
-            1,
+            i64::from(quorum.is_some_and(|q| q.is_leader())),
         )?;
+        if let Some(quorum) = quorum {
+            let metrics = quorum.raft.metrics().borrow().clone();
+            let (end_offset, _) = quorum.log_end();
+            // Kafka's kafka.server<type=raft-metrics> (KafkaRaftClient).
+            gauge(
+                e,
+                "kafka_server_raft_metrics_current_leader",
+                "The metadata quorum's leader, -1 when none is known.",
+                metrics.current_leader.map_or(-1, |l| l as i64),
+            )?;
+            gauge(
+                e,
+                "kafka_server_raft_metrics_current_epoch",
+                "The metadata quorum's epoch (Raft term).",
+                metrics.current_term as i64,
+            )?;
+            gauge(
+                e,
+                "kafka_server_raft_metrics_log_end_offset",
+                "The end offset of this node's metadata log.",
+                end_offset,
+            )?;
+            gauge(
+                e,
+                "kafka_server_raft_metrics_high_watermark",
+                "The offset of the first metadata record not applied here.",
+                quorum.applied_end_offset(),
+            )?;
+        }
         gauge(
             e,
             "kafka_controller_kafkacontroller_offlinepartitionscount",

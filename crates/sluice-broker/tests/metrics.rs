@@ -118,6 +118,8 @@ async fn a_scrape_reports_partitions_leaders_logs_and_requests() {
             0.0,
         ),
         ("kafka_controller_kafkacontroller_globaltopiccount", 1.0),
+        // A quorum of one: this node (id 1) leads it.
+        ("kafka_server_raft_metrics_current_leader", 1.0),
         ("kafka_controller_kafkacontroller_globalpartitioncount", 3.0),
         (
             r#"kafka_log_log_logendoffset{topic="metered",partition="1"}"#,

@@ -305,6 +305,12 @@ impl Quorum {
         })
     }
 
+    /// The metadata log offset after the last entry applied here.
+    pub fn applied_end_offset(&self) -> i64 {
+        let applied = self.raft.metrics().borrow().last_applied.map(|l| l.index);
+        self.log.end_offset_after(applied)
+    }
+
     /// (end offset of the metadata log, epoch of its last entry).
     pub fn log_end(&self) -> (i64, i32) {
         self.log.end_offset_and_epoch()
