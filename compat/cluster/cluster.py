@@ -419,6 +419,49 @@ def metadata_broker_ids(port, timeout=2.0):
     return ids
 
 
+def _uvarint(buf, pos):
+    shift = value = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+
+
+def quorum_leader(port, timeout=3.0):
+    """DescribeQuorum v0 (API 55, flexible) for __cluster_metadata-0, sent to a broker's
+    port (the broker forwards it to the active controller); returns the Raft leader's id
+    (-1 if none)."""
+    client = b"sluice-cluster"
+    header = struct.pack(">hhih", 55, 0, 9, len(client)) + client + b"\x00"
+    topic = b"__cluster_metadata"
+    body = (b"\x02" + bytes([len(topic) + 1]) + topic + b"\x02" + struct.pack(">i", 0)
+            + b"\x00" + b"\x00" + b"\x00")
+    req = header + body
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(struct.pack(">i", len(req)) + req)
+        size = struct.unpack(">i", _recv_exact(s, 4))[0]
+        resp = _recv_exact(s, size)
+    pos = 4  # correlation id
+    _, pos = _uvarint(resp, pos)  # header tagged fields (assumed empty)
+    err = struct.unpack_from(">h", resp, pos)[0]
+    pos += 2
+    if err:
+        raise RuntimeError("DescribeQuorum error %d" % err)
+    _n_topics, pos = _uvarint(resp, pos)
+    name_len, pos = _uvarint(resp, pos)
+    pos += name_len - 1
+    _n_parts, pos = _uvarint(resp, pos)
+    pos += 4  # partition index
+    perr = struct.unpack_from(">h", resp, pos)[0]
+    pos += 2
+    if perr:
+        raise RuntimeError("DescribeQuorum partition error %d" % perr)
+    return struct.unpack_from(">i", resp, pos)[0]
+
+
 def _recv_exact(s, n):
     buf = b""
     while len(buf) < n:
@@ -660,6 +703,18 @@ class Cluster:
                 return
             time.sleep(0.3)
         raise RuntimeError("brokers do not all see each other in %ss: %s" % (timeout, views))
+
+    def active_controller(self):
+        """The Raft leader of the metadata quorum (DescribeQuorum through any live broker),
+        or None."""
+        for b in self.brokers:
+            if b.alive() and not b.paused:
+                try:
+                    leader = quorum_leader(b.real["PLAINTEXT"])
+                    return leader if leader >= 0 else None
+                except (OSError, struct.error, RuntimeError, IndexError, ConnectionError):
+                    continue
+        return None
 
     def kill(self, node_id):
         n = self.nodes[node_id]

@@ -12,8 +12,9 @@ Scenarios (one cluster, started once, healed and made whole between scenarios):
             (assign(), no group); a nemesis cycles through faults (SIGKILL of a partition
             leader then restart, SIGSTOP of a follower for longer than
             replica.lag.time.max.ms then SIGCONT, isolation of a leader through the proxies
-            then heal, in split topology also SIGKILL of a controller); then everything is
-            healed, and every partition is drained from offset 0 by a fresh consumer.
+            then heal, SIGKILL of the active controller then restart, isolation of the
+            active controller then heal); then everything is healed, and every partition
+            is drained from offset 0 by a fresh consumer.
   2013      Kafka's 2013 Jepsen scenario on a 1-partition topic with min.insync.replicas=1:
             the followers are cut from the leader until the ISR is the leader alone, writes
             are acknowledged by the leader alone, then the leader is isolated and the
@@ -571,10 +572,8 @@ class Nemesis:
         self.c, self.admin, self.h, self.topic, self.rng = c, admin, h, topic, rng
         self.hold = hold
         self.mode = mode
-        faults = ["kill-leader", "pause-follower", "isolate-leader"]
-        if c.topology == "split":
-            faults.append("kill-controller")
-        self.faults = faults
+        self.faults = ["kill-leader", "pause-follower", "isolate-leader", "kill-controller",
+                       "isolate-controller"]
 
     def _layout(self):
         info = self.admin.partitions(self.topic, timeout=5)
@@ -637,12 +636,32 @@ class Nemesis:
             finally:
                 c.heal()
         elif name == "kill-controller":
-            node = self.rng.choice([n.id for n in c.controllers if not n.is_broker])
-            detail = "SIGKILL controller %d, restart after %.0fs" % (node, self.hold)
+            node = c.active_controller()
+            which = "the active controller"
+            if node is not None and not c.nodes[node].alive():
+                return None
+            if node is None or node not in c.nodes:
+                live = [n.id for n in c.controllers if n.alive()]
+                if not live:
+                    return None
+                node = self.rng.choice(live)
+                which = "a random controller (DescribeQuorum gave no leader)"
+            detail = "SIGKILL controller %d (%s), restart after %.0fs" % (node, which, self.hold)
             log("nemesis: " + detail)
             c.kill(node)
             time.sleep(self.hold)
             c.start_node(node, wait=True, timeout=90)
+        elif name == "isolate-controller":
+            node = c.active_controller()
+            if node is None or node not in c.nodes:
+                return None
+            detail = "isolate controller %d (the active controller) for %.0fs" % (node, self.hold)
+            log("nemesis: " + detail)
+            c.isolate([node], mode=self.mode)
+            try:
+                time.sleep(self.hold)
+            finally:
+                c.heal()
         else:
             raise ValueError(name)
         self.h.events.append((t0, time.monotonic(), name, detail))

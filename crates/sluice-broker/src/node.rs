@@ -61,6 +61,36 @@ fn uuid_base64(id: [u8; 16]) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(id)
 }
 
+/// The cluster id the nodes of one configured quorum agree on without talking:
+/// derived from `controller.quorum.voters` (or the bootstrap servers), which they
+/// share (a broker-only node may name only the bootstrap servers). `None` for a
+/// standalone controller.
+fn shared_cluster_id(config: &BrokerConfig) -> Option<String> {
+    let is_controller = config.process_roles().contains(&Role::Controller);
+    let keys: &[&str] = if is_controller {
+        // A controller with bootstrap servers only is a standalone quorum.
+        &["controller.quorum.voters"]
+    } else {
+        &["controller.quorum.voters", "controller.quorum.bootstrap.servers"]
+    };
+    let quorum = keys
+        .iter()
+        .filter_map(|key| config.get(key))
+        .find(|value| !value.trim().is_empty())?;
+    let mut normalized: Vec<&str> = quorum.split(',').map(str::trim).collect();
+    normalized.sort_unstable();
+    let text = normalized.join(",");
+    let mut id = [0u8; 16];
+    for (i, chunk) in id.chunks_mut(4).enumerate() {
+        let salted = format!("sluice-cluster-{i}:{text}");
+        chunk.copy_from_slice(&crc32c::crc32c(salted.as_bytes()).to_be_bytes());
+    }
+    // A version-4 UUID shape, as Kafka's ids.
+    id[6] = (id[6] & 0x0f) | 0x40;
+    id[8] = (id[8] & 0x3f) | 0x80;
+    Some(uuid_base64(id))
+}
+
 /// Reads or writes `meta.properties` in `dir`; returns the cluster id and directory id
 /// it holds. A directory stamped for another node or cluster is refused, as Kafka
 /// refuses it.
@@ -174,7 +204,10 @@ pub async fn run(
 ) -> Result<(), NodeError> {
     let node_id = config.node_id();
     let mut managers = Vec::new();
-    let mut cluster_id: Option<String> = None;
+    // Kafka's nodes share the id `kafka-storage format --cluster-id` wrote; Sluice's
+    // nodes format themselves, so those of one quorum derive it from the quorum's
+    // configuration, which they all share (a standalone node picks a random one).
+    let mut cluster_id: Option<String> = shared_cluster_id(&config);
     let mut directory_ids = Vec::new();
     for dir in config.log_dirs() {
         let manager =
@@ -479,4 +512,42 @@ pub async fn run(
     broker.shutdown()?;
     tracing::info!("shut down cleanly");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(pairs: &[(&str, &str)]) -> BrokerConfig {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        BrokerConfig::load(crate::EMBEDDED_SERVER_PROPERTIES, &pairs)
+            .unwrap()
+            .config
+    }
+
+    #[test]
+    fn the_nodes_of_one_quorum_derive_one_cluster_id() {
+        let a = config(&[("controller.quorum.voters", "1@h:1,2@h:2,3@h:3")]);
+        let b = config(&[
+            ("node.id", "2"),
+            ("controller.quorum.voters", "3@h:3, 1@h:1,2@h:2"),
+        ]);
+        let broker = config(&[
+            ("node.id", "4"),
+            ("process.roles", "broker"),
+            ("listeners", "PLAINTEXT://127.0.0.1:9092"),
+            ("controller.quorum.voters", "1@h:1,2@h:2,3@h:3"),
+        ]);
+        let id = shared_cluster_id(&a).unwrap();
+        assert_eq!(id.len(), 22);
+        assert_eq!(shared_cluster_id(&b).unwrap(), id);
+        assert_eq!(shared_cluster_id(&broker).unwrap(), id);
+        let other = config(&[("controller.quorum.voters", "1@h:1,2@h:2,3@h:4")]);
+        assert_ne!(shared_cluster_id(&other).unwrap(), id);
+        // A standalone controller (bootstrap servers only, the default) picks its own.
+        assert_eq!(shared_cluster_id(&config(&[])), None);
+    }
 }
