@@ -41,6 +41,10 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::IncrementalAlterConfigs, 0, 1),
     (ApiKey::DescribeQuorum, 0, 2),
+    (ApiKey::AlterPartitionReassignments, 0, 1),
+    (ApiKey::ListPartitionReassignments, 0, 0),
+    (ApiKey::ElectLeaders, 0, 2),
+    (ApiKey::UnregisterBroker, 0, 0),
     (ApiKey::DescribeCluster, 0, 2),
     (ApiKey::DescribeTopicPartitions, 0, 0),
 ];

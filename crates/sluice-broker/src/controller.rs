@@ -209,6 +209,10 @@ pub async fn run(broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
             unclean_allowed(&broker, &next, topic)
         }));
         if records.is_empty() {
+            // Leadership settled: finish the reassignments that can finish.
+            records = complete_reassignments(&next);
+        }
+        if records.is_empty() {
             continue;
         }
         // A write in progress (no quorum: it retries until its deadline) does not
@@ -528,4 +532,182 @@ pub async fn join_as_learner(
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     Err(last)
+}
+
+/// The partition change a reassignment to `target` makes (or, with `None`, its
+/// cancellation), as Kafka's controller makes it: the replica set becomes the target
+/// followed by the replicas leaving, with the difference in `adding_replicas` and
+/// `removing_replicas`; once every adding replica is in the ISR,
+/// [`complete_reassignments`] drops the leaving ones. `Ok(None)`: nothing to change.
+pub fn reassign(
+    image: &MetadataImage,
+    topic_id: sluice_metadata::Uuid,
+    partition_index: i32,
+    target: Option<&[i32]>,
+    allow_replication_factor_change: bool,
+) -> Result<Option<PartitionChangeRecord>, (i16, String)> {
+    let partition = image
+        .topic_by_id(&topic_id)
+        .and_then(|t| t.partitions.get(&partition_index))
+        .ok_or((
+            errors::UNKNOWN_TOPIC_OR_PARTITION,
+            "Unknown topic or partition".to_string(),
+        ))?;
+    let ongoing = !partition.adding_replicas.is_empty() || !partition.removing_replicas.is_empty();
+    // The replicas before any reassignment in progress.
+    let original: Vec<i32> = partition
+        .replicas
+        .iter()
+        .copied()
+        .filter(|r| !partition.adding_replicas.contains(r))
+        .collect();
+    let Some(target) = target else {
+        if !ongoing {
+            return Err((
+                errors::NO_REASSIGNMENT_IN_PROGRESS,
+                "No ongoing reassignment for this partition".into(),
+            ));
+        }
+        return Ok(Some(finish(
+            image,
+            topic_id,
+            partition_index,
+            partition,
+            &original,
+        )));
+    };
+    if target.is_empty() {
+        return Err((
+            errors::INVALID_REPLICA_ASSIGNMENT,
+            "The manual partition assignment includes an empty replica list.".into(),
+        ));
+    }
+    let mut seen = std::collections::HashSet::new();
+    if let Some(duplicate) = target.iter().find(|r| !seen.insert(**r)) {
+        return Err((
+            errors::INVALID_REPLICA_ASSIGNMENT,
+            format!(
+                "The manual partition assignment includes the replica {duplicate} more than once."
+            ),
+        ));
+    }
+    if let Some(unknown) = target.iter().find(|r| image.broker(**r).is_none()) {
+        return Err((
+            errors::INVALID_REPLICA_ASSIGNMENT,
+            format!(
+                "The manual partition assignment includes broker {unknown}, but no such broker is registered."
+            ),
+        ));
+    }
+    if !allow_replication_factor_change && target.len() != original.len() {
+        return Err((
+            errors::INVALID_REPLICATION_FACTOR,
+            format!(
+                "The replication factor is changed from {} to {} but allowReplicationFactorChange is false",
+                original.len(),
+                target.len()
+            ),
+        ));
+    }
+    if !ongoing && target == original.as_slice() {
+        return Ok(None);
+    }
+    let adding: Vec<i32> = target
+        .iter()
+        .copied()
+        .filter(|r| !original.contains(r))
+        .collect();
+    if adding.is_empty() {
+        // Only removals (or a new order): nothing to wait for.
+        return Ok(Some(finish(
+            image,
+            topic_id,
+            partition_index,
+            partition,
+            target,
+        )));
+    }
+    let removing: Vec<i32> = original
+        .iter()
+        .copied()
+        .filter(|r| !target.contains(r))
+        .collect();
+    let mut replicas = target.to_vec();
+    replicas.extend(removing.iter().copied());
+    let mut change = PartitionChangeRecord::new(topic_id, partition_index);
+    change.replicas = Some(replicas);
+    change.adding_replicas = Some(adding);
+    change.removing_replicas = Some(removing);
+    Ok(Some(change))
+}
+
+/// The change that leaves a partition on exactly `replicas`: the ISR keeps only those
+/// (never emptied), and a leader outside them hands over to the first eligible one.
+fn finish(
+    image: &MetadataImage,
+    topic_id: sluice_metadata::Uuid,
+    partition_index: i32,
+    partition: &sluice_metadata::PartitionImage,
+    replicas: &[i32],
+) -> PartitionChangeRecord {
+    let mut change = PartitionChangeRecord::new(topic_id, partition_index);
+    let isr: Vec<i32> = partition
+        .isr
+        .iter()
+        .copied()
+        .filter(|r| replicas.contains(r))
+        .collect();
+    change.replicas = Some(replicas.to_vec());
+    change.adding_replicas = Some(Vec::new());
+    change.removing_replicas = Some(Vec::new());
+    if !isr.is_empty() && isr != partition.isr {
+        change.isr = Some(isr.clone());
+    }
+    let isr = if isr.is_empty() {
+        partition.isr.clone()
+    } else {
+        isr
+    };
+    if !replicas.contains(&partition.leader) || !isr.contains(&partition.leader) {
+        change.leader = replicas
+            .iter()
+            .copied()
+            .find(|r| isr.contains(r) && can_lead(image, *r))
+            .unwrap_or(-1);
+    }
+    change
+}
+
+/// Completes the reassignments whose adding replicas have all joined the ISR.
+pub fn complete_reassignments(image: &MetadataImage) -> Vec<MetadataRecord> {
+    let mut records = Vec::new();
+    for topic in image.topics() {
+        for (index, partition) in &topic.partitions {
+            if partition.adding_replicas.is_empty() && partition.removing_replicas.is_empty() {
+                continue;
+            }
+            if !partition
+                .adding_replicas
+                .iter()
+                .all(|r| partition.isr.contains(r))
+            {
+                continue;
+            }
+            let target: Vec<i32> = partition
+                .replicas
+                .iter()
+                .copied()
+                .filter(|r| !partition.removing_replicas.contains(r))
+                .collect();
+            tracing::info!(topic = %topic.name, partition = index, replicas = ?target, "reassignment complete");
+            records.push(MetadataRecord::PartitionChange(finish(
+                image,
+                topic.topic_id,
+                *index,
+                partition,
+                &target,
+            )));
+        }
+    }
+    records
 }

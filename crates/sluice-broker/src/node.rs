@@ -71,7 +71,10 @@ fn shared_cluster_id(config: &BrokerConfig) -> Option<String> {
         // A controller with bootstrap servers only is a standalone quorum.
         &["controller.quorum.voters"]
     } else {
-        &["controller.quorum.voters", "controller.quorum.bootstrap.servers"]
+        &[
+            "controller.quorum.voters",
+            "controller.quorum.bootstrap.servers",
+        ]
     };
     let quorum = keys
         .iter()

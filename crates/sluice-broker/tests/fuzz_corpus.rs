@@ -275,6 +275,27 @@ fn request_frame(api_key: ApiKey, version: i16, correlation_id: i32) -> Result<V
         ApiKey::DescribeCluster => describe_cluster(v).encode(&mut out, v),
         ApiKey::DescribeQuorum => describe_quorum().encode(&mut out, v),
         ApiKey::DescribeTopicPartitions => describe_topic_partitions().encode(&mut out, v),
+        ApiKey::AlterPartitionReassignments => reassign().encode(&mut out, v),
+        ApiKey::ListPartitionReassignments => ListPartitionReassignmentsRequest::default()
+            .with_timeout_ms(1000)
+            .with_topics(Some(vec![
+                list_partition_reassignments_request::ListPartitionReassignmentsTopics::default()
+                    .with_name(TopicName(text("orders")))
+                    .with_partition_indexes(vec![0, 1]),
+            ]))
+            .encode(&mut out, v),
+        ApiKey::ElectLeaders => ElectLeadersRequest::default()
+            .with_election_type(0)
+            .with_topic_partitions(Some(vec![
+                elect_leaders_request::TopicPartitions::default()
+                    .with_topic(TopicName(text("orders")))
+                    .with_partitions(vec![0]),
+            ]))
+            .with_timeout_ms(1000)
+            .encode(&mut out, v),
+        ApiKey::UnregisterBroker => UnregisterBrokerRequest::default()
+            .with_broker_id(BrokerId(3))
+            .encode(&mut out, v),
         other => {
             return Err(format!(
                 "no seed request for {other:?}: add one to crates/sluice-broker/tests/fuzz_corpus.rs"
@@ -605,6 +626,20 @@ fn incremental_alter_configs() -> IncrementalAlterConfigsRequest {
                 ]),
         ])
         .with_validate_only(false)
+}
+
+fn reassign() -> AlterPartitionReassignmentsRequest {
+    AlterPartitionReassignmentsRequest::default()
+        .with_timeout_ms(1000)
+        .with_topics(vec![
+            alter_partition_reassignments_request::ReassignableTopic::default()
+                .with_name(TopicName(text("orders")))
+                .with_partitions(vec![
+                    alter_partition_reassignments_request::ReassignablePartition::default()
+                        .with_partition_index(0)
+                        .with_replicas(Some(vec![BrokerId(1), BrokerId(2)])),
+                ]),
+        ])
 }
 
 fn describe_quorum() -> DescribeQuorumRequest {

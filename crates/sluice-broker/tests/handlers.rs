@@ -1009,6 +1009,22 @@ async fn every_api_answers_at_every_advertised_version() {
         ApiKey::DescribeTopicPartitions,
         DescribeTopicPartitionsRequest::default()
     );
+    each_version!(
+        ApiKey::AlterPartitionReassignments,
+        AlterPartitionReassignmentsRequest::default()
+    );
+    each_version!(
+        ApiKey::ListPartitionReassignments,
+        ListPartitionReassignmentsRequest::default().with_topics(None)
+    );
+    each_version!(
+        ApiKey::ElectLeaders,
+        ElectLeadersRequest::default().with_topic_partitions(None)
+    );
+    each_version!(
+        ApiKey::UnregisterBroker,
+        UnregisterBrokerRequest::default().with_broker_id(BrokerId(7))
+    );
     node.stop().await;
 }
 

@@ -511,3 +511,183 @@ async fn a_restarted_leader_follows_its_successor() {
     // a majority; the runtime's end stops it.
     drop(cluster);
 }
+
+/// Replicas and (sorted) ISR of partition 0 as `address` sees them.
+async fn replicas_of(address: SocketAddr, topic: &str) -> Option<(Vec<i32>, Vec<i32>, i32)> {
+    let mut wire = Wire::connect(address).await;
+    let request = MetadataRequest::default()
+        .with_topics(Some(vec![
+            MetadataRequestTopic::default().with_name(Some(name(topic))),
+        ]))
+        .with_allow_auto_topic_creation(false);
+    let response: MetadataResponse = wire.try_call(&request, 12).await?;
+    let partition = response.topics.first()?.partitions.first()?;
+    let mut isr: Vec<i32> = partition.isr_nodes.iter().map(|id| id.0).collect();
+    isr.sort();
+    Some((
+        partition.replica_nodes.iter().map(|id| id.0).collect(),
+        isr,
+        partition.leader_id.0,
+    ))
+}
+
+async fn reassign(address: SocketAddr, topic: &str, target: Option<Vec<i32>>) -> i16 {
+    use kafka_protocol::messages::alter_partition_reassignments_request::{
+        ReassignablePartition, ReassignableTopic,
+    };
+    let mut wire = Wire::connect(address).await;
+    let request = AlterPartitionReassignmentsRequest::default()
+        .with_timeout_ms(10_000)
+        .with_topics(vec![
+            ReassignableTopic::default()
+                .with_name(name(topic))
+                .with_partitions(vec![
+                    ReassignablePartition::default()
+                        .with_partition_index(0)
+                        .with_replicas(target.map(|t| t.into_iter().map(BrokerId).collect())),
+                ]),
+        ]);
+    let response: AlterPartitionReassignmentsResponse = wire.call(&request, 0).await;
+    response.responses[0].partitions[0].error_code
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reassignment_moves_the_data_then_drops_the_old_replica_and_a_gone_broker_is_unregistered()
+ {
+    let _serial = SERIAL.lock().await;
+    let mut cluster = TestCluster::start(3, &[]).await;
+    let first = cluster.addresses()[0];
+    // The partition on nodes 1 and 2, with data acknowledged by both.
+    let mut wire = Wire::connect(first).await;
+    let request = CreateTopicsRequest::default()
+        .with_topics(vec![
+            CreatableTopic::default()
+                .with_name(name("moving"))
+                .with_num_partitions(-1)
+                .with_replication_factor(-1)
+                .with_assignments(vec![
+                    create_topics_request::CreatableReplicaAssignment::default()
+                        .with_partition_index(0)
+                        .with_broker_ids(vec![BrokerId(1), BrokerId(2)]),
+                ]),
+        ])
+        .with_timeout_ms(10_000);
+    assert_eq!(wire.call(&request, 7).await.topics[0].error_code, NONE);
+    eventually!(
+        Duration::from_secs(20),
+        "both replicas in sync",
+        replicas_of(first, "moving")
+            .await
+            .is_some_and(|(_, isr, leader)| isr == vec![1, 2] && leader == 1)
+    );
+    let mut leader = Wire::connect(cluster.nodes[0].address()).await;
+    let (_, written) = produce(&mut leader, "moving", batch("moved", 20), -1).await;
+    assert_eq!(written.error_code, NONE);
+    // Nothing to cancel yet.
+    const NO_REASSIGNMENT_IN_PROGRESS: i16 = 85;
+    assert_eq!(
+        reassign(first, "moving", None).await,
+        NO_REASSIGNMENT_IN_PROGRESS
+    );
+    // Unknown brokers and duplicates are refused.
+    assert_eq!(reassign(first, "moving", Some(vec![3, 9])).await, 39);
+    assert_eq!(reassign(first, "moving", Some(vec![3, 3])).await, 39);
+    // Move it to nodes 3 and 2: node 3 copies the log, joins the ISR, node 1 leaves.
+    assert_eq!(reassign(first, "moving", Some(vec![3, 2])).await, NONE);
+    eventually!(
+        Duration::from_secs(30),
+        "the reassignment to complete",
+        replicas_of(first, "moving")
+            .await
+            .is_some_and(|(replicas, isr, leader)| replicas == vec![3, 2]
+                && isr == vec![2, 3]
+                && (leader == 2 || leader == 3))
+    );
+    let mut list = Wire::connect(first).await;
+    let ongoing: ListPartitionReassignmentsResponse = list
+        .call(
+            &ListPartitionReassignmentsRequest::default().with_topics(None),
+            0,
+        )
+        .await;
+    assert!(ongoing.topics.is_empty(), "{ongoing:?}");
+    // The data moved with it: node 3 holds the 20 acknowledged records.
+    let (_, _, new_leader) = replicas_of(first, "moving").await.unwrap();
+    let mut wire = Wire::connect(cluster.nodes[index_of(new_leader)].address()).await;
+    assert_eq!(latest_offset(&mut wire, "moving").await, (NONE, 20));
+    // Node 1 deleted its replica.
+    let node1_log = cluster.nodes[0].dir.join("moving-0");
+    eventually!(
+        Duration::from_secs(10),
+        "node 1 to delete its replica",
+        !node1_log.exists()
+    );
+    // Preferred leader election: node 3 is the first replica.
+    let mut wire = Wire::connect(first).await;
+    let elected: ElectLeadersResponse = wire
+        .call(
+            &ElectLeadersRequest::default()
+                .with_election_type(0)
+                .with_topic_partitions(Some(vec![
+                    elect_leaders_request::TopicPartitions::default()
+                        .with_topic(name("moving"))
+                        .with_partitions(vec![0]),
+                ])),
+            2,
+        )
+        .await;
+    let code = elected.replica_election_results[0].partition_result[0].error_code;
+    assert!(code == NONE || code == 84, "preferred election: {code}");
+    eventually!(
+        Duration::from_secs(10),
+        "node 3 to lead",
+        replicas_of(first, "moving")
+            .await
+            .is_some_and(|(_, _, leader)| leader == 3)
+    );
+    // Removing a broker: an active one is refused; once stopped (fenced) it goes.
+    let unregister = |id: i32| async move {
+        let mut wire = Wire::connect(first).await;
+        let response: UnregisterBrokerResponse = wire
+            .call(
+                &UnregisterBrokerRequest::default().with_broker_id(BrokerId(id)),
+                0,
+            )
+            .await;
+        response.error_code
+    };
+    assert_eq!(unregister(1).await, 42);
+    cluster.stop(0).await;
+    let second = cluster.addresses()[0];
+    let fenced = |address: SocketAddr| async move {
+        let mut wire = Wire::connect(address).await;
+        let response: MetadataResponse = wire
+            .call(&MetadataRequest::default().with_topics(None), 12)
+            .await;
+        response.brokers.len() == 2
+    };
+    eventually!(
+        Duration::from_secs(20),
+        "node 1 fenced",
+        fenced(second).await
+    );
+    let mut wire = Wire::connect(second).await;
+    let response: UnregisterBrokerResponse = wire
+        .call(
+            &UnregisterBrokerRequest::default().with_broker_id(BrokerId(1)),
+            0,
+        )
+        .await;
+    assert_eq!(response.error_code, NONE, "{response:?}");
+    let response: UnregisterBrokerResponse = wire
+        .call(
+            &UnregisterBrokerRequest::default().with_broker_id(BrokerId(1)),
+            0,
+        )
+        .await;
+    assert_eq!(
+        response.error_code, 102,
+        "BROKER_ID_NOT_REGISTERED the second time"
+    );
+    cluster.shutdown().await;
+}

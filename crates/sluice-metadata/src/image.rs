@@ -228,6 +228,22 @@ impl MetadataImage {
                 }
                 self.next_producer_id = *next_producer_id;
             }
+            MetadataRecord::UnregisterBroker {
+                broker_id,
+                broker_epoch,
+            } => {
+                let broker = self
+                    .brokers
+                    .get(broker_id)
+                    .ok_or(ApplyError::UnknownBroker(*broker_id))?;
+                if broker.broker_epoch != *broker_epoch {
+                    return Err(ApplyError::StaleBrokerEpoch {
+                        broker_id: *broker_id,
+                        epoch: *broker_epoch,
+                    });
+                }
+                self.brokers.remove(broker_id);
+            }
             MetadataRecord::BrokerRegistrationChange {
                 broker_id,
                 broker_epoch,

@@ -175,6 +175,11 @@ pub enum MetadataRecord {
         broker_epoch: i64,
         next_producer_id: i64,
     },
+    /// UnregisterBrokerRecord (apiKey 1): a broker was removed from the cluster.
+    UnregisterBroker {
+        broker_id: i32,
+        broker_epoch: i64,
+    },
     /// BrokerRegistrationChangeRecord (apiKey 17): a registered broker was fenced or
     /// unfenced (`fenced`: 1 fenced, -1 unfenced, 0 no change) or began a controlled
     /// shutdown (`in_controlled_shutdown`: 1, or 0 for no change).
@@ -198,6 +203,7 @@ impl MetadataRecord {
     pub fn api_key(&self) -> u32 {
         match self {
             MetadataRecord::RegisterBroker(_) => 0,
+            MetadataRecord::UnregisterBroker { .. } => 1,
             MetadataRecord::Topic(_) => 2,
             MetadataRecord::Partition(_) => 3,
             MetadataRecord::Config(_) => 4,
@@ -379,6 +385,14 @@ impl MetadataRecord {
                     tags.push((1, vec![*in_controlled_shutdown as u8]));
                 }
                 w.tagged_fields(&tags);
+            }
+            MetadataRecord::UnregisterBroker {
+                broker_id,
+                broker_epoch,
+            } => {
+                w.i32(*broker_id);
+                w.i64(*broker_epoch);
+                w.tagged_fields(&[]);
             }
             MetadataRecord::NoOp => w.tagged_fields(&[]),
             MetadataRecord::Unknown { body, .. } => w.out.extend_from_slice(body),
@@ -579,6 +593,16 @@ impl MetadataRecord {
                     broker_id,
                     broker_epoch,
                     next_producer_id,
+                }
+            }
+            1 => {
+                too_new(0)?;
+                let broker_id = r.i32("UnregisterBrokerRecord.BrokerId")?;
+                let broker_epoch = r.i64("UnregisterBrokerRecord.BrokerEpoch")?;
+                r.tagged_fields()?;
+                MetadataRecord::UnregisterBroker {
+                    broker_id,
+                    broker_epoch,
                 }
             }
             17 => {

@@ -2,6 +2,7 @@
 //! metadata image and the local replicas through [`Broker`], and answers as Kafka 4.1
 //! does at the request's version.
 
+mod cluster_admin;
 mod configs;
 mod fetch;
 mod log_dirs;
@@ -70,6 +71,18 @@ pub async fn handle(context: RequestContext, api_key: ApiKey, mut body: Bytes) -
         ApiKey::DescribeLogDirs => serve!(DescribeLogDirsRequest, log_dirs::describe_log_dirs),
         ApiKey::DescribeCluster => serve!(DescribeClusterRequest, metadata::describe_cluster),
         ApiKey::DescribeQuorum => serve!(DescribeQuorumRequest, quorum::describe_quorum),
+        ApiKey::AlterPartitionReassignments => serve!(
+            AlterPartitionReassignmentsRequest,
+            cluster_admin::alter_partition_reassignments
+        ),
+        ApiKey::ListPartitionReassignments => serve!(
+            ListPartitionReassignmentsRequest,
+            cluster_admin::list_partition_reassignments
+        ),
+        ApiKey::ElectLeaders => serve!(ElectLeadersRequest, cluster_admin::elect_leaders),
+        ApiKey::UnregisterBroker => {
+            serve!(UnregisterBrokerRequest, cluster_admin::unregister_broker)
+        }
         ApiKey::DescribeTopicPartitions => serve!(
             DescribeTopicPartitionsRequest,
             metadata::describe_topic_partitions
@@ -116,6 +129,14 @@ pub fn decode_request(api_key: ApiKey, version: i16, body: &mut Bytes) -> Result
         ApiKey::DescribeLogDirs => check::<DescribeLogDirsRequest>(api_key, version, body),
         ApiKey::DescribeCluster => check::<DescribeClusterRequest>(api_key, version, body),
         ApiKey::DescribeQuorum => check::<DescribeQuorumRequest>(api_key, version, body),
+        ApiKey::AlterPartitionReassignments => {
+            check::<AlterPartitionReassignmentsRequest>(api_key, version, body)
+        }
+        ApiKey::ListPartitionReassignments => {
+            check::<ListPartitionReassignmentsRequest>(api_key, version, body)
+        }
+        ApiKey::ElectLeaders => check::<ElectLeadersRequest>(api_key, version, body),
+        ApiKey::UnregisterBroker => check::<UnregisterBrokerRequest>(api_key, version, body),
         ApiKey::DescribeTopicPartitions => {
             check::<DescribeTopicPartitionsRequest>(api_key, version, body)
         }
