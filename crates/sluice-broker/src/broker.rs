@@ -484,7 +484,10 @@ impl Broker {
                 .await
             {
                 Ok(()) => *block = (start, end),
-                Err(BrokerError::Quorum(crate::quorum::QuorumError::Refused(_))) => continue,
+                Err(BrokerError::Quorum(crate::quorum::QuorumError::Refused(_))) => {
+                    // Let this node apply the block that won before trying the next.
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                }
                 Err(error) => return Err(error),
             }
         }

@@ -291,3 +291,40 @@ async fn with_no_live_in_sync_replica_a_partition_goes_offline_not_unclean() {
     .await;
     cluster.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn producer_ids_are_unique_across_the_nodes() {
+    let _serial = SERIAL.lock().await;
+    let cluster = TestCluster::start(3, &[]).await;
+    let mut ids = Vec::new();
+    for round in 0..2 {
+        // All three nodes take a block at once (the first round), then hand out more.
+        let calls: Vec<_> = cluster
+            .addresses()
+            .into_iter()
+            .map(|address| {
+                tokio::spawn(async move {
+                    let mut wire = Wire::connect(address).await;
+                    let response: InitProducerIdResponse = wire
+                        .call(
+                            &InitProducerIdRequest::default()
+                                .with_transactional_id(None)
+                                .with_transaction_timeout_ms(60_000),
+                            4,
+                        )
+                        .await;
+                    assert_eq!(response.error_code, 0, "round {round}");
+                    response.producer_id.0
+                })
+            })
+            .collect();
+        for call in calls {
+            ids.push(call.await.unwrap());
+        }
+    }
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), ids.len(), "{ids:?}");
+    cluster.shutdown().await;
+}

@@ -105,9 +105,18 @@ impl LogStore {
         clean_shutdown: bool,
     ) -> std::result::Result<LogStore, String> {
         let dir = metadata_dir.join(METADATA_LOG_DIR);
+        // Kafka's metadata log segments (`metadata.log.segment.bytes`, 1 GiB) and no
+        // retention: snapshots bound the log. An entry may be large (a topic with
+        // thousands of partitions is one entry), so the record size limit is generous.
+        let config = LogConfig {
+            max_message_bytes: 64 << 20,
+            retention_ms: -1,
+            retention_bytes: -1,
+            ..LogConfig::default()
+        };
         let log = Log::open(
             &dir,
-            LogConfig::default(),
+            config,
             LogOpenOptions {
                 clean_shutdown,
                 ..LogOpenOptions::default()
