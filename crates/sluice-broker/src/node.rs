@@ -95,12 +95,14 @@ fn shared_cluster_id(config: &BrokerConfig) -> Option<String> {
 }
 
 /// Reads or writes `meta.properties` in `dir`; returns the cluster id and directory id
-/// it holds. A directory stamped for another node or cluster is refused, as Kafka
-/// refuses it.
+/// it holds. A directory stamped for another node or cluster (`cluster_id`, from the
+/// directories before it) is refused, as Kafka refuses it; a new one is stamped with
+/// `cluster_id`, else `new_cluster_id`, else a random id.
 fn stamp_log_dir(
     dir: &Path,
     node_id: i32,
     cluster_id: Option<&str>,
+    new_cluster_id: Option<&str>,
 ) -> Result<(String, [u8; 16]), NodeError> {
     let path = dir.join("meta.properties");
     let error = |reason: String| NodeError::MetaProperties {
@@ -142,6 +144,7 @@ fn stamp_log_dir(
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let cluster = cluster_id
+                .or(new_cluster_id)
                 .map(str::to_string)
                 .unwrap_or_else(|| uuid_base64(random_uuid()));
             let directory = random_uuid();
@@ -210,7 +213,10 @@ pub async fn run(
     // Kafka's nodes share the id `kafka-storage format --cluster-id` wrote; Sluice's
     // nodes format themselves, so those of one quorum derive it from the quorum's
     // configuration, which they all share (a standalone node picks a random one).
-    let mut cluster_id: Option<String> = shared_cluster_id(&config);
+    // (An id already stamped in a directory wins: a node formatted by other means,
+    // e.g. with Kafka's tools, keeps its id.)
+    let derived_cluster_id = shared_cluster_id(&config);
+    let mut cluster_id: Option<String> = None;
     let mut directory_ids = Vec::new();
     for dir in config.log_dirs() {
         let manager =
@@ -218,7 +224,12 @@ pub async fn run(
                 dir: dir.clone(),
                 source,
             })?;
-        let (cluster, directory) = stamp_log_dir(&dir, node_id, cluster_id.as_deref())?;
+        let (cluster, directory) = stamp_log_dir(
+            &dir,
+            node_id,
+            cluster_id.as_deref(),
+            derived_cluster_id.as_deref(),
+        )?;
         cluster_id = Some(cluster);
         directory_ids.push(directory);
         tracing::info!(dir = %dir.display(), clean = manager.was_clean_start(), partitions = manager.partitions().count(), "opened log directory");
