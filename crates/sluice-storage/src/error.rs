@@ -13,6 +13,9 @@ pub enum StorageError {
     /// Kafka: MESSAGE_TOO_LARGE (RecordBatchTooLargeException).
     #[error("record batch of {size_bytes} bytes exceeds max.message.bytes={max_bytes}")]
     BatchTooLarge { size_bytes: usize, max_bytes: usize },
+    /// Kafka: OUT_OF_ORDER_SEQUENCE_NUMBER or INVALID_PRODUCER_EPOCH.
+    #[error("{0}")]
+    Sequence(#[from] crate::producer_state::SequenceError),
     /// Kafka: OFFSET_OUT_OF_RANGE.
     #[error("offset {offset} is out of range [{log_start_offset}, {log_end_offset}]")]
     OffsetOutOfRange {

@@ -23,6 +23,7 @@ pub mod leader_epoch;
 pub mod log;
 pub mod log_manager;
 mod offset_index;
+pub mod producer_state;
 mod segment;
 mod time_index;
 

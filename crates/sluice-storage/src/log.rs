@@ -30,7 +30,21 @@ use crate::checkpoint::{self, TopicId};
 use crate::config::LogConfig;
 use crate::error::{IoContext, Result, StorageError};
 use crate::leader_epoch::{LEADER_EPOCH_CHECKPOINT, LeaderEpochCache};
+use crate::producer_state::{self, BatchMetadata, ProducerStateManager, SequenceCheck};
 use crate::segment::{AppendedBatch, BatchHeader, LogSegment};
+
+/// A stored batch's producer metadata.
+fn producer_batch(header: &BatchHeader) -> BatchMetadata {
+    BatchMetadata {
+        first_sequence: header.base_sequence,
+        last_sequence: producer_state::last_sequence(
+            header.base_sequence,
+            header.last_offset_delta,
+        ),
+        first_offset: header.base_offset,
+        last_offset: header.last_offset(),
+    }
+}
 
 /// File name of the topic id record in a partition directory.
 pub const PARTITION_METADATA: &str = "partition.metadata";
@@ -83,6 +97,9 @@ pub struct LogAppendInfo {
     pub size_bytes: u64,
     /// Whether the records were fsynced before the append returned.
     pub flushed: bool,
+    /// The batch was a producer's retry of one already appended: nothing was written and
+    /// the offsets are the original batch's.
+    pub duplicate: bool,
 }
 
 /// What a read returns: whole batches, as stored, in one shared buffer.
@@ -119,6 +136,8 @@ pub struct Log {
     /// Segments rolled but not yet fsynced (base offsets); the recovery point stays
     /// below them until [`Log::flush_rolled_segments`] or [`Log::flush`].
     rolled_unflushed: Vec<i64>,
+    /// Idempotent producers' recent batches.
+    producers: ProducerStateManager,
 }
 
 impl Log {
@@ -192,7 +211,7 @@ impl Log {
         leader_epochs.truncate_from_end(log_end_offset)?;
         leader_epochs.truncate_from_start(log_start_offset)?;
         checkpoint::sync_dir(dir)?;
-        let log = Log {
+        let mut log = Log {
             dir: dir.to_path_buf(),
             config,
             segments,
@@ -204,9 +223,47 @@ impl Log {
             unflushed_records: 0,
             last_flush_ms: now,
             rolled_unflushed: Vec::new(),
+            producers: ProducerStateManager::default(),
         };
+        log.rebuild_producer_state()?;
         log.check_invariants();
         Ok(log)
+    }
+
+    /// Rebuilds the producer state from the active segment's batches.
+    fn rebuild_producer_state(&mut self) -> Result<()> {
+        self.producers.clear();
+        let mut offset = self.active().base_offset().max(self.log_start_offset);
+        let end = self.log_end_offset();
+        while offset < end {
+            let data = self.read(offset, 1 << 20, None, true)?;
+            let bytes = &data.records[..];
+            let mut position = 0usize;
+            let mut advanced = false;
+            while position + RECORD_BATCH_OVERHEAD <= bytes.len() {
+                let header = BatchHeader::parse(&bytes[position..position + RECORD_BATCH_OVERHEAD]);
+                if header.size_bytes == 0 || position + header.size_bytes as usize > bytes.len() {
+                    break;
+                }
+                self.producers.update(
+                    header.producer_id,
+                    header.producer_epoch,
+                    producer_batch(&header),
+                );
+                offset = header.last_offset() + 1;
+                position += header.size_bytes as usize;
+                advanced = true;
+            }
+            if !advanced {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// The idempotent producers' state (what the leader deduplicates with).
+    pub fn producer_state(&self) -> &ProducerStateManager {
+        &self.producers
     }
 
     fn check_invariants(&self) {
@@ -297,10 +354,39 @@ impl Log {
         let mut next_offset = self.log_end_offset();
         let first_offset = next_offset;
         let mut position = 0usize;
-        while position < records.len() {
+        let mut appended = Vec::new();
+        let total = records.len();
+        while position < total {
             let size = self.check_batch_at(records, position, AppendOrigin::Client)?;
             let batch = &mut records[position..position + size];
-            let last_offset_delta = BatchHeader::parse(batch).last_offset_delta;
+            let header = BatchHeader::parse(batch);
+            let last_offset_delta = header.last_offset_delta;
+            // An idempotent producer's batch: a retry is answered with the original
+            // offsets (when it is the whole append, as producers send it), a gap or a
+            // stale epoch is refused.
+            if position == 0 {
+                let first_sequence = header.base_sequence;
+                let last = producer_state::last_sequence(first_sequence, last_offset_delta);
+                if let SequenceCheck::Duplicate(original) = self.producers.check(
+                    header.producer_id,
+                    header.producer_epoch,
+                    first_sequence,
+                    last,
+                )? && size == total
+                {
+                    return Ok(LogAppendInfo {
+                        first_offset: original.first_offset,
+                        last_offset: original.last_offset,
+                        max_timestamp: -1,
+                        offset_of_max_timestamp: original.first_offset,
+                        log_append_time_ms,
+                        record_count: 0,
+                        size_bytes: 0,
+                        flushed: false,
+                        duplicate: true,
+                    });
+                }
+            }
             if !record_batch::offsets_fit(next_offset, last_offset_delta) {
                 return Err(record_batch::BatchError::OffsetOverflow {
                     base_offset: next_offset,
@@ -313,11 +399,21 @@ impl Log {
             if log_append_time_ms >= 0 {
                 set_log_append_time(batch, log_append_time_ms);
             }
+            let mut placed = header;
+            placed.base_offset = next_offset;
+            appended.push(placed);
             next_offset += i64::from(last_offset_delta) + 1;
             position += size;
         }
         let info = self.append_batches(records, first_offset, log_append_time_ms, now_ms)?;
         debug_assert_eq!(info.last_offset + 1, next_offset);
+        for header in &appended {
+            self.producers.update(
+                header.producer_id,
+                header.producer_epoch,
+                producer_batch(header),
+            );
+        }
         if leader_epoch >= 0 {
             self.leader_epochs.assign(leader_epoch, first_offset)?;
         }
@@ -332,6 +428,7 @@ impl Log {
         let mut expected = self.log_end_offset();
         let mut first_offset = None;
         let mut epochs = Vec::new();
+        let mut replicated = Vec::new();
         while position < records.len() {
             let size = self.check_batch_at(records, position, AppendOrigin::Replication)?;
             let header = BatchHeader::parse(&records[position..position + RECORD_BATCH_OVERHEAD]);
@@ -349,6 +446,7 @@ impl Log {
                 });
             }
             first_offset.get_or_insert(header.base_offset);
+            replicated.push(header);
             if header.partition_leader_epoch >= 0 {
                 epochs.push((header.partition_leader_epoch, header.base_offset));
             }
@@ -360,6 +458,13 @@ impl Log {
             available: 0,
         })?;
         let info = self.append_batches(records, first_offset, -1, now_ms)?;
+        for header in &replicated {
+            self.producers.update(
+                header.producer_id,
+                header.producer_epoch,
+                producer_batch(header),
+            );
+        }
         for (epoch, start_offset) in epochs {
             self.leader_epochs.assign(epoch, start_offset)?;
         }
@@ -467,6 +572,7 @@ impl Log {
             record_count,
             size_bytes: records.len() as u64,
             flushed,
+            duplicate: false,
         })
     }
 
@@ -726,6 +832,7 @@ impl Log {
         self.recovery_point = self.recovery_point.min(log_end_offset);
         self.log_start_offset = self.log_start_offset.min(log_end_offset);
         self.leader_epochs.truncate_from_end(log_end_offset)?;
+        self.producers.truncate(log_end_offset);
         checkpoint::sync_dir(&self.dir)?;
         self.check_invariants();
         Ok(())
@@ -742,6 +849,7 @@ impl Log {
         self.recovery_point = offset;
         self.rolled_unflushed.clear();
         self.leader_epochs.clear()?;
+        self.producers.clear();
         checkpoint::sync_dir(&self.dir)?;
         Ok(())
     }

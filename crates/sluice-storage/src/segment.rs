@@ -45,6 +45,9 @@ pub(crate) struct BatchHeader {
     pub magic: i8,
     pub last_offset_delta: i32,
     pub max_timestamp: i64,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub base_sequence: i32,
     pub record_count: i32,
 }
 
@@ -59,6 +62,9 @@ impl BatchHeader {
             magic: bytes[16] as i8,
             last_offset_delta: i32_at(23),
             max_timestamp: i64_at(35),
+            producer_id: i64_at(43),
+            producer_epoch: i16::from_be_bytes([bytes[51], bytes[52]]),
+            base_sequence: i32_at(53),
             record_count: i32_at(57),
         }
     }

@@ -846,3 +846,82 @@ fn a_time_index_that_disagrees_with_the_log_does_not_break_appends_or_close() {
         Some((3, T0 + 100))
     );
 }
+
+fn producer_batch(producer_id: i64, epoch: i16, sequence: i32, count: usize) -> Vec<u8> {
+    let mut builder = sluice_protocol::RecordBatchBuilder::new(Compression::None).producer(
+        producer_id,
+        epoch,
+        sequence,
+    );
+    for i in 0..count {
+        builder
+            .append(&sluice_protocol::NewRecord {
+                timestamp: 1_000 + i as i64,
+                key: None,
+                value: Some(bytes::Bytes::from(format!("v{sequence}-{i}"))),
+                headers: vec![],
+            })
+            .unwrap();
+    }
+    builder.build().to_vec()
+}
+
+#[test]
+fn an_idempotent_producers_retry_gets_its_original_offsets_on_the_leader_and_after_failover() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut leader = open(&dir.path().join("leader"), LogConfig::default());
+    let first = leader
+        .append_as_leader(&mut producer_batch(42, 0, 0, 3), 0, 1_000)
+        .unwrap();
+    let second = leader
+        .append_as_leader(&mut producer_batch(42, 0, 3, 2), 0, 1_000)
+        .unwrap();
+    assert_eq!((first.first_offset, second.first_offset), (0, 3));
+    // The retry of the first batch: nothing appended, its offsets answered.
+    let retry = leader
+        .append_as_leader(&mut producer_batch(42, 0, 0, 3), 0, 1_000)
+        .unwrap();
+    assert!(retry.duplicate);
+    assert_eq!((retry.first_offset, retry.last_offset), (0, 2));
+    assert_eq!(leader.log_end_offset(), 5);
+    // A gap, and an old epoch, are refused.
+    assert!(matches!(
+        leader.append_as_leader(&mut producer_batch(42, 0, 9, 1), 0, 1_000),
+        Err(StorageError::Sequence(
+            sluice_storage::producer_state::SequenceError::OutOfOrder { expected: 5, .. }
+        ))
+    ));
+    leader
+        .append_as_leader(&mut producer_batch(42, 1, 0, 1), 0, 1_000)
+        .unwrap();
+    assert!(matches!(
+        leader.append_as_leader(&mut producer_batch(42, 0, 5, 1), 0, 1_000),
+        Err(StorageError::Sequence(
+            sluice_storage::producer_state::SequenceError::StaleEpoch { current: 1, .. }
+        ))
+    ));
+    // A follower that replicated the batches deduplicates the same retry once it leads.
+    let data = leader.read(0, u64::MAX, None, true).unwrap();
+    let mut follower = open(&dir.path().join("follower"), LogConfig::default());
+    follower.append_as_follower(&data.records, 1_000).unwrap();
+    let retry = follower
+        .append_as_leader(&mut producer_batch(42, 1, 0, 1), 1, 1_000)
+        .unwrap();
+    assert!(retry.duplicate);
+    assert_eq!(retry.first_offset, 5);
+    // ... and so does the leader after a restart (state rebuilt from the log).
+    leader.close().unwrap();
+    drop(leader);
+    let mut reopened = open_clean(&dir.path().join("leader"), LogConfig::default());
+    let retry = reopened
+        .append_as_leader(&mut producer_batch(42, 1, 0, 1), 0, 1_000)
+        .unwrap();
+    assert!(retry.duplicate);
+    // Truncation forgets the batches it cut: the producer is accepted afresh.
+    reopened.truncate_to(3).unwrap();
+    let again = reopened
+        .append_as_leader(&mut producer_batch(42, 1, 0, 1), 0, 1_000)
+        .unwrap();
+    assert!(!again.duplicate);
+    assert_eq!(again.first_offset, 3);
+}

@@ -33,6 +33,7 @@ use kafka_protocol::messages::produce_response::{
 use kafka_protocol::messages::*;
 use sluice_protocol::{BatchError, Compression, RecordBatch, TimestampType, batches};
 use sluice_storage::StorageError;
+use sluice_storage::producer_state::SequenceError;
 
 use super::{from_uuid, str_bytes, topic_name};
 use crate::apis::RequestContext;
@@ -355,6 +356,12 @@ fn append(
             StorageError::InvalidBatch(error) => corrupt(error),
             StorageError::BatchTooLarge { .. } => {
                 refused(errors::MESSAGE_TOO_LARGE, error.to_string())
+            }
+            StorageError::Sequence(SequenceError::OutOfOrder { .. }) => {
+                refused(errors::OUT_OF_ORDER_SEQUENCE_NUMBER, error.to_string())
+            }
+            StorageError::Sequence(SequenceError::StaleEpoch { .. }) => {
+                refused(errors::INVALID_PRODUCER_EPOCH, error.to_string())
             }
             other => {
                 tracing::error!(error = %other, "append failed");
