@@ -217,7 +217,8 @@ async fn a_stopped_leader_is_replaced_and_catches_up_from_a_snapshot_on_restart(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_broker_is_fenced_loses_its_leaderships_and_comes_back() {
     let _serial = SERIAL.lock().await;
-    let mut cluster = TestCluster::start(3, &[]).await;
+    let mut cluster =
+        TestCluster::start(3, &[("leader.imbalance.check.interval.seconds", "1")]).await;
     let first = cluster.addresses()[0];
     assert_eq!(create(first, "fenced", 6, 3).await, 0);
     // Node 3 stops: controlled shutdown moves its leaderships first, then its
@@ -240,6 +241,21 @@ async fn a_silent_broker_is_fenced_loses_its_leaderships_and_comes_back() {
     eventually(Duration::from_secs(20), "node 3 unfenced", || async move {
         broker_ids(&metadata(first).await) == vec![1, 2, 3]
     })
+    .await;
+    // Once back in sync, node 3 leads again where it is the preferred (first) replica
+    // (auto.leader.rebalance.enable, checked every second here).
+    eventually(
+        Duration::from_secs(30),
+        "preferred leaders restored",
+        || async move {
+            let response = metadata(first).await;
+            topic(&response, "fenced")
+                .unwrap()
+                .partitions
+                .iter()
+                .all(|p| p.replica_nodes.first() == Some(&p.leader_id))
+        },
+    )
     .await;
     cluster.shutdown().await;
 }
