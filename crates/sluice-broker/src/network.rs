@@ -267,7 +267,21 @@ async fn handle_frame(
     let version = i16::from_be_bytes([frame[2], frame[3]]);
     let correlation_id = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
     if api_key_id == crate::quorum::RAFT_API_KEY {
-        // The metadata quorum's own requests (see `quorum::rpc`).
+        // The metadata quorum's own requests (see `quorum::rpc`): on a controller
+        // listener, or on a broker-only node (a learner receives the log where its
+        // brokers' traffic goes). A client on a voter's broker listener cannot send them.
+        let on_controller_listener = broker
+            .config
+            .get("controller.listener.names")
+            .unwrap_or("")
+            .split(',')
+            .any(|name| name.trim() == &*listener);
+        let is_voter = broker.quorum().is_ok_and(|q| q.is_voter());
+        if is_voter && !on_controller_listener {
+            return close(format!(
+                "quorum request on listener {listener}, which is not a controller listener"
+            ));
+        }
         return match crate::quorum::rpc::decode_request(frame) {
             Ok((correlation_id, request)) => {
                 let response = crate::controller::serve_rpc(&broker, request).await;

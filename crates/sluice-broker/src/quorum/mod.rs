@@ -147,6 +147,8 @@ pub struct Quorum {
     pub address: String,
     log: LogStore,
     machine: StateMachine,
+    /// How long one attempt of a write may wait to commit.
+    attempt_timeout: Duration,
 }
 
 impl std::fmt::Debug for Quorum {
@@ -216,6 +218,7 @@ impl Quorum {
             address,
             log,
             machine,
+            attempt_timeout: Duration::from_millis(election_ms * 4).max(Duration::from_secs(2)),
         };
         if quorum.is_voter() {
             let members: BTreeMap<NodeId, BasicNode> = quorum
@@ -334,7 +337,11 @@ impl Quorum {
         loop {
             let ready = {
                 let m = metrics.borrow();
-                m.current_leader.is_some() && m.last_applied.is_some()
+                // A leader counts once a quorum acknowledged it (a node restarted
+                // with a vote for itself claims to lead until it hears otherwise).
+                m.current_leader.is_some()
+                    && m.last_applied.is_some()
+                    && (m.state != ServerState::Leader || m.millis_since_quorum_ack.is_some())
             };
             if ready {
                 return Ok(());
@@ -357,15 +364,25 @@ impl Quorum {
         let deadline = tokio::time::Instant::now() + WRITE_DEADLINE;
         loop {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            // Without a majority a leader's write never commits: bounded.
+            if left.is_zero() {
+                return Err(QuorumError::NoLeader(format!(
+                    "the write was not committed within {} s (no majority of voters?)",
+                    WRITE_DEADLINE.as_secs()
+                )));
+            }
+            // Without a majority a leader's write never commits, and a leader deposed
+            // while its write is pending may never answer it: each attempt is bounded
+            // and the next goes to whoever leads then. (A retried write that the old
+            // leader did commit is applied twice; metadata changes are written so that
+            // a repeat is harmless or refused.)
+            let attempt = left.min(self.attempt_timeout);
             let written =
-                match tokio::time::timeout(left, self.raft.client_write(proposal.clone())).await {
+                match tokio::time::timeout(attempt, self.raft.client_write(proposal.clone())).await
+                {
                     Ok(written) => written,
                     Err(_) => {
-                        return Err(QuorumError::NoLeader(format!(
-                            "the write was not committed within {} s (no majority of voters?)",
-                            WRITE_DEADLINE.as_secs()
-                        )));
+                        tracing::debug!("metadata write not committed in time; retrying");
+                        continue;
                     }
                 };
             let outcome = match written {
