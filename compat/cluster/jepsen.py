@@ -159,7 +159,10 @@ def check(h, drained=True):
                                    % (off, p, sorted(map(str, vs))))
     for v, locs in sorted(where.items(), key=lambda kv: str(kv[0])):
         if len(locs) > 1:
-            an["duplicate"].append("value %r at %s" % (v, sorted(locs)))
+            ack = h.acked.get(v)
+            an["duplicate"].append("value %r at %s (%s; sent by %s)" % (
+                v, sorted(locs), "acknowledged at (%d,%d)" % ack[:2] if ack else "not acknowledged",
+                h.attempted.get(v, "nobody")))
     for v in sorted(set(where) - set(h.attempted), key=str):
         an["phantom"].append("value %r read at %s but never sent" % (v, sorted(where[v])))
 
