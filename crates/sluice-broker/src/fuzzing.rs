@@ -57,6 +57,13 @@ pub fn decode_frame(data: &[u8]) -> Result<(), String> {
     let api_key_id = i16::from_be_bytes([frame[0], frame[1]]);
     let version = i16::from_be_bytes([frame[2], frame[3]]);
     let correlation_id = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
+    if api_key_id == crate::quorum::RAFT_API_KEY {
+        // The metadata quorum's own requests (JSON bodies), as `network::handle_frame`
+        // decodes them.
+        return crate::quorum::rpc::decode_request(frame).map(|(id, _)| {
+            assert_eq!(id, correlation_id, "the quorum request's correlation id");
+        });
+    }
     let Ok(api_key) = ApiKey::try_from(api_key_id) else {
         return Err(format!("unknown API key {api_key_id}"));
     };

@@ -231,6 +231,28 @@ fn request_frame_seeds() -> Seeds {
         .encode(&mut frame, 4)
         .expect("ApiVersions v4 encodes");
     seeds.push(("ApiVersions-v127-unknown".to_string(), frame.to_vec()));
+    // The metadata quorum's own requests (a private API key, JSON bodies).
+    use sluice_broker::quorum::{Proposal, RpcRequest, rpc};
+    for (name, request) in [
+        ("Quorum-Status", RpcRequest::Status),
+        (
+            "Quorum-Propose",
+            RpcRequest::Propose(Proposal {
+                records: vec![vec![1, 20, 0, 0]],
+            }),
+        ),
+        (
+            "Quorum-Join",
+            RpcRequest::Join {
+                node_id: 4,
+                address: "127.0.0.1:9092".into(),
+            },
+        ),
+    ] {
+        // The frame without its size prefix, as the network layer holds it.
+        let frame = rpc::encode_request(77, &request);
+        seeds.push((name.to_string(), frame[4..].to_vec()));
+    }
     seeds
 }
 
