@@ -711,3 +711,169 @@ pub fn complete_reassignments(image: &MetadataImage) -> Vec<MetadataRecord> {
     }
     records
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_metadata::{BrokerEndpoint, PartitionRecord, RegisterBrokerRecord, TopicRecord};
+
+    const TOPIC: sluice_metadata::Uuid = [7; 16];
+
+    fn broker(id: i32, fenced: bool, in_controlled_shutdown: bool) -> MetadataRecord {
+        MetadataRecord::RegisterBroker(RegisterBrokerRecord {
+            broker_id: id,
+            is_migrating_zk_broker: false,
+            incarnation_id: [id as u8; 16],
+            broker_epoch: 10,
+            endpoints: vec![BrokerEndpoint {
+                name: "PLAINTEXT".into(),
+                host: "127.0.0.1".into(),
+                port: 9000 + id as u16,
+                security_protocol: 0,
+            }],
+            features: vec![],
+            rack: None,
+            fenced,
+            in_controlled_shutdown,
+            log_dirs: vec![],
+        })
+    }
+
+    /// One partition with `replicas`, `isr` and `leader`, on brokers 1-3 whose
+    /// (fenced, in controlled shutdown) states are given.
+    fn image(
+        replicas: &[i32],
+        isr: &[i32],
+        leader: i32,
+        states: [(bool, bool); 3],
+    ) -> MetadataImage {
+        let mut image = MetadataImage::default();
+        for (i, (fenced, shutdown)) in states.into_iter().enumerate() {
+            image
+                .apply(&broker(i as i32 + 1, fenced, shutdown))
+                .unwrap();
+        }
+        image
+            .apply(&MetadataRecord::Topic(TopicRecord {
+                name: "t".into(),
+                topic_id: TOPIC,
+            }))
+            .unwrap();
+        let mut partition = PartitionRecord::new_partition(
+            TOPIC,
+            0,
+            replicas.to_vec(),
+            vec![[0; 16]; replicas.len()],
+        );
+        partition.isr = isr.to_vec();
+        partition.leader = leader;
+        image.apply(&MetadataRecord::Partition(partition)).unwrap();
+        image
+    }
+
+    fn single_change(records: Vec<MetadataRecord>) -> Option<PartitionChangeRecord> {
+        assert!(records.len() <= 1, "{records:?}");
+        records.into_iter().next().map(|r| match r {
+            MetadataRecord::PartitionChange(change) => change,
+            other => panic!("{other:?}"),
+        })
+    }
+
+    const ALIVE: (bool, bool) = (false, false);
+    const FENCED: (bool, bool) = (true, false);
+    const STOPPING: (bool, bool) = (false, true);
+
+    #[test]
+    fn a_fenced_leader_hands_over_to_the_live_isr_and_leaves_it() {
+        let image = image(&[1, 2, 3], &[1, 2, 3], 1, [FENCED, ALIVE, ALIVE]);
+        let change = single_change(elect_leaders(&image, false, &|_| false)).unwrap();
+        assert_eq!(change.leader, 2);
+        assert_eq!(change.isr, Some(vec![2, 3]));
+    }
+
+    #[test]
+    fn without_a_live_isr_member_the_partition_goes_offline_unless_unclean_is_allowed() {
+        // The ISR is node 3 alone, which is fenced; node 2 is alive but out of sync.
+        let image = image(&[3, 2], &[3], 3, [ALIVE, ALIVE, FENCED]);
+        let offline = single_change(elect_leaders(&image, false, &|_| false)).unwrap();
+        assert_eq!((offline.leader, offline.isr), (-1, None));
+        let unclean = single_change(elect_leaders(&image, false, &|_| true)).unwrap();
+        assert_eq!(unclean.leader, 2);
+        assert_eq!(unclean.isr, Some(vec![2]));
+        assert_eq!(
+            unclean.leader_recovery_state, 1,
+            "RECOVERING after an unclean election"
+        );
+    }
+
+    #[test]
+    fn a_stopping_leader_nobody_can_replace_keeps_leading() {
+        let image = image(&[3], &[3], 3, [ALIVE, ALIVE, STOPPING]);
+        assert!(elect_leaders(&image, false, &|_| false).is_empty());
+        // With an in-sync replica to take over, leadership moves.
+        let image = image_with_two();
+        let change = single_change(elect_leaders(&image, false, &|_| false)).unwrap();
+        assert_eq!(change.leader, 2);
+    }
+
+    fn image_with_two() -> MetadataImage {
+        image(&[3, 2], &[3, 2], 3, [ALIVE, ALIVE, STOPPING])
+    }
+
+    #[test]
+    fn preferred_election_returns_leadership_to_the_first_replica_in_sync() {
+        let in_sync = image(&[1, 2, 3], &[1, 2, 3], 2, [ALIVE, ALIVE, ALIVE]);
+        assert!(elect_leaders(&in_sync, false, &|_| false).is_empty());
+        assert_eq!(
+            single_change(elect_leaders(&in_sync, true, &|_| false))
+                .unwrap()
+                .leader,
+            1
+        );
+        let out_of_sync = image(&[1, 2, 3], &[2, 3], 2, [ALIVE, ALIVE, ALIVE]);
+        assert!(elect_leaders(&out_of_sync, true, &|_| false).is_empty());
+    }
+
+    #[test]
+    fn reassignments_add_first_and_remove_once_in_sync() {
+        let before = image(&[1, 2], &[1, 2], 1, [ALIVE, ALIVE, ALIVE]);
+        let change = reassign(&before, TOPIC, 0, Some(&[3, 2]), true)
+            .unwrap()
+            .unwrap();
+        assert_eq!(change.replicas, Some(vec![3, 2, 1]));
+        assert_eq!(change.adding_replicas, Some(vec![3]));
+        assert_eq!(change.removing_replicas, Some(vec![1]));
+        let mut during = before.clone();
+        during
+            .apply(&MetadataRecord::PartitionChange(change))
+            .unwrap();
+        // Not yet: node 3 is not in the ISR.
+        assert!(complete_reassignments(&during).is_empty());
+        let mut caught_up = PartitionChangeRecord::new(TOPIC, 0);
+        caught_up.isr = Some(vec![1, 2, 3]);
+        during
+            .apply(&MetadataRecord::PartitionChange(caught_up))
+            .unwrap();
+        let done = match complete_reassignments(&during).pop() {
+            Some(MetadataRecord::PartitionChange(change)) => change,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(done.replicas, Some(vec![3, 2]));
+        assert_eq!(done.isr, Some(vec![2, 3]));
+        assert_eq!(
+            done.leader, 3,
+            "the old leader left: the first remaining replica leads"
+        );
+        // A factor change is refused when not allowed, and cancelling needs a reassignment.
+        assert_eq!(
+            reassign(&before, TOPIC, 0, Some(&[3]), false)
+                .unwrap_err()
+                .0,
+            errors::INVALID_REPLICATION_FACTOR
+        );
+        assert_eq!(
+            reassign(&before, TOPIC, 0, None, true).unwrap_err().0,
+            errors::NO_REASSIGNMENT_IN_PROGRESS
+        );
+    }
+}
