@@ -492,15 +492,21 @@ pub async fn heartbeat(broker: &Arc<Broker>, want_shutdown: bool) -> Option<Hear
 
 /// Controlled shutdown: asks the controller to move this broker's leaderships away and
 /// waits (at most `timeout`) until it says the broker may stop.
+/// Gives up early when no controller answers for two seconds (the whole cluster is
+/// stopping, or this node is cut off): nobody would move the leaderships anyway.
 pub async fn controlled_shutdown(broker: &Arc<Broker>, timeout: Duration) -> bool {
+    const SILENCE: Duration = Duration::from_secs(2);
     let deadline = Instant::now() + timeout;
-    while Instant::now() < deadline {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if let Ok(Some(reply)) = tokio::time::timeout(left, heartbeat(broker, true)).await
-            && reply.error == errors::NONE
-            && reply.should_shut_down
-        {
-            return true;
+    let mut last_answer = Instant::now();
+    while Instant::now() < deadline && last_answer.elapsed() < SILENCE {
+        let left = deadline
+            .saturating_duration_since(Instant::now())
+            .min(SILENCE);
+        if let Ok(Some(reply)) = tokio::time::timeout(left, heartbeat(broker, true)).await {
+            last_answer = Instant::now();
+            if reply.error == errors::NONE && reply.should_shut_down {
+                return true;
+            }
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

@@ -261,9 +261,13 @@ impl Peer {
         request: RpcRequest,
         option: &RPCOption,
     ) -> Result<RpcResponse, Unreachable> {
+        // openraft's hard TTL for a heartbeat is its interval (a fifth of the election
+        // timeout here): too tight for two busy cores, where an answer 200 ms late is
+        // not a dead peer. Wait up to the election timeout, as KRaft waits up to
+        // `controller.quorum.fetch.timeout.ms`.
         let timeout = option
             .hard_ttl()
-            .min(self.timeout * 4)
+            .max(self.timeout)
             .max(Duration::from_millis(50));
         self.connection
             .call(&request, timeout)
