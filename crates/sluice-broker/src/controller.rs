@@ -259,6 +259,7 @@ pub async fn serve_rpc(broker: &Arc<Broker>, request: RpcRequest) -> RpcResponse
             RpcResponse::AlterPartition(alter_partition_as_controller(broker, change).await)
         }
         RpcRequest::Status => RpcResponse::Status(quorum.status()),
+        RpcRequest::ClusterId => RpcResponse::ClusterId(broker.cluster_id.clone()),
     }
 }
 

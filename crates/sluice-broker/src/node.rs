@@ -63,23 +63,14 @@ fn uuid_base64(id: [u8; 16]) -> String {
 
 /// The cluster id the nodes of one configured quorum agree on without talking:
 /// derived from `controller.quorum.voters` (or the bootstrap servers), which they
-/// share (a broker-only node may name only the bootstrap servers). `None` for a
-/// standalone controller.
+/// share. `None` without voters (a standalone controller, or a broker that knows only
+/// the bootstrap servers).
 fn shared_cluster_id(config: &BrokerConfig) -> Option<String> {
-    let is_controller = config.process_roles().contains(&Role::Controller);
-    let keys: &[&str] = if is_controller {
-        // A controller with bootstrap servers only is a standalone quorum.
-        &["controller.quorum.voters"]
-    } else {
-        &[
-            "controller.quorum.voters",
-            "controller.quorum.bootstrap.servers",
-        ]
-    };
-    let quorum = keys
-        .iter()
-        .filter_map(|key| config.get(key))
-        .find(|value| !value.trim().is_empty())?;
+    // (A controller with bootstrap servers only is a standalone quorum; a broker with
+    // bootstrap servers only asks them, `cluster_id_from_bootstrap_servers`.)
+    let quorum = config
+        .get("controller.quorum.voters")
+        .filter(|value| !value.trim().is_empty())?;
     let mut normalized: Vec<&str> = quorum.split(',').map(str::trim).collect();
     normalized.sort_unstable();
     let text = normalized.join(",");
@@ -92,6 +83,52 @@ fn shared_cluster_id(config: &BrokerConfig) -> Option<String> {
     id[6] = (id[6] & 0x0f) | 0x40;
     id[8] = (id[8] & 0x3f) | 0x80;
     Some(uuid_base64(id))
+}
+
+/// A broker-only node that knows only `controller.quorum.bootstrap.servers` asks them for
+/// the cluster id (as Kafka's operator would pass it to `kafka-storage format`). `None`
+/// for every other node.
+async fn cluster_id_from_bootstrap_servers(
+    config: &BrokerConfig,
+) -> Result<Option<String>, NodeError> {
+    let voters = config.get("controller.quorum.voters").unwrap_or("").trim();
+    if config.process_roles().contains(&Role::Controller) || !voters.is_empty() {
+        return Ok(None);
+    }
+    let servers: Vec<String> = config
+        .get("controller.quorum.bootstrap.servers")
+        .unwrap_or("")
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect();
+    if servers.is_empty() {
+        return Ok(None);
+    }
+    let deadline = tokio::time::Instant::now() + STARTUP_TIMEOUT;
+    let mut last = String::new();
+    while tokio::time::Instant::now() < deadline {
+        for server in &servers {
+            match crate::quorum::rpc::call(
+                server,
+                &crate::quorum::RpcRequest::ClusterId,
+                Duration::from_secs(5),
+            )
+            .await
+            {
+                Ok(crate::quorum::RpcResponse::ClusterId(id)) if !id.is_empty() => {
+                    return Ok(Some(id));
+                }
+                Ok(other) => last = format!("{other:?}"),
+                Err(error) => last = format!("{server}: {error}"),
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Err(NodeError::Listener {
+        listener: "controller.quorum.bootstrap.servers".into(),
+        reason: format!("no controller told the cluster id: {last}"),
+    })
 }
 
 /// Reads or writes `meta.properties` in `dir`; returns the cluster id and directory id
@@ -215,7 +252,10 @@ pub async fn run(
     // configuration, which they all share (a standalone node picks a random one).
     // (An id already stamped in a directory wins: a node formatted by other means,
     // e.g. with Kafka's tools, keeps its id.)
-    let derived_cluster_id = shared_cluster_id(&config);
+    let derived_cluster_id = match shared_cluster_id(&config) {
+        Some(id) => Some(id),
+        None => cluster_id_from_bootstrap_servers(&config).await?,
+    };
     let mut cluster_id: Option<String> = None;
     let mut directory_ids = Vec::new();
     for dir in config.log_dirs() {

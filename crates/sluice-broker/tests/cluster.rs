@@ -344,3 +344,74 @@ async fn producer_ids_are_unique_across_the_nodes() {
     assert_eq!(unique.len(), ids.len(), "{ids:?}");
     cluster.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_that_knows_only_the_bootstrap_servers_joins_as_an_observer() {
+    let _serial = SERIAL.lock().await;
+    let cluster = TestCluster::start(3, &[]).await;
+    let first = cluster.addresses()[0];
+    let bootstrap = cluster
+        .nodes
+        .iter()
+        .map(|n| format!("127.0.0.1:{}", n.controller_port))
+        .collect::<Vec<_>>()
+        .join(",");
+    let dir = tempfile::tempdir().unwrap();
+    let port = common::free_port();
+    let overrides: Vec<(String, String)> = [
+        ("node.id", "4".to_string()),
+        ("process.roles", "broker".to_string()),
+        ("listeners", format!("PLAINTEXT://127.0.0.1:{port}")),
+        (
+            "advertised.listeners",
+            format!("PLAINTEXT://127.0.0.1:{port}"),
+        ),
+        ("controller.quorum.bootstrap.servers", bootstrap),
+        ("log.dirs", dir.path().display().to_string()),
+        ("metrics.listener", "127.0.0.1:0".to_string()),
+        ("broker.heartbeat.interval.ms", "100".to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    let config =
+        sluice_broker::BrokerConfig::load(sluice_broker::EMBEDDED_SERVER_PROPERTIES, &overrides)
+            .unwrap()
+            .config;
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let node = tokio::spawn(async move {
+        sluice_broker::node::run(config, stopped, |_, _| {})
+            .await
+            .expect("the broker-only node runs");
+    });
+    // It joins: registered (listed by the others), an observer of the quorum, with the
+    // cluster's id.
+    eventually(
+        Duration::from_secs(30),
+        "broker 4 registered",
+        || async move { broker_ids(&metadata(first).await) == vec![1, 2, 3, 4] },
+    )
+    .await;
+    let state = quorum(first).await;
+    let observers: Vec<i32> = state.observers.iter().map(|o| o.replica_id.0).collect();
+    assert_eq!(observers, vec![4]);
+    let joined = SocketAddr::from(([127, 0, 0, 1], port));
+    assert_eq!(
+        metadata(joined).await.cluster_id,
+        metadata(first).await.cluster_id
+    );
+    // It gets the metadata from the quorum: a topic created through node 1 reaches it.
+    assert_eq!(create(first, "seen-by-4", 1, 3).await, 0);
+    eventually(
+        Duration::from_secs(10),
+        "the topic on broker 4",
+        || async move { topic(&metadata(joined).await, "seen-by-4").is_some() },
+    )
+    .await;
+    stop.send(true).unwrap();
+    tokio::time::timeout(Duration::from_secs(30), node)
+        .await
+        .expect("the broker-only node stops")
+        .unwrap();
+    cluster.shutdown().await;
+}

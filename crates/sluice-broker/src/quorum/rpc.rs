@@ -76,6 +76,9 @@ pub enum RpcRequest {
     AlterPartition(AlterPartition),
     /// The leader's view of the quorum (DescribeQuorum on another node).
     Status,
+    /// The cluster id (a broker-only node that knows only the bootstrap servers asks it
+    /// before stamping its log directories).
+    ClusterId,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -91,6 +94,7 @@ pub enum RpcResponse {
     Heartbeat(HeartbeatReply),
     AlterPartition(Result<u64, i16>),
     Status(Option<super::QuorumStatus>),
+    ClusterId(String),
     /// The request did not decode or is not served here.
     Refused(String),
 }
