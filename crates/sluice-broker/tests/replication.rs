@@ -691,3 +691,104 @@ async fn a_reassignment_moves_the_data_then_drops_the_old_replica_and_a_gone_bro
     );
     cluster.shutdown().await;
 }
+
+/// Creates a one-partition topic on `replicas` (an explicit assignment) with configs.
+async fn create_on(address: SocketAddr, topic: &str, replicas: &[i32], configs: &[(&str, &str)]) {
+    let mut wire = Wire::connect(address).await;
+    let request = CreateTopicsRequest::default()
+        .with_topics(vec![
+            CreatableTopic::default()
+                .with_name(name(topic))
+                .with_num_partitions(-1)
+                .with_replication_factor(-1)
+                .with_assignments(vec![
+                    create_topics_request::CreatableReplicaAssignment::default()
+                        .with_partition_index(0)
+                        .with_broker_ids(replicas.iter().copied().map(BrokerId).collect()),
+                ])
+                .with_configs(
+                    configs
+                        .iter()
+                        .map(|(k, v)| {
+                            CreatableTopicConfig::default()
+                                .with_name(s(k))
+                                .with_value(Some(s(v)))
+                        })
+                        .collect(),
+                ),
+        ])
+        .with_timeout_ms(10_000);
+    let response: CreateTopicsResponse = wire.call(&request, 7).await;
+    assert_eq!(response.topics[0].error_code, NONE);
+}
+
+/// The Jepsen 2013 history, made on purpose: a leader alone in the ISR appends records
+/// its follower never gets, the follower is then elected uncleanly (the topic allows
+/// it) and takes other writes at the same offsets. When the old leader comes back, it
+/// finds the divergence (the Fetch diverging-epoch answer), truncates its tail and
+/// converges on the new leader's log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_divergent_tail_is_truncated_when_the_old_leader_returns() {
+    let _serial = SERIAL.lock().await;
+    // Five voters, so that two nodes down still leave a metadata majority.
+    let mut cluster = TestCluster::start(5, &[]).await;
+    let observer = cluster.nodes[4].address();
+    create_on(
+        observer,
+        "diverging",
+        &[1, 2],
+        &[
+            ("unclean.leader.election.enable", "true"),
+            ("min.insync.replicas", "1"),
+        ],
+    )
+    .await;
+    eventually!(
+        Duration::from_secs(20),
+        "leader 1 with ISR [1, 2]",
+        leader_and_isr(observer, "diverging").await == Some((1, vec![1, 2]))
+    );
+    let mut leader = Wire::connect(cluster.nodes[0].address()).await;
+    let (_, p) = produce(&mut leader, "diverging", batch("a", 3), -1).await;
+    assert_eq!((p.error_code, p.base_offset), (NONE, 0));
+    // The follower stops; the ISR shrinks to the leader, which takes two more records.
+    cluster.stop(1).await;
+    eventually!(
+        Duration::from_secs(20),
+        "ISR [1]",
+        leader_and_isr(observer, "diverging").await == Some((1, vec![1]))
+    );
+    let (_, p) = produce(&mut leader, "diverging", batch("x", 2), 1).await;
+    assert_eq!((p.error_code, p.base_offset), (NONE, 3));
+    drop(leader);
+    // The leader stops, the follower returns: out of sync, but elected (unclean), it
+    // takes other records at offsets 3 and 4.
+    cluster.stop(0).await;
+    cluster.restart(1).await;
+    eventually!(
+        Duration::from_secs(20),
+        "node 2 elected uncleanly",
+        leader_and_isr(observer, "diverging").await == Some((2, vec![2]))
+    );
+    let mut new_leader = Wire::connect(cluster.nodes[1].address()).await;
+    let mut appended;
+    eventually!(Duration::from_secs(10), "the new leader to accept", {
+        let (_, p) = produce(&mut new_leader, "diverging", batch("b", 2), -1).await;
+        appended = p.base_offset;
+        p.error_code == NONE
+    });
+    assert_eq!(appended, 3, "the new leader reuses offsets 3 and 4");
+    // The old leader returns: it must drop x-0, x-1 and copy b-0, b-1.
+    cluster.restart(0).await;
+    let mut old = Wire::connect(cluster.nodes[0].address()).await;
+    let mut all = expected("a", 3);
+    all.extend(expected("b", 2));
+    let mut seen: Vec<String>;
+    eventually!(Duration::from_secs(30), "the old leader to converge", {
+        let fetched = fetch_partition(&mut old, &consumer_fetch("diverging", 0, -1), 12).await;
+        seen = fetched.records.as_ref().map(values).unwrap_or_default();
+        fetched.error_code == NONE && seen == all
+    });
+    drop((new_leader, old));
+    cluster.shutdown().await;
+}
