@@ -266,21 +266,7 @@ async fn with_no_live_in_sync_replica_a_partition_goes_offline_not_unclean() {
     let mut cluster = TestCluster::start(3, &[]).await;
     let first = cluster.addresses()[0];
     // One replica, on node 3 (an explicit assignment).
-    let mut wire = Wire::connect(first).await;
-    let request = CreateTopicsRequest::default()
-        .with_topics(vec![
-            CreatableTopic::default()
-                .with_name(name("single"))
-                .with_num_partitions(-1)
-                .with_replication_factor(-1)
-                .with_assignments(vec![
-                    create_topics_request::CreatableReplicaAssignment::default()
-                        .with_partition_index(0)
-                        .with_broker_ids(vec![BrokerId(3)]),
-                ]),
-        ])
-        .with_timeout_ms(10_000);
-    assert_eq!(wire.call(&request, 7).await.topics[0].error_code, 0);
+    assert_eq!(common::create_assigned(first, "single", &[3], &[]).await, 0);
     cluster.stop(2).await;
     eventually(
         Duration::from_secs(20),

@@ -558,21 +558,10 @@ async fn a_reassignment_moves_the_data_then_drops_the_old_replica_and_a_gone_bro
     let mut cluster = TestCluster::start(3, &[]).await;
     let first = cluster.addresses()[0];
     // The partition on nodes 1 and 2, with data acknowledged by both.
-    let mut wire = Wire::connect(first).await;
-    let request = CreateTopicsRequest::default()
-        .with_topics(vec![
-            CreatableTopic::default()
-                .with_name(name("moving"))
-                .with_num_partitions(-1)
-                .with_replication_factor(-1)
-                .with_assignments(vec![
-                    create_topics_request::CreatableReplicaAssignment::default()
-                        .with_partition_index(0)
-                        .with_broker_ids(vec![BrokerId(1), BrokerId(2)]),
-                ]),
-        ])
-        .with_timeout_ms(10_000);
-    assert_eq!(wire.call(&request, 7).await.topics[0].error_code, NONE);
+    assert_eq!(
+        common::create_assigned(first, "moving", &[1, 2], &[]).await,
+        NONE
+    );
     eventually!(
         Duration::from_secs(20),
         "both replicas in sync",
@@ -692,36 +681,6 @@ async fn a_reassignment_moves_the_data_then_drops_the_old_replica_and_a_gone_bro
     cluster.shutdown().await;
 }
 
-/// Creates a one-partition topic on `replicas` (an explicit assignment) with configs.
-async fn create_on(address: SocketAddr, topic: &str, replicas: &[i32], configs: &[(&str, &str)]) {
-    let mut wire = Wire::connect(address).await;
-    let request = CreateTopicsRequest::default()
-        .with_topics(vec![
-            CreatableTopic::default()
-                .with_name(name(topic))
-                .with_num_partitions(-1)
-                .with_replication_factor(-1)
-                .with_assignments(vec![
-                    create_topics_request::CreatableReplicaAssignment::default()
-                        .with_partition_index(0)
-                        .with_broker_ids(replicas.iter().copied().map(BrokerId).collect()),
-                ])
-                .with_configs(
-                    configs
-                        .iter()
-                        .map(|(k, v)| {
-                            CreatableTopicConfig::default()
-                                .with_name(s(k))
-                                .with_value(Some(s(v)))
-                        })
-                        .collect(),
-                ),
-        ])
-        .with_timeout_ms(10_000);
-    let response: CreateTopicsResponse = wire.call(&request, 7).await;
-    assert_eq!(response.topics[0].error_code, NONE);
-}
-
 /// The Jepsen 2013 history, made on purpose: a leader alone in the ISR appends records
 /// its follower never gets, the follower is then elected uncleanly (the topic allows
 /// it) and takes other writes at the same offsets. When the old leader comes back, it
@@ -733,16 +692,14 @@ async fn a_divergent_tail_is_truncated_when_the_old_leader_returns() {
     // Five voters, so that two nodes down still leave a metadata majority.
     let mut cluster = TestCluster::start(5, &[]).await;
     let observer = cluster.nodes[4].address();
-    create_on(
-        observer,
-        "diverging",
-        &[1, 2],
-        &[
-            ("unclean.leader.election.enable", "true"),
-            ("min.insync.replicas", "1"),
-        ],
-    )
-    .await;
+    let configs = [
+        ("unclean.leader.election.enable", "true"),
+        ("min.insync.replicas", "1"),
+    ];
+    assert_eq!(
+        common::create_assigned(observer, "diverging", &[1, 2], &configs).await,
+        NONE
+    );
     eventually!(
         Duration::from_secs(20),
         "leader 1 with ISR [1, 2]",

@@ -402,3 +402,44 @@ impl TestCluster {
         }
     }
 }
+
+/// Creates topic `name` with one partition on exactly `replicas` (an explicit
+/// assignment, first replica preferred) and topic `configs`; returns the error code.
+pub async fn create_assigned(
+    address: SocketAddr,
+    name: &str,
+    replicas: &[i32],
+    configs: &[(&str, &str)],
+) -> i16 {
+    use kafka_protocol::messages::create_topics_request::{
+        CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig,
+    };
+    use kafka_protocol::messages::{BrokerId, CreateTopicsRequest, TopicName};
+    use kafka_protocol::protocol::StrBytes;
+    let text = |t: &str| StrBytes::from_string(t.to_string());
+    let mut wire = Wire::connect(address).await;
+    let request = CreateTopicsRequest::default()
+        .with_topics(vec![
+            CreatableTopic::default()
+                .with_name(TopicName(text(name)))
+                .with_num_partitions(-1)
+                .with_replication_factor(-1)
+                .with_assignments(vec![
+                    CreatableReplicaAssignment::default()
+                        .with_partition_index(0)
+                        .with_broker_ids(replicas.iter().copied().map(BrokerId).collect()),
+                ])
+                .with_configs(
+                    configs
+                        .iter()
+                        .map(|(k, v)| {
+                            CreatableTopicConfig::default()
+                                .with_name(text(k))
+                                .with_value(Some(text(v)))
+                        })
+                        .collect(),
+                ),
+        ])
+        .with_timeout_ms(10_000);
+    wire.call(&request, 7).await.topics[0].error_code
+}
