@@ -461,11 +461,6 @@ impl Broker {
             .ok_or(crate::errors::UNKNOWN_TOPIC_OR_PARTITION)
     }
 
-    /// The metadata log's (end offset, epoch), as the quorum reports them.
-    pub fn metadata_log_status(&self) -> Option<(i64, i32)> {
-        self.quorum.get().map(|q| q.log_end())
-    }
-
     /// Hands out one producer id, taking a new block through the metadata log when the
     /// current one is used up (so ids stay unique across restarts).
     pub async fn allocate_producer_id(&self) -> Result<i64, BrokerError> {

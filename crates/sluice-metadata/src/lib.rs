@@ -3,10 +3,10 @@
 //! Kafka's DumpLogSegments `--cluster-metadata-decoder` and metadata shell read Sluice's
 //! metadata log.
 //!
-//! Issue 3 in progress: this crate holds the records, their codec, the image they build
-//! ([`MetadataImage`], replayed with Kafka's rules) and the single-node metadata log
-//! ([`MetadataLog`]: `__cluster_metadata-0`, validated, fsynced, replayed at start). Its
-//! use by the broker's handlers and (issue 4) the Raft quorum build on it.
+//! This crate holds the records, their codec, the image they build ([`MetadataImage`],
+//! replayed with Kafka's rules, and written back as records for snapshots) and a
+//! reader of a metadata log on disk ([`MetadataLog`]). The broker's metadata log is the
+//! Raft log of its quorum (`sluice-broker`'s `quorum` module), in the same format.
 
 mod codec;
 pub mod image;

@@ -1,13 +1,15 @@
-//! The metadata log of a single-node quorum: a Sluice partition log
-//! `__cluster_metadata-0` whose records are metadata records (key null, value the record
-//! in Kafka's framing), and the image replayed from it.
+//! A metadata log read (and, for tests and tools, written) on its own: a Sluice partition
+//! log `__cluster_metadata-0` whose records are metadata records (key null, value the
+//! record in Kafka's framing), and the image replayed from it.
 //!
-//! Writes are validated against the image before they reach the log (a batch that would
-//! not replay is refused whole), appended as one batch at the controller's epoch, and
-//! fsynced before they are applied: a metadata change is acknowledged only once it would
-//! survive a power loss (Kafka's controller waits for the quorum's high watermark,
-//! which on one node means its own fsync). Issue 4 replaces the local append with the
-//! Raft quorum's; the image and the record format stay.
+//! The broker does not write through this type: its metadata log is the Raft log of the
+//! metadata quorum (`sluice-broker`'s `quorum::LogStore`, same directory and record
+//! format, with a `sluice.raft` header on each entry's first record, which replay here
+//! ignores). This type opens such a log and replays it, as Kafka's metadata shell would.
+//!
+//! Writes made here are validated against the image before they reach the log (a batch
+//! that would not replay is refused whole), appended as one batch, and fsynced before
+//! they are applied.
 
 use std::path::Path;
 
