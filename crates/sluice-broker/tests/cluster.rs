@@ -105,6 +105,28 @@ async fn three_voters_agree_on_metadata_written_through_any_node() {
     for other in &addresses[1..] {
         assert_eq!(quorum(*other).await.leader_id, state.leader_id);
     }
+    // v2 lists the voters' controller endpoints (KIP-853).
+    let mut wire = Wire::connect(addresses[0]).await;
+    let request = DescribeQuorumRequest::default().with_topics(vec![
+        TopicData::default()
+            .with_topic_name(name("__cluster_metadata"))
+            .with_partitions(vec![PartitionData::default().with_partition_index(0)]),
+    ]);
+    let response = wire.call(&request, 2).await;
+    let endpoints: Vec<(i32, String, u16)> = response
+        .nodes
+        .iter()
+        .map(|n| {
+            let l = &n.listeners[0];
+            (n.node_id.0, l.name.to_string(), l.port)
+        })
+        .collect();
+    let expected: Vec<(i32, String, u16)> = cluster
+        .nodes
+        .iter()
+        .map(|n| (n.id, "CONTROLLER".to_string(), n.controller_port))
+        .collect();
+    assert_eq!(endpoints, expected);
     // A topic created through each node in turn (leader or not) reaches every node.
     for (i, address) in addresses.iter().enumerate() {
         let topic_name = format!("orders-{i}");

@@ -2,8 +2,8 @@
 //! leader sees it, as Kafka's `KafkaRaftClient` answers it: the leader and its epoch
 //! (the Raft term), the high watermark (the end of the committed entries, in log
 //! offsets), each voter's and observer's (learner's) log end offset as the leader knows
-//! it. Any node answers, asking the leader when it is not it. The voter endpoints of v2
-//! (KIP-853) are left empty.
+//! it. Any node answers, asking the leader when it is not it. v2 lists the voters'
+//! controller endpoints (KIP-853), as `controller.quorum.voters` names them.
 
 use kafka_protocol::messages::describe_quorum_response::{PartitionData, ReplicaState, TopicData};
 use kafka_protocol::messages::*;
@@ -76,5 +76,34 @@ pub async fn describe_quorum(
                 .with_partitions(partitions)
         })
         .collect();
-    DescribeQuorumResponse::default().with_topics(topics)
+    let mut response = DescribeQuorumResponse::default().with_topics(topics);
+    if version >= 2 {
+        // KIP-853: the voters' controller endpoints (`controller.quorum.voters`).
+        let listener = broker
+            .config
+            .get("controller.listener.names")
+            .and_then(|names| names.split(',').map(str::trim).find(|n| !n.is_empty()))
+            .unwrap_or("CONTROLLER")
+            .to_string();
+        if let Ok(quorum) = broker.quorum() {
+            response.nodes = quorum
+                .voters
+                .iter()
+                .filter_map(|(id, address)| {
+                    let (host, port) = address.rsplit_once(':')?;
+                    Some(
+                        describe_quorum_response::Node::default()
+                            .with_node_id(BrokerId(*id as i32))
+                            .with_listeners(vec![
+                                describe_quorum_response::Listener::default()
+                                    .with_name(super::str_bytes(listener.clone()))
+                                    .with_host(super::str_bytes(host))
+                                    .with_port(port.parse().ok()?),
+                            ]),
+                    )
+                })
+                .collect();
+        }
+    }
+    response
 }
