@@ -14,7 +14,7 @@ pub mod log_store;
 pub mod rpc;
 pub mod state_machine;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::io::Cursor;
 use std::path::Path;
 use std::sync::Arc;
@@ -23,7 +23,7 @@ use std::time::Duration;
 use openraft::error::{ClientWriteError, RaftError};
 use openraft::{BasicNode, Config, Raft, ServerState};
 use serde::{Deserialize, Serialize};
-use sluice_metadata::{MetadataImage, MetadataRecord};
+use sluice_metadata::MetadataRecord;
 
 use crate::config::BrokerConfig;
 pub use log_store::LogStore;
@@ -146,7 +146,6 @@ pub struct Quorum {
     /// Where others reach this node's Raft endpoint.
     pub address: String,
     log: LogStore,
-    machine: StateMachine,
     /// How long one attempt of a write may wait to commit.
     attempt_timeout: Duration,
 }
@@ -207,7 +206,7 @@ impl Quorum {
             Arc::new(raft_config),
             network,
             log.clone(),
-            machine.clone(),
+            machine,
         )
         .await
         .map_err(|e| e.to_string())?;
@@ -217,7 +216,6 @@ impl Quorum {
             voters,
             address,
             log,
-            machine,
             attempt_timeout: Duration::from_millis(election_ms * 4).max(Duration::from_secs(2)),
         };
         if quorum.is_voter() {
@@ -256,10 +254,6 @@ impl Quorum {
     /// Whether this node votes (is among `controller.quorum.voters`).
     pub fn is_voter(&self) -> bool {
         self.voters.contains_key(&self.node_id)
-    }
-
-    pub fn image(&self) -> Arc<MetadataImage> {
-        self.machine.image()
     }
 
     /// The active controller (the Raft leader) and its address, if one is known.
@@ -456,15 +450,6 @@ impl Quorum {
             .await
             .map(|_| ())
             .map_err(|e| e.to_string())
-    }
-
-    /// The voters and learners, as the membership has them.
-    pub fn members(&self) -> (BTreeSet<NodeId>, BTreeSet<NodeId>) {
-        let metrics = self.raft.metrics().borrow().clone();
-        let membership = metrics.membership_config.membership();
-        let voters: BTreeSet<NodeId> = membership.voter_ids().collect();
-        let learners: BTreeSet<NodeId> = membership.learner_ids().collect();
-        (voters, learners)
     }
 
     pub async fn shutdown(&self) {

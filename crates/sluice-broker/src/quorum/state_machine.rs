@@ -124,16 +124,6 @@ impl StateMachine {
         })
     }
 
-    /// The current image.
-    pub fn image(&self) -> Arc<MetadataImage> {
-        lock(&self.machine).image.clone()
-    }
-
-    /// The last applied Raft index.
-    pub fn last_applied(&self) -> Option<u64> {
-        lock(&self.machine).last_applied.map(|id| id.index)
-    }
-
     fn save_snapshot(&self, meta: &SnapshotMeta<NodeId, BasicNode>, data: &[u8]) -> Result<()> {
         let file = SnapshotFile {
             meta: meta.clone(),
