@@ -8,7 +8,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use common::{TestNode, Wire};
+use common::{TestNode, Wire, values};
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
@@ -46,18 +46,6 @@ fn batch(prefix: &str, count: usize, timestamp: i64, compression: Compression) -
             .unwrap();
     }
     builder.build()
-}
-
-fn values(records: &Bytes) -> Vec<String> {
-    batches(records.clone())
-        .flat_map(|b| {
-            let b = b.unwrap();
-            b.records()
-                .unwrap()
-                .map(|r| String::from_utf8(r.unwrap().value.unwrap().to_vec()).unwrap())
-                .collect::<Vec<_>>()
-        })
-        .collect()
 }
 
 async fn create(

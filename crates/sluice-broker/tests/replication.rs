@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use common::{TestCluster, TestNode, Wire};
+use common::{TestCluster, TestNode, Wire, values};
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ReplicaState};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
@@ -17,7 +17,7 @@ use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
-use sluice_protocol::{Compression, NewRecord, RecordBatchBuilder, batches};
+use sluice_protocol::{Compression, NewRecord, RecordBatchBuilder};
 
 const NONE: i16 = 0;
 const OFFSET_OUT_OF_RANGE: i16 = 1;
@@ -50,18 +50,6 @@ fn batch(prefix: &str, count: usize) -> Bytes {
             .unwrap();
     }
     builder.build()
-}
-
-fn values(records: &Bytes) -> Vec<String> {
-    batches(records.clone())
-        .flat_map(|b| {
-            let b = b.unwrap();
-            b.records()
-                .unwrap()
-                .map(|r| String::from_utf8(r.unwrap().value.unwrap().to_vec()).unwrap())
-                .collect::<Vec<_>>()
-        })
-        .collect()
 }
 
 fn expected(prefix: &str, count: usize) -> Vec<String> {

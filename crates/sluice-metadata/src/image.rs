@@ -232,16 +232,7 @@ impl MetadataImage {
                 broker_id,
                 broker_epoch,
             } => {
-                let broker = self
-                    .brokers
-                    .get(broker_id)
-                    .ok_or(ApplyError::UnknownBroker(*broker_id))?;
-                if broker.broker_epoch != *broker_epoch {
-                    return Err(ApplyError::StaleBrokerEpoch {
-                        broker_id: *broker_id,
-                        epoch: *broker_epoch,
-                    });
-                }
+                self.check_registration(*broker_id, *broker_epoch)?;
                 self.brokers.remove(broker_id);
             }
             MetadataRecord::BrokerRegistrationChange {
@@ -250,16 +241,8 @@ impl MetadataImage {
                 fenced,
                 in_controlled_shutdown,
             } => {
-                let broker = self
-                    .brokers
-                    .get_mut(broker_id)
-                    .ok_or(ApplyError::UnknownBroker(*broker_id))?;
-                if broker.broker_epoch != *broker_epoch {
-                    return Err(ApplyError::StaleBrokerEpoch {
-                        broker_id: *broker_id,
-                        epoch: *broker_epoch,
-                    });
-                }
+                self.check_registration(*broker_id, *broker_epoch)?;
+                let broker = self.brokers.get_mut(broker_id).expect("checked above");
                 match fenced {
                     1 => broker.fenced = true,
                     -1 => {
@@ -273,6 +256,19 @@ impl MetadataImage {
                 }
             }
             MetadataRecord::NoOp | MetadataRecord::Unknown { .. } => {}
+        }
+        Ok(())
+    }
+
+    /// A record about broker `broker_id`'s registration of `epoch` applies only while
+    /// that registration is the current one.
+    fn check_registration(&self, broker_id: i32, epoch: i64) -> Result<(), ApplyError> {
+        let broker = self
+            .brokers
+            .get(&broker_id)
+            .ok_or(ApplyError::UnknownBroker(broker_id))?;
+        if broker.broker_epoch != epoch {
+            return Err(ApplyError::StaleBrokerEpoch { broker_id, epoch });
         }
         Ok(())
     }

@@ -443,3 +443,16 @@ pub async fn create_assigned(
         .with_timeout_ms(10_000);
     wire.call(&request, 7).await.topics[0].error_code
 }
+
+/// The values of every record in `records` (whole batches), as UTF-8 text.
+pub fn values(records: &bytes::Bytes) -> Vec<String> {
+    sluice_protocol::batches(records.clone())
+        .flat_map(|b| {
+            let b = b.unwrap();
+            b.records()
+                .unwrap()
+                .map(|r| String::from_utf8(r.unwrap().value.unwrap().to_vec()).unwrap())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
