@@ -29,6 +29,15 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::Fetch, 4, 18),
     (ApiKey::ListOffsets, 1, 10),
     (ApiKey::Metadata, 0, 13),
+    (ApiKey::OffsetCommit, 2, 9),
+    (ApiKey::OffsetFetch, 1, 9),
+    (ApiKey::FindCoordinator, 0, 6),
+    (ApiKey::JoinGroup, 0, 9),
+    (ApiKey::Heartbeat, 0, 4),
+    (ApiKey::LeaveGroup, 0, 5),
+    (ApiKey::SyncGroup, 0, 5),
+    (ApiKey::DescribeGroups, 0, 6),
+    (ApiKey::ListGroups, 0, 5),
     (ApiKey::ApiVersions, 0, 4),
     (ApiKey::CreateTopics, 2, 7),
     (ApiKey::DeleteTopics, 1, 6),
@@ -39,13 +48,17 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::AlterConfigs, 0, 2),
     (ApiKey::DescribeLogDirs, 1, 4),
     (ApiKey::CreatePartitions, 0, 3),
+    (ApiKey::DeleteGroups, 0, 2),
+    (ApiKey::ElectLeaders, 0, 2),
     (ApiKey::IncrementalAlterConfigs, 0, 1),
-    (ApiKey::DescribeQuorum, 0, 2),
     (ApiKey::AlterPartitionReassignments, 0, 1),
     (ApiKey::ListPartitionReassignments, 0, 0),
-    (ApiKey::ElectLeaders, 0, 2),
-    (ApiKey::UnregisterBroker, 0, 0),
+    (ApiKey::OffsetDelete, 0, 0),
+    (ApiKey::DescribeQuorum, 0, 2),
     (ApiKey::DescribeCluster, 0, 2),
+    (ApiKey::UnregisterBroker, 0, 0),
+    (ApiKey::ConsumerGroupHeartbeat, 0, 1),
+    (ApiKey::ConsumerGroupDescribe, 0, 1),
     (ApiKey::DescribeTopicPartitions, 0, 0),
 ];
 
@@ -79,6 +92,8 @@ pub struct RequestContext {
     pub listener: Arc<str>,
     pub version: i16,
     pub client_id: Option<String>,
+    /// The client's address as Kafka shows it in groups (`/127.0.0.1`).
+    pub client_host: Arc<str>,
 }
 
 /// Encodes a response at `version`.
@@ -132,6 +147,7 @@ pub fn check_version(api_key: ApiKey, version: i16) -> Result<(), Outcome> {
 pub async fn dispatch(
     broker: Arc<Broker>,
     listener: Arc<str>,
+    client_host: Arc<str>,
     api_key: ApiKey,
     header: RequestHeader,
     mut body: Bytes,
@@ -151,6 +167,7 @@ pub async fn dispatch(
         listener,
         version,
         client_id,
+        client_host,
     };
     handlers::handle(context, api_key, body).await
 }

@@ -89,6 +89,9 @@ pub struct Broker {
     pub traffic: TopicTraffic,
     /// Follower fetchers, ISR changes and high-watermark checkpoints.
     pub replication: crate::replication::ReplicaManager,
+    /// Consumer groups and committed offsets of the `__consumer_offsets` partitions
+    /// this node leads.
+    pub groups: crate::group::GroupCoordinator,
 }
 
 impl std::fmt::Debug for Broker {
@@ -123,6 +126,7 @@ impl Broker {
             controller: tokio::sync::Mutex::new(()),
             traffic: TopicTraffic::default(),
             replication: Default::default(),
+            groups: Default::default(),
             fetch_sessions: FetchSessions::new(
                 config
                     .get("max.incremental.fetch.session.cache.slots")
@@ -148,6 +152,7 @@ impl Broker {
         }
         if let Some(this) = self.this.get().and_then(Weak::upgrade) {
             crate::replication::on_image_change(&this, &image);
+            this.groups.on_image_change(&this, &image);
         }
     }
 

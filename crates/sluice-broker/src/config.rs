@@ -301,6 +301,82 @@ const DEFINITIONS: &[Definition] = &[
         Kind::Int { min: 0 },
         Some("3000"),
     ),
+    def(
+        "group.min.session.timeout.ms",
+        Kind::Int { min: 0 },
+        Some("6000"),
+    ),
+    def(
+        "group.max.session.timeout.ms",
+        Kind::Int { min: 0 },
+        Some("1800000"),
+    ),
+    def("group.max.size", Kind::Int { min: 1 }, Some("2147483647")),
+    def(
+        "group.coordinator.rebalance.protocols",
+        Kind::Subset(&["classic", "consumer"]),
+        Some("classic,consumer"),
+    ),
+    def(
+        "group.consumer.session.timeout.ms",
+        Kind::Int { min: 1 },
+        Some("45000"),
+    ),
+    def(
+        "group.consumer.heartbeat.interval.ms",
+        Kind::Int { min: 1 },
+        Some("5000"),
+    ),
+    def(
+        "group.consumer.min.session.timeout.ms",
+        Kind::Int { min: 1 },
+        Some("45000"),
+    ),
+    def(
+        "group.consumer.max.session.timeout.ms",
+        Kind::Int { min: 1 },
+        Some("60000"),
+    ),
+    def(
+        "group.consumer.max.size",
+        Kind::Int { min: 1 },
+        Some("2147483647"),
+    ),
+    def(
+        "group.consumer.assignors",
+        Kind::Subset(&["uniform", "range"]),
+        Some("uniform,range"),
+    ),
+    def(
+        "offsets.retention.minutes",
+        Kind::Int { min: 1 },
+        Some("10080"),
+    ),
+    def(
+        "offsets.retention.check.interval.ms",
+        Kind::Int { min: 1 },
+        Some("600000"),
+    ),
+    def(
+        "offsets.commit.timeout.ms",
+        Kind::Int { min: 1 },
+        Some("5000"),
+    ),
+    def(
+        "offset.metadata.max.bytes",
+        Kind::Int { min: 0 },
+        Some("4096"),
+    ),
+    def(
+        "offsets.topic.segment.bytes",
+        Kind::Int { min: 1 },
+        Some("104857600"),
+    ),
+    def(
+        "offsets.topic.compression.codec",
+        Kind::Int { min: 0 },
+        Some("0"),
+    ),
     def("min.insync.replicas", Kind::Int { min: 1 }, Some("1")),
     def("log.cleaner.enable", Kind::Bool, Some("true")),
     def("unclean.leader.election.enable", Kind::Bool, Some("false")),
@@ -535,6 +611,10 @@ impl BrokerConfig {
     }
     pub fn default_replication_factor(&self) -> i16 {
         self.int("default.replication.factor") as i16
+    }
+    /// An integer key, validated at load (Kafka's default when not set).
+    pub fn int_value(&self, key: &str) -> i64 {
+        self.int(key)
     }
     pub fn auto_create_topics(&self) -> bool {
         self.bool("auto.create.topics.enable")

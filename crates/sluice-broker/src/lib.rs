@@ -17,6 +17,7 @@ pub mod errors;
 pub mod fetch_session;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod group;
 mod handlers;
 pub mod metrics;
 pub mod network;

@@ -312,7 +312,8 @@ async fn handle_frame(
         }
         Err(error) => return close(format!("malformed {api_key:?} v{version} header: {error}")),
     };
-    let outcome = apis::dispatch(broker, listener, api_key, header, body).await;
+    let client_host: Arc<str> = format!("/{}", peer.ip()).into();
+    let outcome = apis::dispatch(broker, listener, client_host, api_key, header, body).await;
     if !matches!(outcome, Outcome::Close { .. }) {
         metrics.record(api_key, version, started.elapsed());
     }

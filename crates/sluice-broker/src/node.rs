@@ -491,6 +491,10 @@ pub async fn run(
             shutdown.clone(),
             registration,
         )));
+        tasks.push(tokio::spawn(crate::group::run(
+            broker.clone(),
+            shutdown.clone(),
+        )));
     }
     if quorum.is_voter() {
         tasks.push(tokio::spawn(crate::controller::run(

@@ -7,6 +7,7 @@
 //! broker (issue 3).
 
 pub mod compression;
+pub mod consumer_protocol;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod record_batch;

@@ -5,10 +5,11 @@
 mod cluster_admin;
 mod configs;
 mod fetch;
+mod groups;
 mod log_dirs;
 mod metadata;
 mod offsets;
-mod produce;
+pub(crate) mod produce;
 mod producer_id;
 mod quorum;
 mod topics;
@@ -87,6 +88,19 @@ pub async fn handle(context: RequestContext, api_key: ApiKey, mut body: Bytes) -
             DescribeTopicPartitionsRequest,
             metadata::describe_topic_partitions
         ),
+        ApiKey::FindCoordinator => serve!(FindCoordinatorRequest, groups::find_coordinator),
+        ApiKey::JoinGroup => serve!(JoinGroupRequest, groups::join_group),
+        ApiKey::SyncGroup => serve!(SyncGroupRequest, groups::sync_group),
+        ApiKey::Heartbeat => serve!(HeartbeatRequest, groups::heartbeat),
+        ApiKey::LeaveGroup => serve!(LeaveGroupRequest, groups::leave_group),
+        ApiKey::OffsetCommit => serve!(OffsetCommitRequest, groups::offset_commit),
+        ApiKey::OffsetFetch => serve!(OffsetFetchRequest, groups::offset_fetch),
+        ApiKey::OffsetDelete => serve!(OffsetDeleteRequest, groups::offset_delete),
+        ApiKey::ListGroups => serve!(ListGroupsRequest, groups::list_groups),
+        ApiKey::DescribeGroups => serve!(DescribeGroupsRequest, groups::describe_groups),
+        ApiKey::DeleteGroups => serve!(DeleteGroupsRequest, groups::delete_groups),
+        ApiKey::ConsumerGroupHeartbeat => serve!(ConsumerGroupHeartbeatRequest, groups::consumer_group_heartbeat),
+        ApiKey::ConsumerGroupDescribe => serve!(ConsumerGroupDescribeRequest, groups::consumer_group_describe),
         other => Outcome::Close {
             reason: format!("{other:?} has no handler"),
         },
@@ -140,6 +154,19 @@ pub fn decode_request(api_key: ApiKey, version: i16, body: &mut Bytes) -> Result
         ApiKey::DescribeTopicPartitions => {
             check::<DescribeTopicPartitionsRequest>(api_key, version, body)
         }
+        ApiKey::FindCoordinator => check::<FindCoordinatorRequest>(api_key, version, body),
+        ApiKey::JoinGroup => check::<JoinGroupRequest>(api_key, version, body),
+        ApiKey::SyncGroup => check::<SyncGroupRequest>(api_key, version, body),
+        ApiKey::Heartbeat => check::<HeartbeatRequest>(api_key, version, body),
+        ApiKey::LeaveGroup => check::<LeaveGroupRequest>(api_key, version, body),
+        ApiKey::OffsetCommit => check::<OffsetCommitRequest>(api_key, version, body),
+        ApiKey::OffsetFetch => check::<OffsetFetchRequest>(api_key, version, body),
+        ApiKey::OffsetDelete => check::<OffsetDeleteRequest>(api_key, version, body),
+        ApiKey::ListGroups => check::<ListGroupsRequest>(api_key, version, body),
+        ApiKey::DescribeGroups => check::<DescribeGroupsRequest>(api_key, version, body),
+        ApiKey::DeleteGroups => check::<DeleteGroupsRequest>(api_key, version, body),
+        ApiKey::ConsumerGroupHeartbeat => check::<ConsumerGroupHeartbeatRequest>(api_key, version, body),
+        ApiKey::ConsumerGroupDescribe => check::<ConsumerGroupDescribeRequest>(api_key, version, body),
         other => Err(format!("{other:?} is not served")),
     }
 }

@@ -322,13 +322,25 @@ fn append(
     // over without a copy when it is (a request with one partition), else copy them.
     drop(batch);
     drop(found);
-    let mut bytes = records.try_into_mut().unwrap_or_else(|shared| {
+    let bytes = records.try_into_mut().unwrap_or_else(|shared| {
         tracing::debug!(
             bytes = shared.len(),
             "records shared with the frame: copied"
         );
         BytesMut::from(&shared[..])
     });
+    append_validated(broker, replica, acks, bytes)
+}
+
+/// Appends a validated batch as the partition's leader (a client's, or one the broker
+/// writes itself, such as a coordinator's): the leader and min-ISR checks under the
+/// partition's state lock, the append, the high watermark for a sole replica.
+fn append_validated(
+    broker: &Broker,
+    replica: &Replica,
+    acks: i16,
+    mut bytes: BytesMut,
+) -> Result<Appended, Refused> {
     let now = sluice_storage::now_ms();
     // The state stays locked across the append so that leadership cannot change
     // between the check and the write (Kafka's leaderIsrUpdateLock read lock).
@@ -396,6 +408,23 @@ fn append(
         log_start_offset: log_start,
         required_offset: info.last_offset + 1,
     })
+}
+
+/// Appends a batch the broker itself writes (a coordinator's records) as the
+/// partition's leader for acks=all; returns the offset the high watermark must reach
+/// (see [`await_committed`]), or Kafka's error code for the partition. Synchronous, so
+/// a caller holding its own lock appends in the order it decided.
+pub(crate) fn append_internal(broker: &Broker, replica: &Replica, records: BytesMut) -> Result<i64, i16> {
+    append_validated(broker, replica, -1, records)
+        .map(|appended| appended.required_offset)
+        .map_err(|refusal| refusal.code)
+}
+
+/// Waits until the high watermark reaches `required_offset` (acks=all): NONE, or the
+/// error code (REQUEST_TIMED_OUT after `timeout`).
+pub(crate) async fn await_committed(replica: &Replica, required_offset: i64, timeout: Duration) -> i16 {
+    let deadline = tokio::time::Instant::now() + timeout;
+    await_high_watermark(replica, required_offset, deadline).await
 }
 
 fn corrupt(error: BatchError) -> Refused {

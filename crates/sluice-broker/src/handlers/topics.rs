@@ -256,6 +256,44 @@ pub(crate) async fn auto_create(broker: &Broker, names: &[String]) -> Result<(),
     Ok(())
 }
 
+/// Creates an internal topic (`__consumer_offsets`) unless it exists, as Kafka does
+/// on the first FindCoordinator: `partitions` × `factor` replicas on the live brokers,
+/// with `configs`. Err: why not, as a message (too few brokers, usually).
+pub(crate) async fn create_internal(
+    broker: &Broker,
+    name: &str,
+    partitions: i32,
+    factor: i16,
+    configs: &[(&str, String)],
+) -> Result<(), String> {
+    let _controller = broker.controller_lock().await;
+    let image = broker.image();
+    if image.topic(name).is_some() {
+        return Ok(());
+    }
+    let request = create_topics_request::CreatableTopic::default()
+        .with_name(topic_name(name))
+        .with_num_partitions(partitions)
+        .with_replication_factor(factor)
+        .with_configs(
+            configs
+                .iter()
+                .map(|(key, value)| {
+                    create_topics_request::CreatableTopicConfig::default()
+                        .with_name(str_bytes(*key))
+                        .with_value(Some(str_bytes(value.clone())))
+                })
+                .collect(),
+        );
+    let topic = plan_topic(broker, &image, &request).map_err(|(_, message)| message)?;
+    broker
+        .write_metadata(&topic.records())
+        .await
+        .map_err(|error| error.to_string())?;
+    tracing::info!(topic = %name, partitions, factor, "created internal topic");
+    Ok(())
+}
+
 pub async fn create_topics(
     context: &RequestContext,
     request: CreateTopicsRequest,

@@ -1,0 +1,399 @@
+//! The group coordinator: consumer groups and their committed offsets.
+//!
+//! A group belongs to one partition of `__consumer_offsets` (Kafka's `partitionFor`:
+//! the group id's Java hash modulo `offsets.topic.num.partitions`), and its coordinator
+//! is that partition's leader. Everything a coordinator must remember is a record in
+//! that partition, in Kafka's formats ([`sluice_group::records`]): committed offsets
+//! (OffsetCommit key/value) and classic groups' metadata (members, generation,
+//! assignments). When this node becomes a partition's leader it replays the partition
+//! into a [`Shard`] (requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS); when it stops
+//! being the leader it drops the shard (NOT_COORDINATOR), and the new leader loads it.
+//!
+//! Durability: an OffsetCommit, a leader's SyncGroup and a DeleteGroups are answered
+//! after their records are committed in `__consumer_offsets` (appended with acks=all:
+//! in every in-sync replica's log), so an answered commit survives the coordinator's
+//! crash and a failover. KIP-848 consumer groups keep their membership in memory only
+//! (their members rejoin a new coordinator); their committed offsets are stored like
+//! any other.
+
+pub mod classic;
+mod state;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use sluice_group::records::{self, OffsetValue, OffsetsKey};
+use sluice_metadata::MetadataImage;
+use sluice_protocol::{Compression, NewRecord, RecordBatchBuilder, batches};
+
+use crate::broker::{Broker, Replica};
+use crate::errors;
+use crate::handlers::produce;
+
+pub use classic::{ClassicConfig, ClassicGroup, ClassicState};
+pub use state::{Committed, Group, GroupKind, ShardState};
+
+/// Kafka's internal topic for committed offsets and group metadata.
+pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+
+/// How often the coordinator checks its deadlines (sessions, join and sync phases).
+pub const TICK: Duration = Duration::from_millis(50);
+
+fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The groups of one `__consumer_offsets` partition this node leads.
+#[derive(Debug)]
+pub struct Shard {
+    pub partition: i32,
+    pub leader_epoch: i32,
+    loaded: AtomicBool,
+    state: Mutex<ShardState>,
+}
+
+impl Shard {
+    pub fn lock(&self) -> MutexGuard<'_, ShardState> {
+        guard(&self.state)
+    }
+}
+
+/// The coordinator's shards, one per led partition of `__consumer_offsets`.
+#[derive(Debug, Default)]
+pub struct GroupCoordinator {
+    shards: Mutex<HashMap<i32, Arc<Shard>>>,
+    last_retention_check: Mutex<i64>,
+}
+
+/// A record for `__consumer_offsets`: key and value (None = tombstone).
+pub type OffsetsRecord = (Vec<u8>, Option<Vec<u8>>);
+
+impl GroupCoordinator {
+    /// The shard holding `group_id`, or why this node cannot serve it:
+    /// NOT_COORDINATOR (another node leads its partition, or the topic does not exist
+    /// yet) or COORDINATOR_LOAD_IN_PROGRESS.
+    pub fn shard_for(&self, broker: &Broker, group_id: &str) -> Result<Arc<Shard>, i16> {
+        let image = broker.image();
+        let partitions = image
+            .topic(OFFSETS_TOPIC)
+            .map_or(0, |t| t.partitions.len() as i32);
+        if partitions == 0 {
+            return Err(errors::NOT_COORDINATOR);
+        }
+        let partition = records::partition_for(group_id, partitions);
+        let shard = guard(&self.shards)
+            .get(&partition)
+            .cloned()
+            .ok_or(errors::NOT_COORDINATOR)?;
+        if !shard.loaded.load(Ordering::Acquire) {
+            return Err(errors::COORDINATOR_LOAD_IN_PROGRESS);
+        }
+        Ok(shard)
+    }
+
+    /// Every loaded shard (ListGroups, the timer).
+    pub fn loaded_shards(&self) -> Vec<Arc<Shard>> {
+        guard(&self.shards)
+            .values()
+            .filter(|s| s.loaded.load(Ordering::Acquire))
+            .cloned()
+            .collect()
+    }
+
+    /// Follows leadership of `__consumer_offsets`: loads the partitions this node now
+    /// leads, drops those it no longer leads.
+    pub fn on_image_change(&self, broker: &Arc<Broker>, image: &MetadataImage) {
+        let led: HashMap<i32, i32> = image
+            .topic(OFFSETS_TOPIC)
+            .map(|t| {
+                t.partitions
+                    .iter()
+                    .filter(|(_, p)| p.leader == broker.node_id)
+                    .map(|(index, p)| (*index, p.leader_epoch))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut shards = guard(&self.shards);
+        let dropped: Vec<i32> = shards
+            .iter()
+            .filter(|(p, s)| led.get(p) != Some(&s.leader_epoch))
+            .map(|(p, _)| *p)
+            .collect();
+        for partition in dropped {
+            if let Some(shard) = shards.remove(&partition) {
+                tracing::info!(partition, "no longer the group coordinator of __consumer_offsets-{partition}");
+                shard.lock().unload();
+            }
+        }
+        for (partition, epoch) in led {
+            if shards.contains_key(&partition) {
+                continue;
+            }
+            let shard = Arc::new(Shard {
+                partition,
+                leader_epoch: epoch,
+                loaded: AtomicBool::new(false),
+                state: Mutex::new(ShardState::default()),
+            });
+            shards.insert(partition, shard.clone());
+            let broker = broker.clone();
+            tokio::spawn(async move { load(broker, shard).await });
+        }
+    }
+
+    /// Checks every group's deadlines, writes what changed, and expires offsets.
+    pub fn tick(&self, broker: &Arc<Broker>) {
+        let now = sluice_storage::now_ms();
+        let config = classic_config(broker);
+        let retention_interval = broker.config.int_value("offsets.retention.check.interval.ms");
+        let expire_offsets = {
+            let mut last = guard(&self.last_retention_check);
+            if *last == 0 {
+                *last = now;
+            }
+            if now - *last >= retention_interval {
+                *last = now;
+                true
+            } else {
+                false
+            }
+        };
+        let retention_ms = broker.config.int_value("offsets.retention.minutes") * 60_000;
+        for shard in self.loaded_shards() {
+            let mut state = shard.lock();
+            let mut records = Vec::new();
+            for group in state.groups.values_mut() {
+                group.tick(&config, now);
+                if let Some(record) = group.take_dirty_record() {
+                    records.push(record);
+                }
+                if expire_offsets {
+                    records.extend(group.expire_offsets(retention_ms, now));
+                }
+            }
+            state.groups.retain(|_, g| !g.is_dead());
+            if !records.is_empty() {
+                spawn_write(broker, &shard, records);
+            }
+        }
+    }
+
+    /// Appends records to the shard's partition as its leader (in the order of the
+    /// calls: callers hold the shard's lock). Returns the replica and the offset the
+    /// high watermark must reach for the records to be committed.
+    pub fn append(
+        &self,
+        broker: &Broker,
+        shard: &Shard,
+        records: &[OffsetsRecord],
+    ) -> Result<(Arc<Replica>, i64), i16> {
+        let replica = broker
+            .replica(OFFSETS_TOPIC, shard.partition)
+            .ok_or(errors::NOT_COORDINATOR)?;
+        if replica.leader_epoch() != shard.leader_epoch {
+            return Err(errors::NOT_COORDINATOR);
+        }
+        let now = sluice_storage::now_ms();
+        let mut builder = RecordBatchBuilder::new(Compression::None);
+        for (key, value) in records {
+            builder
+                .append(&NewRecord {
+                    timestamp: now,
+                    key: Some(Bytes::copy_from_slice(key)),
+                    value: value.as_ref().map(|v| Bytes::copy_from_slice(v)),
+                    headers: Vec::new(),
+                })
+                .map_err(|_| errors::INVALID_COMMIT_OFFSET_SIZE)?;
+        }
+        let bytes = BytesMut::from(&builder.build()[..]);
+        let required = produce::append_internal(broker, &replica, bytes).map_err(write_error)?;
+        Ok((replica, required))
+    }
+}
+
+/// The coordinator's timer: every [`TICK`], deadlines and offsets retention.
+pub async fn run(broker: Arc<Broker>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            _ = shutdown.changed() => {
+                if *shutdown.borrow() {
+                    return;
+                }
+            }
+            _ = tokio::time::sleep(TICK) => {}
+        }
+        broker.groups.tick(&broker);
+    }
+}
+
+/// Waits for an append of [`GroupCoordinator::append`] to commit; Kafka's error code
+/// for the coordinator's client when it does not.
+pub async fn await_commit(broker: &Broker, replica: &Replica, required: i64) -> i16 {
+    let timeout = broker.config.int_value("offsets.commit.timeout.ms").max(1) as u64;
+    match produce::await_committed(replica, required, Duration::from_millis(timeout)).await {
+        errors::NONE => errors::NONE,
+        code => write_error(code),
+    }
+}
+
+/// Kafka's mapping of a failed `__consumer_offsets` write to the coordinator's answer.
+fn write_error(code: i16) -> i16 {
+    match code {
+        errors::UNKNOWN_TOPIC_OR_PARTITION
+        | errors::NOT_ENOUGH_REPLICAS
+        | errors::NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        | errors::REQUEST_TIMED_OUT => errors::COORDINATOR_NOT_AVAILABLE,
+        errors::NOT_LEADER_OR_FOLLOWER | errors::KAFKA_STORAGE_ERROR => errors::NOT_COORDINATOR,
+        errors::MESSAGE_TOO_LARGE | errors::RECORD_LIST_TOO_LARGE | errors::INVALID_FETCH_SIZE => {
+            errors::INVALID_COMMIT_OFFSET_SIZE
+        }
+        other => other,
+    }
+}
+
+/// Writes records no request waits for (group metadata after a timer's change,
+/// expired offsets): appended now, their commit awaited in the background.
+pub fn spawn_write(broker: &Arc<Broker>, shard: &Shard, records: Vec<OffsetsRecord>) {
+    match broker.groups.append(broker, shard, &records) {
+        Ok((replica, required)) => {
+            let broker = broker.clone();
+            tokio::spawn(async move {
+                let code = await_commit(&broker, &replica, required).await;
+                if code != errors::NONE {
+                    tracing::warn!(code, "group metadata write did not commit");
+                }
+            });
+        }
+        Err(code) => tracing::warn!(code, "group metadata write refused"),
+    }
+}
+
+/// The classic-group settings from the broker's config.
+pub fn classic_config(broker: &Broker) -> ClassicConfig {
+    let config = &broker.config;
+    ClassicConfig {
+        min_session_timeout_ms: config.int_value("group.min.session.timeout.ms") as i32,
+        max_session_timeout_ms: config.int_value("group.max.session.timeout.ms") as i32,
+        max_size: config.int_value("group.max.size") as usize,
+        initial_rebalance_delay_ms: config.int_value("group.initial.rebalance.delay.ms") as i32,
+    }
+}
+
+/// Replays a partition of `__consumer_offsets` into its shard, once this node's replica
+/// is its leader.
+async fn load(broker: Arc<Broker>, shard: Arc<Shard>) {
+    let started = std::time::Instant::now();
+    // The replica becomes leader as the same image is applied; wait for it briefly.
+    let replica = loop {
+        let current = guard(&broker.groups.shards)
+            .get(&shard.partition)
+            .is_some_and(|s| Arc::ptr_eq(s, &shard));
+        if !current {
+            return;
+        }
+        if let Some(replica) = broker.replica(OFFSETS_TOPIC, shard.partition)
+            && replica.state().is_leader()
+            && replica.leader_epoch() == shard.leader_epoch
+        {
+            break replica;
+        }
+        if started.elapsed() > Duration::from_secs(30) {
+            tracing::warn!(partition = shard.partition, "gave up loading groups: the replica did not become leader");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let loaded = tokio::task::spawn_blocking(move || read_partition(&replica)).await;
+    let state = match loaded {
+        Ok(Ok(state)) => state,
+        Ok(Err(error)) => {
+            tracing::error!(partition = shard.partition, %error, "could not load groups");
+            return;
+        }
+        Err(error) => {
+            tracing::error!(partition = shard.partition, %error, "group load task failed");
+            return;
+        }
+    };
+    let groups = state.groups.len();
+    *shard.lock() = state;
+    shard.loaded.store(true, Ordering::Release);
+    tracing::info!(
+        partition = shard.partition,
+        groups,
+        ms = started.elapsed().as_millis() as u64,
+        "loaded groups of __consumer_offsets-{}",
+        shard.partition
+    );
+}
+
+/// Reads a partition from its start to its end and replays its records.
+fn read_partition(replica: &Replica) -> Result<ShardState, String> {
+    let now = sluice_storage::now_ms();
+    let mut state = ShardState::default();
+    let log = sluice_storage::lock(&replica.log);
+    let end = log.log_end_offset();
+    let mut offset = log.log_start_offset();
+    while offset < end {
+        let data = log
+            .read(offset, 1 << 20, None, true)
+            .map_err(|e| e.to_string())?;
+        if data.records.is_empty() {
+            break;
+        }
+        let mut next = offset;
+        for batch in batches(data.records) {
+            let batch = batch.map_err(|e| e.to_string())?;
+            next = batch.next_offset();
+            if batch.is_control() || batch.next_offset() <= offset {
+                continue;
+            }
+            let Ok(records) = batch.records() else {
+                tracing::warn!(offset = batch.base_offset(), "skipping an unreadable batch of __consumer_offsets");
+                continue;
+            };
+            for record in records {
+                let Ok(record) = record else {
+                    break;
+                };
+                let log_offset = batch.base_offset() + i64::from(record.offset_delta);
+                if let Some(key) = record.key {
+                    state.replay(&key, record.value.as_deref(), log_offset, now);
+                }
+            }
+        }
+        if next <= offset {
+            break;
+        }
+        offset = next;
+    }
+    Ok(state)
+}
+
+/// The record of a committed offset.
+pub fn offset_record(group: &str, topic: &str, partition: i32, value: Option<&OffsetValue>) -> OffsetsRecord {
+    (
+        records::encode_key(&OffsetsKey::Offset {
+            group: group.to_string(),
+            topic: topic.to_string(),
+            partition,
+        }),
+        value.map(records::encode_offset_value),
+    )
+}
+
+/// The record of a classic group's metadata (None = the group is deleted).
+pub fn group_record(group: &str, value: Option<&records::GroupMetadataValue>) -> OffsetsRecord {
+    (
+        records::encode_key(&OffsetsKey::GroupMetadata {
+            group: group.to_string(),
+        }),
+        value.map(records::encode_group_value),
+    )
+}
+
+/// Committed offsets of one group, by topic and partition.
+pub type OffsetMap = BTreeMap<(String, i32), Committed>;

@@ -1,0 +1,283 @@
+//! What a shard holds: its groups (classic or KIP-848 consumer groups) and their
+//! committed offsets, rebuilt from `__consumer_offsets` by [`ShardState::replay`].
+
+use std::collections::HashMap;
+
+use sluice_group::consumer::ConsumerGroup;
+use sluice_group::records::{self, OffsetValue, OffsetsKey};
+
+use super::classic::{ClassicConfig, ClassicGroup, ClassicState};
+use super::{OffsetMap, OffsetsRecord, group_record, offset_record};
+use crate::errors;
+
+/// A committed offset and where its record is in the log (later records win).
+#[derive(Debug, Clone)]
+pub struct Committed {
+    pub value: OffsetValue,
+    pub log_offset: i64,
+}
+
+/// The protocol a group's members use.
+#[derive(Debug)]
+pub enum GroupKind {
+    Classic(ClassicGroup),
+    /// KIP-848 (`group.protocol=consumer`).
+    Consumer(Box<ConsumerGroup>),
+}
+
+/// One group: its membership and its committed offsets.
+#[derive(Debug)]
+pub struct Group {
+    pub group_id: String,
+    pub kind: GroupKind,
+    pub offsets: OffsetMap,
+    /// Deleted (DeleteGroups, or every offset expired from an empty group).
+    pub dead: bool,
+}
+
+impl Group {
+    /// A new, empty classic group (what a simple consumer's commit creates).
+    pub fn new(group_id: &str, now: i64) -> Group {
+        Group {
+            group_id: group_id.to_string(),
+            kind: GroupKind::Classic(ClassicGroup::new(group_id.to_string(), now)),
+            offsets: OffsetMap::new(),
+            dead: false,
+        }
+    }
+
+    pub fn is_dead(&self) -> bool {
+        self.dead
+    }
+
+    /// Whether the group has no members.
+    pub fn is_empty(&self) -> bool {
+        match &self.kind {
+            GroupKind::Classic(group) => group.is_empty(),
+            GroupKind::Consumer(group) => group.is_empty(),
+        }
+    }
+
+    /// The state as ListGroups and DescribeGroups name it.
+    pub fn state_name(&self) -> &'static str {
+        if self.dead {
+            return "Dead";
+        }
+        match &self.kind {
+            GroupKind::Classic(group) => group.state.as_str(),
+            GroupKind::Consumer(group) => group.state().as_str(),
+        }
+    }
+
+    /// ListGroups' protocol type: the classic group's, or "consumer".
+    pub fn protocol_type(&self) -> String {
+        match &self.kind {
+            GroupKind::Classic(group) => group.protocol_type.clone().unwrap_or_default(),
+            GroupKind::Consumer(_) => "consumer".into(),
+        }
+    }
+
+    /// ListGroups v5's group type.
+    pub fn type_name(&self) -> &'static str {
+        match &self.kind {
+            GroupKind::Classic(_) => "classic",
+            GroupKind::Consumer(_) => "consumer",
+        }
+    }
+
+    pub fn classic_mut(&mut self) -> Option<&mut ClassicGroup> {
+        match &mut self.kind {
+            GroupKind::Classic(group) => Some(group),
+            GroupKind::Consumer(_) => None,
+        }
+    }
+
+    /// Kafka's offset-commit checks for this group's kind.
+    pub fn validate_offset_commit(
+        &self,
+        member_id: &str,
+        instance: Option<&str>,
+        generation_or_epoch: i32,
+    ) -> Result<(), i16> {
+        match &self.kind {
+            GroupKind::Classic(group) => {
+                group.validate_offset_commit(member_id, instance, generation_or_epoch)
+            }
+            GroupKind::Consumer(group) => {
+                if generation_or_epoch < 0 && member_id.is_empty() && group.is_empty() {
+                    return Ok(());
+                }
+                group.validate_offset_commit(member_id, instance, generation_or_epoch)
+            }
+        }
+    }
+
+    pub fn tick(&mut self, config: &ClassicConfig, now: i64) {
+        match &mut self.kind {
+            GroupKind::Classic(group) => {
+                group.tick(config, now);
+            }
+            GroupKind::Consumer(group) => {
+                let fenced = group.expire(now);
+                for member in fenced {
+                    tracing::info!(group = %self.group_id, %member, "session expired; member fenced");
+                }
+            }
+        }
+    }
+
+    /// The group metadata record when a classic group changed since it was stored.
+    pub fn take_dirty_record(&mut self) -> Option<OffsetsRecord> {
+        let GroupKind::Classic(group) = &mut self.kind else {
+            return None;
+        };
+        if !group.dirty {
+            return None;
+        }
+        group.dirty = false;
+        Some(group_record(&self.group_id, Some(&group.stored_value())))
+    }
+
+    /// Offsets retention (`offsets.retention.minutes`): an empty group's offsets expire
+    /// once the group has been empty and the commit is older than the retention
+    /// (or at an explicit expire timestamp, OffsetCommit v1); tombstones for them, and
+    /// the group itself when nothing is left of it.
+    pub fn expire_offsets(&mut self, retention_ms: i64, now: i64) -> Vec<OffsetsRecord> {
+        let empty_since = match &self.kind {
+            GroupKind::Classic(group) if group.state == ClassicState::Empty => {
+                Some(group.state_timestamp)
+            }
+            GroupKind::Consumer(group) if group.is_empty() => Some(i64::MIN),
+            _ => None,
+        };
+        let expired: Vec<(String, i32)> = self
+            .offsets
+            .iter()
+            .filter(|(_, c)| match c.value.expire_timestamp {
+                Some(at) => at <= now,
+                None => empty_since.is_some_and(|since| {
+                    since.max(c.value.commit_timestamp) + retention_ms <= now
+                }),
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        let mut records: Vec<OffsetsRecord> = expired
+            .iter()
+            .map(|(topic, partition)| offset_record(&self.group_id, topic, *partition, None))
+            .collect();
+        for key in &expired {
+            self.offsets.remove(key);
+        }
+        if !expired.is_empty() {
+            tracing::info!(group = %self.group_id, count = expired.len(), "expired committed offsets");
+        }
+        if self.offsets.is_empty() && empty_since.is_some() && !expired.is_empty() {
+            self.dead = true;
+            records.push(group_record(&self.group_id, None));
+        }
+        records
+    }
+}
+
+/// A shard's groups.
+#[derive(Debug, Default)]
+pub struct ShardState {
+    pub groups: HashMap<String, Group>,
+}
+
+impl ShardState {
+    /// Applies one record of `__consumer_offsets` (loading).
+    pub fn replay(&mut self, key: &[u8], value: Option<&[u8]>, log_offset: i64, now: i64) {
+        let key = match records::decode_key(key) {
+            Ok(key) => key,
+            Err(error) => {
+                tracing::warn!(log_offset, %error, "skipping an unreadable key in __consumer_offsets");
+                return;
+            }
+        };
+        match key {
+            OffsetsKey::Offset {
+                group,
+                topic,
+                partition,
+            } => match value {
+                None => {
+                    if let Some(g) = self.groups.get_mut(&group) {
+                        g.offsets.remove(&(topic, partition));
+                    }
+                }
+                Some(bytes) => match records::decode_offset_value(bytes) {
+                    Ok(value) => {
+                        self.groups
+                            .entry(group.clone())
+                            .or_insert_with(|| Group::new(&group, now))
+                            .offsets
+                            .insert((topic, partition), Committed { value, log_offset });
+                    }
+                    Err(error) => {
+                        tracing::warn!(log_offset, %error, "skipping an unreadable offset in __consumer_offsets")
+                    }
+                },
+            },
+            OffsetsKey::GroupMetadata { group } => match value {
+                None => {
+                    self.groups.remove(&group);
+                }
+                Some(bytes) => match records::decode_group_value(bytes) {
+                    Ok(value) => {
+                        let entry = self
+                            .groups
+                            .entry(group.clone())
+                            .or_insert_with(|| Group::new(&group, now));
+                        entry.kind = GroupKind::Classic(ClassicGroup::from_stored(group, &value, now));
+                    }
+                    Err(error) => {
+                        tracing::warn!(log_offset, %error, "skipping unreadable group metadata in __consumer_offsets")
+                    }
+                },
+            },
+            OffsetsKey::Other { .. } => {}
+        }
+    }
+
+    /// This node stopped coordinating the shard: waiting requests get NOT_COORDINATOR.
+    pub fn unload(&mut self) {
+        for group in self.groups.values_mut() {
+            if let GroupKind::Classic(classic) = &mut group.kind {
+                classic.fail_all(errors::NOT_COORDINATOR);
+            }
+        }
+        self.groups.clear();
+    }
+
+    /// Applies committed offsets after their write committed (a later record wins).
+    pub fn apply_offsets(
+        &mut self,
+        group_id: &str,
+        offsets: Vec<((String, i32), Option<OffsetValue>)>,
+        log_offset: i64,
+        now: i64,
+    ) {
+        let group = self
+            .groups
+            .entry(group_id.to_string())
+            .or_insert_with(|| Group::new(group_id, now));
+        for (key, value) in offsets {
+            let newer = group
+                .offsets
+                .get(&key)
+                .is_none_or(|c| c.log_offset <= log_offset);
+            if !newer {
+                continue;
+            }
+            match value {
+                Some(value) => {
+                    group.offsets.insert(key, Committed { value, log_offset });
+                }
+                None => {
+                    group.offsets.remove(&key);
+                }
+            }
+        }
+    }
+}

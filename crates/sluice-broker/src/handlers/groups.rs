@@ -1,0 +1,1094 @@
+//! The group APIs: FindCoordinator, the classic group protocol (JoinGroup, SyncGroup,
+//! Heartbeat, LeaveGroup), committed offsets (OffsetCommit, OffsetFetch, OffsetDelete)
+//! and group administration (ListGroups, DescribeGroups, DeleteGroups). The state lives
+//! in [`crate::group`]; these decode, route to the group's shard and answer at the
+//! request's version, as Kafka 4.1 does.
+
+use std::collections::BTreeMap;
+
+use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
+use kafka_protocol::messages::find_coordinator_response::Coordinator;
+use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
+use kafka_protocol::messages::leave_group_response::MemberResponse;
+use kafka_protocol::messages::list_groups_response::ListedGroup;
+use kafka_protocol::messages::offset_commit_response::{
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::offset_delete_response::{
+    OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
+};
+use kafka_protocol::messages::offset_fetch_response::{
+    OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopic, OffsetFetchResponseTopics,
+};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+use sluice_group::consumer::{ConsumerGroup, ConsumerGroupConfig, Topics as ConsumerTopics};
+use sluice_group::records::OffsetValue;
+
+use super::{str_bytes, topic_name, topics};
+use crate::apis::RequestContext;
+use crate::broker::Broker;
+use crate::errors;
+use crate::group::classic::{JoinRequest, JoinResult, Reply, SyncOutcome, SyncResult};
+use crate::group::{
+    self, GroupKind, OFFSETS_TOPIC, OffsetsRecord, Shard, await_commit, classic_config,
+    offset_record,
+};
+
+fn group_id(id: &GroupId) -> String {
+    id.0.to_string()
+}
+
+fn opt_string(text: &Option<StrBytes>) -> Option<String> {
+    text.as_ref().map(|t| t.to_string())
+}
+
+/// The coordinator's shard for a group, or the error code to answer.
+fn shard(context: &RequestContext, group: &str) -> Result<std::sync::Arc<Shard>, i16> {
+    context.broker.groups.shard_for(&context.broker, group)
+}
+
+// -- FindCoordinator ---------------------------------------------------------------------
+
+/// Makes sure `__consumer_offsets` exists (Kafka creates it on the first FindCoordinator).
+async fn ensure_offsets_topic(broker: &Broker) -> Result<(), String> {
+    if broker.image().topic(OFFSETS_TOPIC).is_some() {
+        return Ok(());
+    }
+    let config = &broker.config;
+    let partitions = config.int_value("offsets.topic.num.partitions") as i32;
+    let factor = config.int_value("offsets.topic.replication.factor") as i16;
+    let configs = [
+        ("cleanup.policy", "compact".to_string()),
+        ("compression.type", "producer".to_string()),
+        (
+            "segment.bytes",
+            config.int_value("offsets.topic.segment.bytes").to_string(),
+        ),
+    ];
+    topics::create_internal(broker, OFFSETS_TOPIC, partitions, factor, &configs).await
+}
+
+/// The coordinator of one key: (node id, host, port, error code, message).
+async fn find_one(
+    context: &RequestContext,
+    key: &str,
+    key_type: i8,
+) -> (i32, String, i32, i16, Option<String>) {
+    let not_available = |message: String| (-1, String::new(), -1, errors::COORDINATOR_NOT_AVAILABLE, Some(message));
+    if key_type != 0 {
+        // Transaction coordinators come with transactions.
+        return (
+            -1,
+            String::new(),
+            -1,
+            errors::COORDINATOR_NOT_AVAILABLE,
+            Some("The coordinator is not available.".into()),
+        );
+    }
+    let broker = &context.broker;
+    if let Err(message) = ensure_offsets_topic(broker).await {
+        tracing::info!(%message, "could not create __consumer_offsets");
+        return not_available("The coordinator is not available.".into());
+    }
+    let image = broker.image();
+    let Some(topic) = image.topic(OFFSETS_TOPIC) else {
+        return not_available("The coordinator is not available.".into());
+    };
+    let partition = sluice_group::records::partition_for(key, topic.partitions.len() as i32);
+    let leader = topic.partitions.get(&partition).map_or(-1, |p| p.leader);
+    match Broker::endpoint_of(&image, leader, &context.listener) {
+        Some(endpoint) => (
+            leader,
+            endpoint.host,
+            i32::from(endpoint.port),
+            errors::NONE,
+            None,
+        ),
+        None => not_available("The coordinator is not available.".into()),
+    }
+}
+
+pub async fn find_coordinator(
+    context: &RequestContext,
+    request: FindCoordinatorRequest,
+) -> FindCoordinatorResponse {
+    let version = context.version;
+    if version >= 4 {
+        let mut coordinators = Vec::with_capacity(request.coordinator_keys.len());
+        for key in &request.coordinator_keys {
+            let (node, host, port, code, message) =
+                find_one(context, key, request.key_type).await;
+            coordinators.push(
+                Coordinator::default()
+                    .with_key(key.clone())
+                    .with_node_id(node.into())
+                    .with_host(str_bytes(host))
+                    .with_port(port)
+                    .with_error_code(code)
+                    .with_error_message(message.map(str_bytes)),
+            );
+        }
+        return FindCoordinatorResponse::default().with_coordinators(coordinators);
+    }
+    let (node, host, port, code, message) =
+        find_one(context, &request.key, request.key_type).await;
+    let mut response = FindCoordinatorResponse::default()
+        .with_node_id(node.into())
+        .with_host(str_bytes(host))
+        .with_port(port)
+        .with_error_code(code);
+    if version >= 1 {
+        response.error_message = message.map(str_bytes);
+    }
+    response
+}
+
+// -- The classic protocol ----------------------------------------------------------------
+
+fn join_response(result: JoinResult) -> JoinGroupResponse {
+    JoinGroupResponse::default()
+        .with_error_code(result.error)
+        .with_generation_id(result.generation)
+        .with_protocol_type(result.protocol_type.map(str_bytes))
+        .with_protocol_name(result.protocol_name.map(str_bytes))
+        .with_leader(str_bytes(result.leader))
+        .with_skip_assignment(result.skip_assignment)
+        .with_member_id(str_bytes(result.member_id))
+        .with_members(
+            result
+                .members
+                .into_iter()
+                .map(|(id, instance, metadata)| {
+                    JoinGroupResponseMember::default()
+                        .with_member_id(str_bytes(id))
+                        .with_group_instance_id(instance.map(str_bytes))
+                        .with_metadata(metadata)
+                })
+                .collect(),
+        )
+}
+
+fn join_error(code: i16, member_id: &str) -> JoinGroupResponse {
+    JoinGroupResponse::default()
+        .with_error_code(code)
+        .with_generation_id(-1)
+        .with_member_id(str_bytes(member_id))
+}
+
+/// Writes the classic groups' metadata that changed (after a join completed empty, a
+/// member left, ...). Callers hold the shard's lock, so records keep their order.
+fn flush(broker: &std::sync::Arc<Broker>, shard: &Shard, groups: &mut crate::group::ShardState) {
+    let records: Vec<OffsetsRecord> = groups
+        .groups
+        .values_mut()
+        .filter_map(|g| g.take_dirty_record())
+        .collect();
+    if !records.is_empty() {
+        group::spawn_write(broker, shard, records);
+    }
+}
+
+pub async fn join_group(context: &RequestContext, request: JoinGroupRequest) -> JoinGroupResponse {
+    let version = context.version;
+    let broker = &context.broker;
+    let group_id = group_id(&request.group_id);
+    let member_id = request.member_id.to_string();
+    if group_id.is_empty() {
+        return join_error(errors::INVALID_GROUP_ID, &member_id);
+    }
+    if request.group_instance_id.as_ref().is_some_and(|i| i.is_empty()) {
+        return join_error(errors::INVALID_REQUEST, &member_id);
+    }
+    let shard = match shard(context, &group_id) {
+        Ok(shard) => shard,
+        Err(code) => return join_error(code, &member_id),
+    };
+    let join = JoinRequest {
+        version,
+        member_id: member_id.clone(),
+        group_instance_id: opt_string(&request.group_instance_id),
+        client_id: context.client_id.clone().unwrap_or_default(),
+        client_host: context.client_host.to_string(),
+        session_timeout_ms: request.session_timeout_ms,
+        rebalance_timeout_ms: if version >= 1 {
+            request.rebalance_timeout_ms
+        } else {
+            request.session_timeout_ms
+        },
+        protocol_type: request.protocol_type.to_string(),
+        protocols: request
+            .protocols
+            .iter()
+            .map(|p| (p.name.to_string(), p.metadata.clone()))
+            .collect(),
+    };
+    let config = classic_config(broker);
+    let now = sluice_storage::now_ms();
+    let reply = {
+        let mut state = shard.lock();
+        if !state.groups.contains_key(&group_id) && !member_id.is_empty() {
+            return join_error(errors::UNKNOWN_MEMBER_ID, &member_id);
+        }
+        let group = state
+            .groups
+            .entry(group_id.clone())
+            .or_insert_with(|| group::Group::new(&group_id, now));
+        if let GroupKind::Consumer(consumer) = &group.kind {
+            if !consumer.is_empty() {
+                return join_error(errors::INCONSISTENT_GROUP_PROTOCOL, &member_id);
+            }
+            // An empty consumer group may be taken over by the classic protocol.
+            group.kind = GroupKind::Classic(group::ClassicGroup::new(group_id.clone(), now));
+        }
+        let Some(classic) = group.classic_mut() else {
+            return join_error(errors::INCONSISTENT_GROUP_PROTOCOL, &member_id);
+        };
+        let reply = classic.join(join, &config, now);
+        flush(broker, &shard, &mut state);
+        reply
+    };
+    let result = match reply {
+        Reply::Now(result) => result,
+        Reply::Later(receiver) => match receiver.await {
+            Ok(result) => result,
+            Err(_) => return join_error(errors::NOT_COORDINATOR, &member_id),
+        },
+    };
+    let mut response = join_response(result);
+    if version < 7 {
+        response.protocol_type = None;
+    }
+    if version < 9 {
+        response.skip_assignment = false;
+    }
+    response
+}
+
+fn sync_response(result: SyncResult, version: i16) -> SyncGroupResponse {
+    let mut response = SyncGroupResponse::default()
+        .with_error_code(result.error)
+        .with_assignment(result.assignment);
+    if version >= 5 {
+        response.protocol_type = result.protocol_type.map(str_bytes);
+        response.protocol_name = result.protocol_name.map(str_bytes);
+    }
+    response
+}
+
+pub async fn sync_group(context: &RequestContext, request: SyncGroupRequest) -> SyncGroupResponse {
+    let version = context.version;
+    let broker = &context.broker;
+    let group_id = group_id(&request.group_id);
+    let error = |code| sync_response(SyncResult { error: code, ..Default::default() }, version);
+    if group_id.is_empty() {
+        return error(errors::INVALID_GROUP_ID);
+    }
+    let shard = match shard(context, &group_id) {
+        Ok(shard) => shard,
+        Err(code) => return error(code),
+    };
+    let member_id = request.member_id.to_string();
+    let instance = opt_string(&request.group_instance_id);
+    let now = sluice_storage::now_ms();
+    let (outcome, write) = {
+        let mut state = shard.lock();
+        let Some(classic) = state.groups.get_mut(&group_id).and_then(|g| g.classic_mut()) else {
+            return error(errors::UNKNOWN_MEMBER_ID);
+        };
+        let outcome = classic.sync(
+            &member_id,
+            instance.as_deref(),
+            request.generation_id,
+            request.protocol_type.as_deref(),
+            request.protocol_name.as_deref(),
+            request
+                .assignments
+                .iter()
+                .map(|a| (a.member_id.to_string(), a.assignment.clone()))
+                .collect(),
+            now,
+        );
+        let write = match &outcome {
+            SyncOutcome::Store(store) => Some(broker.groups.append(
+                broker,
+                &shard,
+                &[group::group_record(&group_id, Some(&store.value))],
+            )),
+            SyncOutcome::Reply(_) => None,
+        };
+        (outcome, write)
+    };
+    let receiver = match outcome {
+        SyncOutcome::Reply(Reply::Now(result)) => return sync_response(result, version),
+        SyncOutcome::Reply(Reply::Later(receiver)) => receiver,
+        SyncOutcome::Store(store) => {
+            let code = match write {
+                Some(Ok((replica, required))) => await_commit(broker, &replica, required).await,
+                Some(Err(code)) => code,
+                None => errors::UNKNOWN_SERVER_ERROR,
+            };
+            let config = classic_config(broker);
+            let mut state = shard.lock();
+            if let Some(classic) = state.groups.get_mut(&group_id).and_then(|g| g.classic_mut()) {
+                classic.finish_sync(&store.value, store.generation, code, &config, sluice_storage::now_ms());
+            }
+            store.reply
+        }
+    };
+    match receiver.await {
+        Ok(result) => sync_response(result, version),
+        Err(_) => error(errors::NOT_COORDINATOR),
+    }
+}
+
+pub async fn heartbeat(context: &RequestContext, request: HeartbeatRequest) -> HeartbeatResponse {
+    let group_id = group_id(&request.group_id);
+    let respond = |code| HeartbeatResponse::default().with_error_code(code);
+    if group_id.is_empty() {
+        return respond(errors::INVALID_GROUP_ID);
+    }
+    let shard = match shard(context, &group_id) {
+        Ok(shard) => shard,
+        Err(code) => return respond(code),
+    };
+    let mut state = shard.lock();
+    let Some(group) = state.groups.get_mut(&group_id) else {
+        return respond(errors::UNKNOWN_MEMBER_ID);
+    };
+    let Some(classic) = group.classic_mut() else {
+        return respond(errors::UNKNOWN_MEMBER_ID);
+    };
+    let code = classic.heartbeat(
+        &request.member_id,
+        request.group_instance_id.as_deref(),
+        request.generation_id,
+        sluice_storage::now_ms(),
+    );
+    respond(code)
+}
+
+pub async fn leave_group(context: &RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse {
+    let version = context.version;
+    let broker = &context.broker;
+    let group_id = group_id(&request.group_id);
+    let members: Vec<(String, Option<String>)> = if version >= 3 {
+        request
+            .members
+            .iter()
+            .map(|m| (m.member_id.to_string(), opt_string(&m.group_instance_id)))
+            .collect()
+    } else {
+        vec![(request.member_id.to_string(), None)]
+    };
+    let respond = |code: i16, per_member: Vec<MemberResponse>| {
+        LeaveGroupResponse::default()
+            .with_error_code(code)
+            .with_members(if version >= 3 { per_member } else { Vec::new() })
+    };
+    if group_id.is_empty() {
+        return respond(errors::INVALID_GROUP_ID, Vec::new());
+    }
+    let shard = match shard(context, &group_id) {
+        Ok(shard) => shard,
+        Err(code) => return respond(code, Vec::new()),
+    };
+    let config = classic_config(broker);
+    let now = sluice_storage::now_ms();
+    let mut state = shard.lock();
+    let Some(classic) = state.groups.get_mut(&group_id).and_then(|g| g.classic_mut()) else {
+        return respond(errors::UNKNOWN_MEMBER_ID, Vec::new());
+    };
+    let mut codes = Vec::with_capacity(members.len());
+    for (member_id, instance) in &members {
+        let code = classic.leave(member_id, instance.as_deref(), &config, now);
+        codes.push(
+            MemberResponse::default()
+                .with_member_id(str_bytes(member_id.clone()))
+                .with_group_instance_id(instance.clone().map(str_bytes))
+                .with_error_code(code),
+        );
+    }
+    flush(broker, &shard, &mut state);
+    drop(state);
+    if version >= 3 {
+        respond(errors::NONE, codes)
+    } else {
+        let code = codes.first().map_or(errors::NONE, |c| c.error_code);
+        respond(code, Vec::new())
+    }
+}
+
+// -- Committed offsets -------------------------------------------------------------------
+
+pub async fn offset_commit(context: &RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse {
+    let version = context.version;
+    let broker = &context.broker;
+    let group_id = group_id(&request.group_id);
+    let all_failed = |code: i16| {
+        OffsetCommitResponse::default().with_topics(
+            request
+                .topics
+                .iter()
+                .map(|t| {
+                    OffsetCommitResponseTopic::default()
+                        .with_name(t.name.clone())
+                        .with_partitions(
+                            t.partitions
+                                .iter()
+                                .map(|p| {
+                                    OffsetCommitResponsePartition::default()
+                                        .with_partition_index(p.partition_index)
+                                        .with_error_code(code)
+                                })
+                                .collect(),
+                        )
+                })
+                .collect(),
+        )
+    };
+    if group_id.is_empty() {
+        return all_failed(errors::INVALID_GROUP_ID);
+    }
+    let shard = match shard(context, &group_id) {
+        Ok(shard) => shard,
+        Err(code) => return all_failed(code),
+    };
+    let image = broker.image();
+    let max_metadata = broker.config.int_value("offset.metadata.max.bytes") as usize;
+    let now = sluice_storage::now_ms();
+    let expire = (version <= 4 && request.retention_time_ms >= 0)
+        .then(|| now + request.retention_time_ms);
+    // Per partition: its error, or the value to store.
+    let mut results: Vec<(String, Vec<(i32, i16)>)> = Vec::new();
+    let mut values: Vec<((String, i32), Option<OffsetValue>)> = Vec::new();
+    for topic in &request.topics {
+        let name = topic.name.0.to_string();
+        let known = image.topic(&name);
+        let mut partitions = Vec::with_capacity(topic.partitions.len());
+        for p in &topic.partitions {
+            let metadata = p.committed_metadata.as_ref().map(|m| m.to_string()).unwrap_or_default();
+            let code = if known.is_none_or(|t| !t.partitions.contains_key(&p.partition_index)) {
+                errors::UNKNOWN_TOPIC_OR_PARTITION
+            } else if metadata.len() > max_metadata {
+                errors::OFFSET_METADATA_TOO_LARGE
+            } else {
+                values.push((
+                    (name.clone(), p.partition_index),
+                    Some(OffsetValue {
+                        offset: p.committed_offset,
+                        leader_epoch: if version >= 6 { p.committed_leader_epoch } else { -1 },
+                        metadata,
+                        commit_timestamp: now,
+                        expire_timestamp: expire,
+                    }),
+                ));
+                errors::NONE
+            };
+            partitions.push((p.partition_index, code));
+        }
+        results.push((name, partitions));
+    }
+    let member_id = request.member_id.to_string();
+    let instance = opt_string(&request.group_instance_id);
+    let generation = request.generation_id_or_member_epoch;
+    let written = {
+        let mut state = shard.lock();
+        let check = match state.groups.get(&group_id) {
+            Some(group) => group.validate_offset_commit(&member_id, instance.as_deref(), generation),
+            None if generation < 0 => Ok(()),
+            None if version >= 9 => Err(errors::GROUP_ID_NOT_FOUND),
+            None => Err(errors::ILLEGAL_GENERATION),
+        };
+        if let Err(code) = check {
+            return all_failed(code);
+        }
+        if values.is_empty() {
+            None
+        } else {
+            if !state.groups.contains_key(&group_id) {
+                state
+                    .groups
+                    .insert(group_id.clone(), group::Group::new(&group_id, now));
+            }
+            let records: Vec<OffsetsRecord> = values
+                .iter()
+                .map(|((topic, partition), value)| offset_record(&group_id, topic, *partition, value.as_ref()))
+                .collect();
+            Some(broker.groups.append(broker, &shard, &records))
+        }
+    };
+    let write_code = match written {
+        None => errors::NONE,
+        Some(Err(code)) => code,
+        Some(Ok((replica, required))) => {
+            let code = await_commit(broker, &replica, required).await;
+            if code == errors::NONE {
+                shard.lock().apply_offsets(&group_id, values, required, now);
+            }
+            code
+        }
+    };
+    OffsetCommitResponse::default().with_topics(
+        results
+            .into_iter()
+            .map(|(name, partitions)| {
+                OffsetCommitResponseTopic::default()
+                    .with_name(topic_name(name))
+                    .with_partitions(
+                        partitions
+                            .into_iter()
+                            .map(|(index, code)| {
+                                OffsetCommitResponsePartition::default()
+                                    .with_partition_index(index)
+                                    .with_error_code(if code == errors::NONE { write_code } else { code })
+                            })
+                            .collect(),
+                    )
+            })
+            .collect(),
+    )
+}
+
+/// One group's committed offsets for `topics` (None = all): (topic, [(partition,
+/// offset, leader epoch, metadata, error)]), or the group's error code.
+type FetchedTopics = Vec<(String, Vec<(i32, i64, i32, String, i16)>)>;
+
+fn fetch_offsets(
+    context: &RequestContext,
+    group_id: &str,
+    topics: Option<Vec<(String, Vec<i32>)>>,
+    member: Option<(String, i32)>,
+) -> Result<FetchedTopics, i16> {
+    let shard = shard(context, group_id)?;
+    let state = shard.lock();
+    let group = state.groups.get(group_id);
+    if let (Some((member_id, epoch)), Some(group)) = (&member, group)
+        && let GroupKind::Consumer(consumer) = &group.kind
+    {
+        consumer.validate_offset_commit(member_id, None, *epoch)?;
+    }
+    let committed = |topic: &str, partition: i32| {
+        group
+            .and_then(|g| g.offsets.get(&(topic.to_string(), partition)))
+            .map(|c| c.value.clone())
+    };
+    let fetched = match topics {
+        Some(topics) => topics
+            .into_iter()
+            .map(|(topic, partitions)| {
+                let rows = partitions
+                    .into_iter()
+                    .map(|p| match committed(&topic, p) {
+                        Some(v) => (p, v.offset, v.leader_epoch, v.metadata, errors::NONE),
+                        None => (p, -1, -1, String::new(), errors::NONE),
+                    })
+                    .collect();
+                (topic, rows)
+            })
+            .collect(),
+        None => {
+            let mut by_topic: BTreeMap<String, Vec<(i32, i64, i32, String, i16)>> = BTreeMap::new();
+            if let Some(group) = group {
+                for ((topic, partition), c) in &group.offsets {
+                    by_topic.entry(topic.clone()).or_default().push((
+                        *partition,
+                        c.value.offset,
+                        c.value.leader_epoch,
+                        c.value.metadata.clone(),
+                        errors::NONE,
+                    ));
+                }
+            }
+            by_topic.into_iter().collect()
+        }
+    };
+    Ok(fetched)
+}
+
+pub async fn offset_fetch(context: &RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse {
+    let version = context.version;
+    if version >= 8 {
+        let groups = request
+            .groups
+            .iter()
+            .map(|g| {
+                let id = group_id(&g.group_id);
+                let topics = g.topics.as_ref().map(|ts| {
+                    ts.iter()
+                        .map(|t| (t.name.0.to_string(), t.partition_indexes.clone()))
+                        .collect()
+                });
+                let member = g
+                    .member_id
+                    .as_ref()
+                    .filter(|m| !m.is_empty())
+                    .map(|m| (m.to_string(), g.member_epoch));
+                match fetch_offsets(context, &id, topics, member) {
+                    Ok(topics) => OffsetFetchResponseGroup::default()
+                        .with_group_id(g.group_id.clone())
+                        .with_topics(
+                            topics
+                                .into_iter()
+                                .map(|(name, rows)| {
+                                    OffsetFetchResponseTopics::default()
+                                        .with_name(topic_name(name))
+                                        .with_partitions(
+                                            rows.into_iter()
+                                                .map(|(p, offset, epoch, metadata, code)| {
+                                                    OffsetFetchResponsePartitions::default()
+                                                        .with_partition_index(p)
+                                                        .with_committed_offset(offset)
+                                                        .with_committed_leader_epoch(epoch)
+                                                        .with_metadata(Some(str_bytes(metadata)))
+                                                        .with_error_code(code)
+                                                })
+                                                .collect(),
+                                        )
+                                })
+                                .collect(),
+                        ),
+                    Err(code) => OffsetFetchResponseGroup::default()
+                        .with_group_id(g.group_id.clone())
+                        .with_error_code(code),
+                }
+            })
+            .collect();
+        return OffsetFetchResponse::default().with_groups(groups);
+    }
+    let id = group_id(&request.group_id);
+    let topics = request.topics.as_ref().map(|ts| {
+        ts.iter()
+            .map(|t| (t.name.0.to_string(), t.partition_indexes.clone()))
+            .collect()
+    });
+    match fetch_offsets(context, &id, topics, None) {
+        Ok(topics) => OffsetFetchResponse::default().with_topics(
+            topics
+                .into_iter()
+                .map(|(name, rows)| {
+                    OffsetFetchResponseTopic::default()
+                        .with_name(topic_name(name))
+                        .with_partitions(
+                            rows.into_iter()
+                                .map(|(p, offset, epoch, metadata, code)| {
+                                    OffsetFetchResponsePartition::default()
+                                        .with_partition_index(p)
+                                        .with_committed_offset(offset)
+                                        .with_committed_leader_epoch(epoch)
+                                        .with_metadata(Some(str_bytes(metadata)))
+                                        .with_error_code(code)
+                                })
+                                .collect(),
+                        )
+                })
+                .collect(),
+        ),
+        Err(code) => {
+            let mut response = OffsetFetchResponse::default();
+            if version >= 2 {
+                response.error_code = code;
+            } else if let Some(ts) = &request.topics {
+                // v1 has no group-level error: every partition carries it.
+                response.topics = ts
+                    .iter()
+                    .map(|t| {
+                        OffsetFetchResponseTopic::default()
+                            .with_name(t.name.clone())
+                            .with_partitions(
+                                t.partition_indexes
+                                    .iter()
+                                    .map(|p| {
+                                        OffsetFetchResponsePartition::default()
+                                            .with_partition_index(*p)
+                                            .with_committed_offset(-1)
+                                            .with_error_code(code)
+                                    })
+                                    .collect(),
+                            )
+                    })
+                    .collect();
+            }
+            response
+        }
+    }
+}
+
+pub async fn offset_delete(context: &RequestContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse {
+    let broker = &context.broker;
+    let group_id = group_id(&request.group_id);
+    let error = |code| OffsetDeleteResponse::default().with_error_code(code);
+    if group_id.is_empty() {
+        return error(errors::INVALID_GROUP_ID);
+    }
+    let shard = match shard(context, &group_id) {
+        Ok(shard) => shard,
+        Err(code) => return error(code),
+    };
+    let mut results: Vec<(String, Vec<(i32, i16)>)> = Vec::new();
+    let mut deleted: Vec<((String, i32), Option<OffsetValue>)> = Vec::new();
+    let written = {
+        let state = shard.lock();
+        let Some(group) = state.groups.get(&group_id) else {
+            return error(errors::GROUP_ID_NOT_FOUND);
+        };
+        let subscribed: Option<std::collections::HashSet<String>> = match &group.kind {
+            GroupKind::Classic(classic) if classic.is_empty() => None,
+            GroupKind::Classic(classic) => match classic.subscribed_topics() {
+                Some(topics) => Some(topics),
+                None => return error(errors::NON_EMPTY_GROUP),
+            },
+            GroupKind::Consumer(consumer) if consumer.is_empty() => None,
+            GroupKind::Consumer(consumer) => Some(
+                consumer
+                    .members()
+                    .flat_map(|m| m.subscribed_topic_names.iter().cloned())
+                    .collect(),
+            ),
+        };
+        for topic in &request.topics {
+            let name = topic.name.0.to_string();
+            let is_subscribed = subscribed.as_ref().is_some_and(|s| s.contains(&name));
+            let rows = topic
+                .partitions
+                .iter()
+                .map(|p| {
+                    if is_subscribed {
+                        (p.partition_index, errors::GROUP_SUBSCRIBED_TO_TOPIC)
+                    } else {
+                        if group.offsets.contains_key(&(name.clone(), p.partition_index)) {
+                            deleted.push(((name.clone(), p.partition_index), None));
+                        }
+                        (p.partition_index, errors::NONE)
+                    }
+                })
+                .collect();
+            results.push((name, rows));
+        }
+        let records: Vec<OffsetsRecord> = deleted
+            .iter()
+            .map(|((t, p), _)| offset_record(&group_id, t, *p, None))
+            .collect();
+        (!records.is_empty()).then(|| broker.groups.append(broker, &shard, &records))
+    };
+    let code = match written {
+        None => errors::NONE,
+        Some(Err(code)) => code,
+        Some(Ok((replica, required))) => {
+            let code = await_commit(broker, &replica, required).await;
+            if code == errors::NONE {
+                shard.lock().apply_offsets(&group_id, deleted, required, sluice_storage::now_ms());
+            }
+            code
+        }
+    };
+    if code != errors::NONE {
+        return error(code);
+    }
+    OffsetDeleteResponse::default().with_topics(
+        results
+            .into_iter()
+            .map(|(name, rows)| {
+                OffsetDeleteResponseTopic::default()
+                    .with_name(topic_name(name))
+                    .with_partitions(
+                        rows.into_iter()
+                            .map(|(p, code)| {
+                                OffsetDeleteResponsePartition::default()
+                                    .with_partition_index(p)
+                                    .with_error_code(code)
+                            })
+                            .collect(),
+                    )
+            })
+            .collect(),
+    )
+}
+
+// -- Administration ----------------------------------------------------------------------
+
+pub async fn list_groups(context: &RequestContext, request: ListGroupsRequest) -> ListGroupsResponse {
+    let version = context.version;
+    let states: Vec<String> = request.states_filter.iter().map(|s| s.to_lowercase()).collect();
+    let types: Vec<String> = request.types_filter.iter().map(|s| s.to_lowercase()).collect();
+    let mut groups = Vec::new();
+    for shard in context.broker.groups.loaded_shards() {
+        let state = shard.lock();
+        for group in state.groups.values().filter(|g| !g.is_dead()) {
+            let state_name = group.state_name();
+            if !states.is_empty() && !states.contains(&state_name.to_lowercase()) {
+                continue;
+            }
+            if !types.is_empty() && !types.contains(&group.type_name().to_string()) {
+                continue;
+            }
+            let mut listed = ListedGroup::default()
+                .with_group_id(GroupId(str_bytes(group.group_id.clone())))
+                .with_protocol_type(str_bytes(group.protocol_type()));
+            if version >= 4 {
+                listed.group_state = str_bytes(state_name);
+            }
+            if version >= 5 {
+                listed.group_type = str_bytes(group.type_name());
+            }
+            groups.push(listed);
+        }
+    }
+    groups.sort_by(|a, b| a.group_id.0.cmp(&b.group_id.0));
+    ListGroupsResponse::default().with_groups(groups)
+}
+
+pub async fn describe_groups(context: &RequestContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse {
+    let version = context.version;
+    let described = request
+        .groups
+        .iter()
+        .map(|id| {
+            let name = group_id(id);
+            let base = DescribedGroup::default()
+                .with_group_id(id.clone())
+                .with_authorized_operations(i32::MIN);
+            let shard = match shard(context, &name) {
+                Ok(shard) => shard,
+                Err(code) => return base.with_error_code(code),
+            };
+            let state = shard.lock();
+            match state.groups.get(&name).filter(|g| !g.is_dead()) {
+                None if version >= 6 => base
+                    .with_error_code(errors::GROUP_ID_NOT_FOUND)
+                    .with_error_message(Some(str_bytes(format!("Group {name} not found."))))
+                    .with_group_state(str_bytes("Dead")),
+                None => base.with_group_state(str_bytes("Dead")),
+                Some(group) => match &group.kind {
+                    GroupKind::Consumer(_) if version >= 6 => base
+                        .with_error_code(errors::GROUP_ID_NOT_FOUND)
+                        .with_error_message(Some(str_bytes(format!(
+                            "Group {name} is not a classic group."
+                        )))),
+                    GroupKind::Consumer(_) => base.with_group_state(str_bytes("Dead")),
+                    GroupKind::Classic(classic) => {
+                        let stable = classic.state == group::ClassicState::Stable;
+                        let protocol = classic.protocol.clone().unwrap_or_default();
+                        let members = classic
+                            .members
+                            .iter()
+                            .map(|m| {
+                                let mut member = DescribedGroupMember::default()
+                                    .with_member_id(str_bytes(m.member_id.clone()))
+                                    .with_client_id(str_bytes(m.client_id.clone()))
+                                    .with_client_host(str_bytes(m.client_host.clone()));
+                                if version >= 4 {
+                                    member.group_instance_id =
+                                        m.group_instance_id.clone().map(str_bytes);
+                                }
+                                if stable {
+                                    member.member_metadata = m.metadata(&protocol);
+                                    member.member_assignment = m.assignment.clone();
+                                }
+                                member
+                            })
+                            .collect();
+                        base.with_group_state(str_bytes(classic.state.as_str()))
+                            .with_protocol_type(str_bytes(
+                                classic.protocol_type.clone().unwrap_or_default(),
+                            ))
+                            .with_protocol_data(str_bytes(if stable {
+                                protocol
+                            } else {
+                                String::new()
+                            }))
+                            .with_members(members)
+                    }
+                },
+            }
+        })
+        .collect();
+    DescribeGroupsResponse::default().with_groups(described)
+}
+
+pub async fn delete_groups(context: &RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse {
+    let broker = &context.broker;
+    let mut results = Vec::with_capacity(request.groups_names.len());
+    for id in &request.groups_names {
+        let name = group_id(id);
+        let code = delete_group(context, broker, &name).await;
+        results.push(
+            delete_groups_response::DeletableGroupResult::default()
+                .with_group_id(id.clone())
+                .with_error_code(code),
+        );
+    }
+    DeleteGroupsResponse::default().with_results(results)
+}
+
+async fn delete_group(context: &RequestContext, broker: &std::sync::Arc<Broker>, name: &str) -> i16 {
+    if name.is_empty() {
+        return errors::INVALID_GROUP_ID;
+    }
+    let shard = match shard(context, name) {
+        Ok(shard) => shard,
+        Err(code) => return code,
+    };
+    let written = {
+        let mut state = shard.lock();
+        let Some(group) = state.groups.get_mut(name).filter(|g| !g.is_dead()) else {
+            return errors::GROUP_ID_NOT_FOUND;
+        };
+        if !group.is_empty() {
+            return errors::NON_EMPTY_GROUP;
+        }
+        let mut records: Vec<OffsetsRecord> = group
+            .offsets
+            .keys()
+            .map(|(t, p)| offset_record(name, t, *p, None))
+            .collect();
+        records.push(group::group_record(name, None));
+        match broker.groups.append(broker, &shard, &records) {
+            Ok(written) => {
+                group.dead = true;
+                written
+            }
+            Err(code) => return code,
+        }
+    };
+    let (replica, required) = written;
+    let code = await_commit(broker, &replica, required).await;
+    let mut state = shard.lock();
+    if code == errors::NONE {
+        if state.groups.get(name).is_some_and(|g| g.is_dead()) {
+            state.groups.remove(name);
+        }
+    } else if let Some(group) = state.groups.get_mut(name) {
+        group.dead = false;
+    }
+    code
+}
+
+// -- The consumer protocol (KIP-848) -----------------------------------------------------
+
+/// The topics of the image as a consumer group sees them.
+fn group_topics(broker: &Broker) -> ConsumerTopics {
+    let image = broker.image();
+    ConsumerTopics::new(image.topics().filter(|t| !super::is_internal(&t.name)).map(|t| {
+        (
+            t.name.clone(),
+            super::to_uuid(t.topic_id),
+            t.partitions.len() as i32,
+        )
+    }))
+}
+
+/// The `group.consumer.*` settings from the broker's config.
+fn consumer_config(broker: &Broker) -> ConsumerGroupConfig {
+    let config = &broker.config;
+    ConsumerGroupConfig {
+        session_timeout_ms: config.int_value("group.consumer.session.timeout.ms") as i32,
+        heartbeat_interval_ms: config.int_value("group.consumer.heartbeat.interval.ms") as i32,
+        max_size: config.int_value("group.consumer.max.size") as i32,
+        assignors: config
+            .get("group.consumer.assignors")
+            .unwrap_or("uniform,range")
+            .split(',')
+            .map(|a| a.trim().to_string())
+            .filter(|a| !a.is_empty())
+            .collect(),
+    }
+}
+
+pub async fn consumer_group_heartbeat(
+    context: &RequestContext,
+    request: ConsumerGroupHeartbeatRequest,
+) -> ConsumerGroupHeartbeatResponse {
+    let broker = &context.broker;
+    let group_id = group_id(&request.group_id);
+    let error = |code: i16, message: &str| {
+        ConsumerGroupHeartbeatResponse::default()
+            .with_error_code(code)
+            .with_error_message(Some(str_bytes(message)))
+    };
+    if !broker
+        .config
+        .get("group.coordinator.rebalance.protocols")
+        .unwrap_or("")
+        .split(',')
+        .any(|p| p.trim() == "consumer")
+    {
+        return error(errors::UNSUPPORTED_VERSION, "The new consumer group protocol is not enabled.");
+    }
+    if group_id.is_empty() {
+        return error(errors::INVALID_REQUEST, "GroupId can't be empty.");
+    }
+    let shard = match shard(context, &group_id) {
+        Ok(shard) => shard,
+        Err(code) => return ConsumerGroupHeartbeatResponse::default().with_error_code(code),
+    };
+    let topics = group_topics(broker);
+    let config = consumer_config(broker);
+    let now = sluice_storage::now_ms();
+    let mut state = shard.lock();
+    let group = state
+        .groups
+        .entry(group_id.clone())
+        .or_insert_with(|| group::Group::new(&group_id, now));
+    if let GroupKind::Classic(classic) = &group.kind {
+        if !classic.is_empty() {
+            return error(
+                errors::GROUP_ID_NOT_FOUND,
+                &format!("Group {group_id} is not a consumer group."),
+            );
+        }
+        // An empty classic group (committed offsets only) is upgraded; its offsets stay.
+        tracing::info!(group = %group_id, "empty classic group converted to a consumer group");
+        group.kind = GroupKind::Consumer(Box::new(ConsumerGroup::new(group_id.clone())));
+    }
+    let GroupKind::Consumer(consumer) = &mut group.kind else {
+        return error(errors::GROUP_ID_NOT_FOUND, "Not a consumer group.");
+    };
+    consumer.heartbeat(
+        context.version,
+        &request,
+        context.client_id.as_deref().unwrap_or(""),
+        &context.client_host,
+        &topics,
+        &config,
+        now,
+    )
+}
+
+pub async fn consumer_group_describe(
+    context: &RequestContext,
+    request: ConsumerGroupDescribeRequest,
+) -> ConsumerGroupDescribeResponse {
+    let topics = group_topics(&context.broker);
+    let groups = request
+        .group_ids
+        .iter()
+        .map(|id| {
+            let name = group_id(id);
+            let base = consumer_group_describe_response::DescribedGroup::default()
+                .with_group_id(id.clone())
+                .with_authorized_operations(i32::MIN);
+            let shard = match shard(context, &name) {
+                Ok(shard) => shard,
+                Err(code) => return base.with_error_code(code),
+            };
+            let state = shard.lock();
+            match state.groups.get(&name).filter(|g| !g.is_dead()).map(|g| &g.kind) {
+                Some(GroupKind::Consumer(consumer)) => consumer
+                    .describe(&topics)
+                    .with_group_id(id.clone())
+                    .with_authorized_operations(i32::MIN),
+                Some(GroupKind::Classic(_)) => base
+                    .with_error_code(errors::GROUP_ID_NOT_FOUND)
+                    .with_error_message(Some(str_bytes(format!(
+                        "Group {name} is not a consumer group."
+                    )))),
+                None => base
+                    .with_error_code(errors::GROUP_ID_NOT_FOUND)
+                    .with_error_message(Some(str_bytes(format!("Group {name} not found.")))),
+            }
+        })
+        .collect();
+    ConsumerGroupDescribeResponse::default().with_groups(groups)
+}

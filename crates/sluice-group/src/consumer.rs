@@ -1,0 +1,1774 @@
+//! The KIP-848 consumer group (`group.protocol=consumer`) as a pure state machine.
+//!
+//! The broker's coordinator holds one [`ConsumerGroup`] per group and calls
+//! [`ConsumerGroup::heartbeat`] for each ConsumerGroupHeartbeat request,
+//! [`ConsumerGroup::expire`] from a timer, [`ConsumerGroup::describe`] for
+//! ConsumerGroupDescribe and [`ConsumerGroup::validate_offset_commit`] for
+//! OffsetCommit/OffsetFetch. Nothing here does I/O or reads a clock: the caller
+//! passes the time and the topics of the metadata image.
+//!
+//! The behaviour follows Kafka's `GroupMetadataManager.consumerGroupHeartbeat`,
+//! `ConsumerGroup` and `CurrentAssignmentBuilder`:
+//!
+//! 1. the member is created (epoch 0) or looked up, its fields updated with the
+//!    non-null fields of the request; the group epoch is bumped when the
+//!    membership, a subscription (names or regex) or the metadata of the
+//!    subscribed topics (ids, partition counts, topics created or deleted)
+//!    changes;
+//! 2. when the group epoch is above the assignment epoch, the target assignment is
+//!    recomputed by the group's assignor (the one most members ask for with
+//!    `serverAssignor`, else the configured default);
+//! 3. the member reconciles toward its target: it first revokes what it must give
+//!    up (staying in its epoch until `topicPartitions` shows the revocation done),
+//!    then gets the new epoch and the partitions that are free; partitions still
+//!    owned by another member are given once that member has released them.
+
+use std::collections::hash_map::RandomState;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::{BuildHasher, Hasher};
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::consumer_group_describe_response::{
+    Assignment as DescribeAssignment, DescribedGroup, Member as DescribeMember,
+    TopicPartitions as DescribeTopicPartitions,
+};
+use kafka_protocol::messages::consumer_group_heartbeat_request::TopicPartitions as RequestTopicPartitions;
+use kafka_protocol::messages::consumer_group_heartbeat_response::{
+    Assignment as ResponseAssignment, TopicPartitions as ResponseTopicPartitions,
+};
+use kafka_protocol::messages::{
+    ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, GroupId, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+use regex::Regex;
+use uuid::Uuid;
+
+use crate::assignor::{self, AssignmentMember, TopicPartitions};
+
+/// Member epoch of a heartbeat that leaves the group.
+pub const LEAVE_GROUP_MEMBER_EPOCH: i32 = -1;
+/// Member epoch of a static member leaving temporarily (it keeps its assignment
+/// until its session times out).
+pub const LEAVE_GROUP_STATIC_MEMBER_EPOCH: i32 = -2;
+/// From this ConsumerGroupHeartbeat version on, the client generates its member id
+/// (KIP-1082): an empty member id is refused even when joining.
+pub const CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION: i16 = 1;
+/// `memberType` of ConsumerGroupDescribe for a member of the consumer protocol.
+const MEMBER_TYPE_CONSUMER: i8 = 1;
+
+/// The topics the metadata image has, as the group sees them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Topics {
+    by_name: BTreeMap<String, (Uuid, i32)>,
+    by_id: HashMap<Uuid, String>,
+}
+
+impl Topics {
+    /// From `(name, topic id, partition count)` triples.
+    pub fn new(topics: impl IntoIterator<Item = (String, Uuid, i32)>) -> Topics {
+        let mut result = Topics::default();
+        for (name, id, partitions) in topics {
+            result.by_id.insert(id, name.clone());
+            result.by_name.insert(name, (id, partitions));
+        }
+        result
+    }
+
+    /// The id and partition count of the topic called `name`.
+    pub fn get(&self, name: &str) -> Option<(Uuid, i32)> {
+        self.by_name.get(name).copied()
+    }
+
+    /// The name of the topic with id `id`.
+    pub fn name(&self, id: &Uuid) -> Option<&str> {
+        self.by_id.get(id).map(String::as_str)
+    }
+
+    /// The partition count of the topic with id `id`.
+    pub fn partition_count(&self, id: &Uuid) -> Option<i32> {
+        self.name(id)
+            .and_then(|name| self.get(name))
+            .map(|(_, count)| count)
+    }
+
+    /// Every topic: name, id, partition count, in name order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, Uuid, i32)> {
+        self.by_name
+            .iter()
+            .map(|(name, (id, count))| (name.as_str(), *id, *count))
+    }
+}
+
+/// The group settings the broker applies (Kafka's `group.consumer.*` configs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsumerGroupConfig {
+    /// `group.consumer.session.timeout.ms`: a member that does not heartbeat for
+    /// this long is fenced.
+    pub session_timeout_ms: i32,
+    /// `group.consumer.heartbeat.interval.ms`, sent to the members.
+    pub heartbeat_interval_ms: i32,
+    /// `group.consumer.max.size`.
+    pub max_size: i32,
+    /// `group.consumer.assignors`: the first is the default. Names other than
+    /// `uniform` and `range` are ignored.
+    pub assignors: Vec<String>,
+}
+
+impl Default for ConsumerGroupConfig {
+    /// Kafka's defaults: 45 s session, 5 s heartbeat, no practical size limit,
+    /// `uniform` then `range`.
+    fn default() -> Self {
+        ConsumerGroupConfig {
+            session_timeout_ms: 45_000,
+            heartbeat_interval_ms: 5_000,
+            max_size: i32::MAX,
+            assignors: vec![assignor::UNIFORM.to_string(), assignor::RANGE.to_string()],
+        }
+    }
+}
+
+impl ConsumerGroupConfig {
+    /// The configured assignors this crate implements, in order; both when none is.
+    fn supported_assignors(&self) -> Vec<&str> {
+        let names: Vec<&str> = self
+            .assignors
+            .iter()
+            .map(String::as_str)
+            .filter(|name| assignor::is_supported(name))
+            .collect();
+        if names.is_empty() {
+            assignor::SUPPORTED_ASSIGNORS.to_vec()
+        } else {
+            names
+        }
+    }
+}
+
+/// The state of a consumer group, as ListGroups and the describe APIs name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ConsumerGroupState {
+    /// No members.
+    Empty,
+    /// The group epoch is ahead of the target assignment.
+    Assigning,
+    /// Some member has not reached the target assignment yet.
+    Reconciling,
+    /// Every member has its target assignment.
+    Stable,
+    /// The group was deleted.
+    Dead,
+}
+
+impl ConsumerGroupState {
+    /// `Empty`, `Assigning`, `Reconciling`, `Stable` or `Dead`, as Kafka prints them.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ConsumerGroupState::Empty => "Empty",
+            ConsumerGroupState::Assigning => "Assigning",
+            ConsumerGroupState::Reconciling => "Reconciling",
+            ConsumerGroupState::Stable => "Stable",
+            ConsumerGroupState::Dead => "Dead",
+        }
+    }
+}
+
+impl std::fmt::Display for ConsumerGroupState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where a member is in its reconciliation (Kafka's `MemberState`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MemberState {
+    /// The member has its target assignment at the target epoch.
+    Stable,
+    /// The member must revoke partitions before it advances.
+    UnrevokedPartitions,
+    /// The member waits for partitions other members have not released yet.
+    UnreleasedPartitions,
+}
+
+impl MemberState {
+    /// Kafka's names: `STABLE`, `UNREVOKED_PARTITIONS`, `UNRELEASED_PARTITIONS`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            MemberState::Stable => "STABLE",
+            MemberState::UnrevokedPartitions => "UNREVOKED_PARTITIONS",
+            MemberState::UnreleasedPartitions => "UNRELEASED_PARTITIONS",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Member {
+    member_id: String,
+    instance_id: Option<String>,
+    rack_id: Option<String>,
+    client_id: String,
+    client_host: String,
+    rebalance_timeout_ms: i32,
+    subscribed_topic_names: BTreeSet<String>,
+    subscribed_topic_regex: Option<String>,
+    server_assignor: Option<String>,
+    member_epoch: i32,
+    previous_member_epoch: i32,
+    state: MemberState,
+    assigned: TopicPartitions,
+    pending_revocation: TopicPartitions,
+    session_deadline_ms: i64,
+    rebalance_deadline_ms: Option<i64>,
+}
+
+impl Member {
+    fn new(member_id: String) -> Member {
+        Member {
+            member_id,
+            instance_id: None,
+            rack_id: None,
+            client_id: String::new(),
+            client_host: String::new(),
+            rebalance_timeout_ms: -1,
+            subscribed_topic_names: BTreeSet::new(),
+            subscribed_topic_regex: None,
+            server_assignor: None,
+            member_epoch: 0,
+            previous_member_epoch: 0,
+            state: MemberState::Stable,
+            assigned: BTreeMap::new(),
+            pending_revocation: BTreeMap::new(),
+            session_deadline_ms: i64::MAX,
+            rebalance_deadline_ms: None,
+        }
+    }
+
+    fn is_reconciled_to(&self, epoch: i32) -> bool {
+        self.state == MemberState::Stable && self.member_epoch == epoch
+    }
+
+    fn update_member_epoch(&mut self, epoch: i32) {
+        self.previous_member_epoch = self.member_epoch;
+        self.member_epoch = epoch;
+    }
+}
+
+/// A read-only view of one member, for DescribeGroups, ListGroups and the CLI.
+#[derive(Debug, Clone, Copy)]
+pub struct MemberView<'a> {
+    pub member_id: &'a str,
+    pub instance_id: Option<&'a str>,
+    pub rack_id: Option<&'a str>,
+    pub client_id: &'a str,
+    pub client_host: &'a str,
+    pub member_epoch: i32,
+    pub state: MemberState,
+    pub rebalance_timeout_ms: i32,
+    pub server_assignor: Option<&'a str>,
+    /// The subscribed topic names (sorted).
+    pub subscribed_topic_names: &'a BTreeSet<String>,
+    pub subscribed_topic_regex: Option<&'a str>,
+    /// The partitions the member owns now, by topic id.
+    pub assigned: &'a TopicPartitions,
+    /// The partitions the member has been asked to revoke and still owns.
+    pub pending_revocation: &'a TopicPartitions,
+    /// The member's target assignment, by topic id.
+    pub target: Option<&'a TopicPartitions>,
+}
+
+/// A heartbeat error: the Kafka error code and message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Refusal {
+    code: i16,
+    message: String,
+}
+
+fn refuse<T>(error: ResponseError, message: impl Into<String>) -> Result<T, Refusal> {
+    Err(Refusal {
+        code: error.code(),
+        message: message.into(),
+    })
+}
+
+/// Java's `String.trim().isEmpty()`: every character at or below U+0020.
+fn is_blank(value: &str) -> bool {
+    value.chars().all(|c| c <= ' ')
+}
+
+/// A KIP-848 consumer group.
+#[derive(Debug)]
+pub struct ConsumerGroup {
+    group_id: String,
+    group_epoch: i32,
+    assignment_epoch: i32,
+    dead: bool,
+    members: BTreeMap<String, Member>,
+    /// Instance id -> member id of the static members.
+    static_members: HashMap<String, String>,
+    /// The target assignment of each member.
+    target: BTreeMap<String, TopicPartitions>,
+    /// Partition -> the member that owns it (assigned or pending revocation);
+    /// Kafka's `currentPartitionEpoch` map.
+    owners: HashMap<(Uuid, i32), String>,
+    /// Subscribed topic name -> (id, partition count), as last seen.
+    subscription_metadata: BTreeMap<String, (Uuid, i32)>,
+    /// Compiled subscription regexes (anchored: a topic must match in full).
+    regexes: HashMap<String, Regex>,
+    default_assignor: String,
+    member_id_counter: u64,
+}
+
+impl ConsumerGroup {
+    /// An empty group at epoch 0.
+    pub fn new(group_id: String) -> ConsumerGroup {
+        ConsumerGroup {
+            group_id,
+            group_epoch: 0,
+            assignment_epoch: 0,
+            dead: false,
+            members: BTreeMap::new(),
+            static_members: HashMap::new(),
+            target: BTreeMap::new(),
+            owners: HashMap::new(),
+            subscription_metadata: BTreeMap::new(),
+            regexes: HashMap::new(),
+            default_assignor: assignor::UNIFORM.to_string(),
+            member_id_counter: 0,
+        }
+    }
+
+    /// The group id.
+    pub fn group_id(&self) -> &str {
+        &self.group_id
+    }
+
+    /// The group epoch: bumped on every membership, subscription or subscribed
+    /// metadata change.
+    pub fn group_epoch(&self) -> i32 {
+        self.group_epoch
+    }
+
+    /// The epoch of the current target assignment.
+    pub fn assignment_epoch(&self) -> i32 {
+        self.assignment_epoch
+    }
+
+    /// Whether the group has no members.
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
+    /// The state, as Kafka's `ConsumerGroup.maybeUpdateGroupState` computes it.
+    pub fn state(&self) -> ConsumerGroupState {
+        if self.dead {
+            ConsumerGroupState::Dead
+        } else if self.members.is_empty() {
+            ConsumerGroupState::Empty
+        } else if self.group_epoch > self.assignment_epoch {
+            ConsumerGroupState::Assigning
+        } else if self
+            .members
+            .values()
+            .any(|m| !m.is_reconciled_to(self.assignment_epoch))
+        {
+            ConsumerGroupState::Reconciling
+        } else {
+            ConsumerGroupState::Stable
+        }
+    }
+
+    /// Marks the group deleted (DeleteGroups): its members are dropped and its
+    /// state is `Dead` from then on.
+    pub fn mark_dead(&mut self) {
+        self.members.clear();
+        self.static_members.clear();
+        self.target.clear();
+        self.owners.clear();
+        self.dead = true;
+    }
+
+    /// The members, in member id order.
+    pub fn members(&self) -> impl Iterator<Item = MemberView<'_>> {
+        self.members.values().map(|m| MemberView {
+            member_id: &m.member_id,
+            instance_id: m.instance_id.as_deref(),
+            rack_id: m.rack_id.as_deref(),
+            client_id: &m.client_id,
+            client_host: &m.client_host,
+            member_epoch: m.member_epoch,
+            state: m.state,
+            rebalance_timeout_ms: m.rebalance_timeout_ms,
+            server_assignor: m.server_assignor.as_deref(),
+            subscribed_topic_names: &m.subscribed_topic_names,
+            subscribed_topic_regex: m.subscribed_topic_regex.as_deref(),
+            assigned: &m.assigned,
+            pending_revocation: &m.pending_revocation,
+            target: self.target.get(&m.member_id),
+        })
+    }
+
+    /// The assignor the group uses: the supported one most members ask for (ties
+    /// go to the earlier one in the config), else the configured default.
+    pub fn assignor_name(&self) -> &str {
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        for member in self.members.values() {
+            if let Some(name) = member.server_assignor.as_deref()
+                && assignor::is_supported(name)
+            {
+                *counts.entry(name).or_default() += 1;
+            }
+        }
+        let rank = |name: &str| {
+            if name == self.default_assignor {
+                0
+            } else if name == assignor::UNIFORM {
+                1
+            } else {
+                2
+            }
+        };
+        counts
+            .into_iter()
+            .max_by(|(a, ca), (b, cb)| ca.cmp(cb).then(rank(b).cmp(&rank(a))))
+            .map(|(name, _)| name)
+            .unwrap_or(&self.default_assignor)
+    }
+
+    /// Removes a member (an admin LeaveGroup, or the broker dropping it), bumping
+    /// the group epoch as Kafka's fencing does. False if there is no such member.
+    pub fn remove_member(&mut self, member_id: &str) -> bool {
+        if self.members.contains_key(member_id) {
+            self.fence(member_id);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Fences members whose session expired (no heartbeat for the session timeout)
+    /// and members that did not revoke partitions within their rebalance timeout.
+    /// Returns the ids fenced, sorted.
+    pub fn expire(&mut self, now_ms: i64) -> Vec<String> {
+        let expired: Vec<String> = self
+            .members
+            .values()
+            .filter(|m| {
+                m.session_deadline_ms <= now_ms
+                    || (m.state == MemberState::UnrevokedPartitions
+                        && m.rebalance_deadline_ms
+                            .is_some_and(|deadline| deadline <= now_ms))
+            })
+            .map(|m| m.member_id.clone())
+            .collect();
+        for member_id in &expired {
+            tracing::info!(group = %self.group_id, member = %member_id, "member fenced: session or rebalance timeout");
+            self.fence(member_id);
+        }
+        expired
+    }
+
+    /// The earliest time at which [`ConsumerGroup::expire`] has something to do,
+    /// if any member is there; lets the broker schedule its timer.
+    pub fn next_deadline_ms(&self) -> Option<i64> {
+        self.members
+            .values()
+            .flat_map(|m| {
+                let rebalance = m
+                    .rebalance_deadline_ms
+                    .filter(|_| m.state == MemberState::UnrevokedPartitions);
+                std::iter::once(m.session_deadline_ms).chain(rebalance)
+            })
+            .min()
+    }
+
+    /// OffsetCommit/OffsetFetch checks (Kafka's `ConsumerGroup.validateOffsetCommit`):
+    /// a negative epoch (admin or unmanaged consumer) is allowed only when the
+    /// group is empty; otherwise the member must exist (`UNKNOWN_MEMBER_ID`) and the
+    /// epoch match its epoch (`STALE_MEMBER_EPOCH`). The instance id is not checked,
+    /// as in Kafka. The OffsetCommit version check (v9+ for consumer-protocol
+    /// members) is the broker's.
+    pub fn validate_offset_commit(
+        &self,
+        member_id: &str,
+        group_instance_id: Option<&str>,
+        member_epoch: i32,
+    ) -> Result<(), i16> {
+        let _ = group_instance_id;
+        if member_epoch < 0 && self.members.is_empty() {
+            return Ok(());
+        }
+        let Some(member) = self.members.get(member_id) else {
+            return Err(ResponseError::UnknownMemberId.code());
+        };
+        if member.member_epoch != member_epoch {
+            return Err(ResponseError::StaleMemberEpoch.code());
+        }
+        Ok(())
+    }
+
+    /// The group for ConsumerGroupDescribe. `authorized_operations` is left at its
+    /// default for the broker to fill; topics missing from `topics` are left out
+    /// of the assignments.
+    pub fn describe(&self, topics: &Topics) -> DescribedGroup {
+        let to_describe = |assignment: Option<&TopicPartitions>| {
+            let mut result = DescribeAssignment::default();
+            result.topic_partitions = assignment
+                .into_iter()
+                .flatten()
+                .filter_map(|(id, partitions)| {
+                    topics.name(id).map(|name| {
+                        let mut tp = DescribeTopicPartitions::default();
+                        tp.topic_id = *id;
+                        tp.topic_name = TopicName(StrBytes::from_string(name.to_string()));
+                        tp.partitions = partitions.iter().copied().collect();
+                        tp
+                    })
+                })
+                .collect();
+            result
+        };
+        let mut group = DescribedGroup::default();
+        group.group_id = GroupId(StrBytes::from_string(self.group_id.clone()));
+        group.group_state = StrBytes::from_static_str(self.state().as_str());
+        group.group_epoch = self.group_epoch;
+        group.assignment_epoch = self.assignment_epoch;
+        group.assignor_name = StrBytes::from_string(self.assignor_name().to_string());
+        group.members = self
+            .members
+            .values()
+            .map(|m| {
+                let mut member = DescribeMember::default();
+                member.member_id = StrBytes::from_string(m.member_id.clone());
+                member.instance_id = m.instance_id.clone().map(StrBytes::from_string);
+                member.rack_id = m.rack_id.clone().map(StrBytes::from_string);
+                member.member_epoch = m.member_epoch;
+                member.client_id = StrBytes::from_string(m.client_id.clone());
+                member.client_host = StrBytes::from_string(m.client_host.clone());
+                member.subscribed_topic_names = m
+                    .subscribed_topic_names
+                    .iter()
+                    .map(|name| TopicName(StrBytes::from_string(name.clone())))
+                    .collect();
+                member.subscribed_topic_regex =
+                    m.subscribed_topic_regex.clone().map(StrBytes::from_string);
+                member.assignment = to_describe(Some(&m.assigned));
+                member.target_assignment = to_describe(self.target.get(&m.member_id));
+                member.member_type = MEMBER_TYPE_CONSUMER;
+                member
+            })
+            .collect();
+        group
+    }
+
+    /// Serves one ConsumerGroupHeartbeat. `version` is the request version;
+    /// `client_id` and `client_host` come from the request header and the
+    /// connection (Kafka shows the host as `/a.b.c.d`). Errors are in the
+    /// response's `error_code`/`error_message`, with the rest of the response at
+    /// its defaults; a refused request changes nothing.
+    #[allow(clippy::too_many_arguments)]
+    pub fn heartbeat(
+        &mut self,
+        version: i16,
+        request: &ConsumerGroupHeartbeatRequest,
+        client_id: &str,
+        client_host: &str,
+        topics: &Topics,
+        config: &ConsumerGroupConfig,
+        now_ms: i64,
+    ) -> ConsumerGroupHeartbeatResponse {
+        if let Some(default) = config.supported_assignors().first() {
+            self.default_assignor = default.to_string();
+        }
+        let result = validate_request(version, request, config).and_then(|()| {
+            if request.member_epoch == LEAVE_GROUP_MEMBER_EPOCH
+                || request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH
+            {
+                self.leave(request, config, now_ms)
+            } else {
+                self.regular_heartbeat(request, client_id, client_host, topics, config, now_ms)
+            }
+        });
+        match result {
+            Ok(response) => response,
+            Err(refusal) => {
+                let mut response = ConsumerGroupHeartbeatResponse::default();
+                response.error_code = refusal.code;
+                response.error_message = Some(StrBytes::from_string(refusal.message));
+                response
+            }
+        }
+    }
+
+    fn leave(
+        &mut self,
+        request: &ConsumerGroupHeartbeatRequest,
+        config: &ConsumerGroupConfig,
+        now_ms: i64,
+    ) -> Result<ConsumerGroupHeartbeatResponse, Refusal> {
+        let member_id = request.member_id.as_str();
+        match request.instance_id.as_deref() {
+            None => {
+                if !self.members.contains_key(member_id) {
+                    return self.unknown_member(member_id);
+                }
+                tracing::info!(group = %self.group_id, member = %member_id, "member left the consumer group");
+                self.fence(member_id);
+            }
+            Some(instance_id) => {
+                let existing = self.static_member(instance_id, member_id)?;
+                if request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH {
+                    // The static member keeps its assignment (and its target) until
+                    // it comes back or its session expires.
+                    tracing::info!(group = %self.group_id, member = %member_id, instance = %instance_id, "static member temporarily left the consumer group");
+                    self.unindex(&existing);
+                    let mut member = self
+                        .members
+                        .remove(&existing)
+                        .unwrap_or_else(|| Member::new(existing.clone()));
+                    member.update_member_epoch(LEAVE_GROUP_STATIC_MEMBER_EPOCH);
+                    member.pending_revocation.clear();
+                    member.state = MemberState::Stable;
+                    member.rebalance_deadline_ms = None;
+                    member.session_deadline_ms =
+                        now_ms.saturating_add(i64::from(config.session_timeout_ms));
+                    self.index(&member);
+                    self.members.insert(existing, member);
+                } else {
+                    tracing::info!(group = %self.group_id, member = %member_id, instance = %instance_id, "static member left the consumer group");
+                    self.fence(&existing);
+                }
+            }
+        }
+        let mut response = ConsumerGroupHeartbeatResponse::default();
+        response.member_id = Some(request.member_id.clone());
+        response.member_epoch = request.member_epoch;
+        Ok(response)
+    }
+
+    fn unknown_member<T>(&self, member_id: &str) -> Result<T, Refusal> {
+        refuse(
+            ResponseError::UnknownMemberId,
+            format!(
+                "Member {member_id} is not a member of group {}.",
+                self.group_id
+            ),
+        )
+    }
+
+    /// The member id of the static member `instance_id`, which must be
+    /// `member_id` (Kafka's `throwIfStaticMemberIsUnknown` and
+    /// `throwIfInstanceIdIsFenced`).
+    fn static_member(&self, instance_id: &str, member_id: &str) -> Result<String, Refusal> {
+        let Some(existing) = self.static_members.get(instance_id) else {
+            return refuse(
+                ResponseError::UnknownMemberId,
+                format!("Instance id {instance_id} is unknown."),
+            );
+        };
+        if existing != member_id {
+            return refuse(
+                ResponseError::FencedInstanceId,
+                format!(
+                    "Static member {member_id} with instance id {instance_id} was fenced by member {existing}."
+                ),
+            );
+        }
+        Ok(existing.clone())
+    }
+
+    fn regular_heartbeat(
+        &mut self,
+        request: &ConsumerGroupHeartbeatRequest,
+        client_id: &str,
+        client_host: &str,
+        topics: &Topics,
+        config: &ConsumerGroupConfig,
+        now_ms: i64,
+    ) -> Result<ConsumerGroupHeartbeatResponse, Refusal> {
+        let member_epoch = request.member_epoch;
+        let owned = request.topic_partitions.as_deref();
+        let joining = member_epoch == 0;
+
+        // The group's capacity.
+        let requested_id = request.member_id.as_str();
+        if self.members.len() as i64 >= i64::from(config.max_size)
+            && (requested_id.is_empty() || !self.members.contains_key(requested_id))
+        {
+            return refuse(
+                ResponseError::GroupMaxSizeReached,
+                format!(
+                    "The consumer group has reached its maximum capacity of {} members.",
+                    config.max_size
+                ),
+            );
+        }
+
+        // Get or create the member; nothing changes until every check passed.
+        let member_id = if requested_id.is_empty() {
+            self.generate_member_id(now_ms)
+        } else {
+            requested_id.to_string()
+        };
+        let mut replaced: Option<String> = None;
+        let member: Member = match request.instance_id.as_deref() {
+            None => match self.members.get(&member_id) {
+                Some(existing) => {
+                    check_member_epoch(existing, member_epoch, owned)?;
+                    existing.clone()
+                }
+                None if joining => Member::new(member_id.clone()),
+                None => return self.unknown_member(&member_id),
+            },
+            Some(instance_id) => {
+                let existing = self
+                    .static_members
+                    .get(instance_id)
+                    .and_then(|id| self.members.get(id));
+                if joining {
+                    match existing {
+                        None => self
+                            .members
+                            .get(&member_id)
+                            .cloned()
+                            .unwrap_or_else(|| Member::new(member_id.clone())),
+                        Some(existing) => {
+                            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH {
+                                return refuse(
+                                    ResponseError::UnreleasedInstanceId,
+                                    format!(
+                                        "Static member {member_id} with instance id {instance_id} cannot join the group because the instance id is owned by {} member.",
+                                        existing.member_id
+                                    ),
+                                );
+                            }
+                            // The member comes back: it takes over the previous
+                            // instance's assignment under its new member id.
+                            let mut copy = existing.clone();
+                            copy.member_id = member_id.clone();
+                            copy.member_epoch = 0;
+                            copy.previous_member_epoch = 0;
+                            copy.state = MemberState::Stable;
+                            copy.rebalance_deadline_ms = None;
+                            if existing.member_id != member_id {
+                                replaced = Some(existing.member_id.clone());
+                            }
+                            copy
+                        }
+                    }
+                } else {
+                    let existing_id = self.static_member(instance_id, &member_id)?;
+                    let existing = &self.members[&existing_id];
+                    check_member_epoch(existing, member_epoch, owned)?;
+                    existing.clone()
+                }
+            }
+        };
+
+        // The member with the request's fields.
+        let mut updated = member.clone();
+        if let Some(instance_id) = &request.instance_id {
+            updated.instance_id = Some(instance_id.to_string());
+        }
+        if let Some(rack_id) = &request.rack_id {
+            updated.rack_id = Some(rack_id.to_string());
+        }
+        if request.rebalance_timeout_ms != -1 {
+            updated.rebalance_timeout_ms = request.rebalance_timeout_ms;
+        }
+        if let Some(name) = &request.server_assignor {
+            updated.server_assignor = Some(name.to_string());
+        }
+        if let Some(names) = &request.subscribed_topic_names {
+            updated.subscribed_topic_names = names.iter().map(|name| name.to_string()).collect();
+        }
+        if let Some(regex) = &request.subscribed_topic_regex {
+            updated.subscribed_topic_regex = (!regex.is_empty()).then(|| regex.to_string());
+        }
+        updated.client_id = client_id.to_string();
+        updated.client_host = client_host.to_string();
+
+        let regex_changed = updated.subscribed_topic_regex != member.subscribed_topic_regex;
+        if regex_changed && let Some(regex) = &updated.subscribed_topic_regex {
+            self.compile_regex(regex)?;
+        }
+        let subscription_changed =
+            updated.subscribed_topic_names != member.subscribed_topic_names || regex_changed;
+
+        // Every check passed: apply.
+        if let Some(old_id) = &replaced {
+            tracing::info!(group = %self.group_id, member = %member_id, replaced = %old_id, "static member re-joins the consumer group");
+            self.unindex(old_id);
+            self.members.remove(old_id);
+            if let Some(target) = self.target.remove(old_id) {
+                self.target.insert(member_id.clone(), target);
+            }
+        } else if !self.members.contains_key(&member_id) {
+            tracing::info!(group = %self.group_id, member = %member_id, "member joins the consumer group");
+        }
+        self.unindex(&member_id);
+        if let Some(instance_id) = &updated.instance_id {
+            self.static_members
+                .insert(instance_id.clone(), member_id.clone());
+        }
+        self.index(&updated);
+        self.members.insert(member_id.clone(), updated);
+        self.prune_regexes();
+
+        let metadata = self.compute_subscription_metadata(topics);
+        let mut bump = self.group_epoch == 0 || subscription_changed;
+        if metadata != self.subscription_metadata {
+            self.subscription_metadata = metadata;
+            bump = true;
+        }
+        if bump {
+            self.group_epoch += 1;
+            tracing::info!(group = %self.group_id, epoch = self.group_epoch, "bumped group epoch");
+        }
+        if self.group_epoch > self.assignment_epoch {
+            self.update_target_assignment(topics);
+        }
+
+        // Reconcile the member toward its target.
+        let current = self.members[&member_id].clone();
+        let mut reconciled = if current.is_reconciled_to(self.assignment_epoch) {
+            current.clone()
+        } else {
+            let target = self.target.get(&member_id).cloned().unwrap_or_default();
+            self.reconcile(&current, self.assignment_epoch, &target, owned)
+        };
+        if reconciled != current {
+            if reconciled.state == MemberState::UnrevokedPartitions {
+                reconciled.rebalance_deadline_ms =
+                    Some(now_ms.saturating_add(i64::from(reconciled.rebalance_timeout_ms.max(0))));
+            } else {
+                reconciled.rebalance_deadline_ms = None;
+            }
+        }
+        reconciled.session_deadline_ms =
+            now_ms.saturating_add(i64::from(config.session_timeout_ms));
+        self.unindex(&member_id);
+        self.index(&reconciled);
+
+        let full_request = request.rebalance_timeout_ms != -1
+            && (request.subscribed_topic_names.is_some()
+                || request.subscribed_topic_regex.is_some())
+            && request.topic_partitions.is_some();
+        let assignment =
+            (joining || full_request || reconciled.assigned != member.assigned).then(|| {
+                let mut assignment = ResponseAssignment::default();
+                assignment.topic_partitions = reconciled
+                    .assigned
+                    .iter()
+                    .map(|(id, partitions)| {
+                        let mut tp = ResponseTopicPartitions::default();
+                        tp.topic_id = *id;
+                        tp.partitions = partitions.iter().copied().collect();
+                        tp
+                    })
+                    .collect();
+                assignment
+            });
+        let mut response = ConsumerGroupHeartbeatResponse::default();
+        response.member_id = Some(StrBytes::from_string(member_id.clone()));
+        response.member_epoch = reconciled.member_epoch;
+        response.heartbeat_interval_ms = config.heartbeat_interval_ms;
+        response.assignment = assignment;
+        self.members.insert(member_id, reconciled);
+        Ok(response)
+    }
+
+    /// Kafka's `CurrentAssignmentBuilder.build`.
+    fn reconcile(
+        &self,
+        member: &Member,
+        target_epoch: i32,
+        target: &TopicPartitions,
+        owned: Option<&[RequestTopicPartitions]>,
+    ) -> Member {
+        match member.state {
+            MemberState::UnrevokedPartitions => {
+                if owns_any(owned, &member.pending_revocation) {
+                    return member.clone();
+                }
+                let epoch = member.member_epoch.saturating_add(1).min(target_epoch);
+                self.compute_next_assignment(member, epoch, target_epoch, target, owned)
+            }
+            MemberState::UnreleasedPartitions | MemberState::Stable => {
+                if member.is_reconciled_to(target_epoch) {
+                    return member.clone();
+                }
+                self.compute_next_assignment(
+                    member,
+                    member.member_epoch,
+                    target_epoch,
+                    target,
+                    owned,
+                )
+            }
+        }
+    }
+
+    /// Kafka's `CurrentAssignmentBuilder.computeNextAssignment`.
+    fn compute_next_assignment(
+        &self,
+        member: &Member,
+        member_epoch: i32,
+        target_epoch: i32,
+        target: &TopicPartitions,
+        owned: Option<&[RequestTopicPartitions]>,
+    ) -> Member {
+        let mut has_unreleased = false;
+        let mut new_assigned: TopicPartitions = BTreeMap::new();
+        let mut new_revocation: TopicPartitions = BTreeMap::new();
+        let mut new_pending_assignment: TopicPartitions = BTreeMap::new();
+        let empty = BTreeSet::new();
+        let topic_ids: BTreeSet<Uuid> = target
+            .keys()
+            .chain(member.assigned.keys())
+            .copied()
+            .collect();
+        for topic_id in topic_ids {
+            let target_partitions = target.get(&topic_id).unwrap_or(&empty);
+            let current = member.assigned.get(&topic_id).unwrap_or(&empty);
+            let own_revocation = member.pending_revocation.get(&topic_id).unwrap_or(&empty);
+            let kept: BTreeSet<i32> = current.intersection(target_partitions).copied().collect();
+            let revoke: BTreeSet<i32> = current.difference(&kept).copied().collect();
+            let mut pending: BTreeSet<i32> = target_partitions.difference(&kept).copied().collect();
+            let before = pending.len();
+            pending.retain(|p| {
+                !self.owners.contains_key(&(topic_id, *p)) || own_revocation.contains(p)
+            });
+            has_unreleased |= pending.len() != before;
+            if !kept.is_empty() {
+                new_assigned.insert(topic_id, kept);
+            }
+            if !revoke.is_empty() {
+                new_revocation.insert(topic_id, revoke);
+            }
+            if !pending.is_empty() {
+                new_pending_assignment.insert(topic_id, pending);
+            }
+        }
+
+        let mut next = member.clone();
+        if !new_revocation.is_empty() && owns_any(owned, &new_revocation) {
+            // Revoke first: the member stays in its epoch until it acknowledges.
+            next.state = MemberState::UnrevokedPartitions;
+            next.update_member_epoch(member_epoch);
+            next.assigned = new_assigned;
+            next.pending_revocation = new_revocation;
+        } else {
+            for (topic_id, partitions) in new_pending_assignment {
+                new_assigned.entry(topic_id).or_default().extend(partitions);
+            }
+            next.state = if has_unreleased {
+                MemberState::UnreleasedPartitions
+            } else {
+                MemberState::Stable
+            };
+            next.update_member_epoch(target_epoch);
+            next.assigned = new_assigned;
+            next.pending_revocation = BTreeMap::new();
+        }
+        next
+    }
+
+    /// Recomputes the target assignment at the group epoch.
+    fn update_target_assignment(&mut self, topics: &Topics) {
+        let name = self.assignor_name().to_string();
+        let mut inputs: BTreeMap<String, AssignmentMember> = BTreeMap::new();
+        let mut counts: BTreeMap<Uuid, i32> = BTreeMap::new();
+        for member in self.members.values() {
+            let subscribed = self.member_topics(member, topics);
+            let mut ids = BTreeSet::new();
+            for name in subscribed {
+                if let Some((id, count)) = topics.get(&name) {
+                    ids.insert(id);
+                    counts.insert(id, count);
+                }
+            }
+            inputs.insert(
+                member.member_id.clone(),
+                AssignmentMember {
+                    subscribed_topic_ids: ids,
+                    current: self
+                        .target
+                        .get(&member.member_id)
+                        .cloned()
+                        .unwrap_or_default(),
+                },
+            );
+        }
+        let result = assignor::assign(&name, &inputs, &counts)
+            .unwrap_or_else(|| assignor::uniform(&inputs, &counts));
+        self.target = result;
+        self.assignment_epoch = self.group_epoch;
+        tracing::debug!(group = %self.group_id, epoch = self.group_epoch, assignor = %name, "computed target assignment");
+    }
+
+    /// The topic names a member subscribes to: its names and the topics its regex
+    /// matches.
+    fn member_topics(&self, member: &Member, topics: &Topics) -> BTreeSet<String> {
+        let mut names = member.subscribed_topic_names.clone();
+        if let Some(regex) = member
+            .subscribed_topic_regex
+            .as_ref()
+            .and_then(|r| self.regexes.get(r))
+        {
+            for (name, _, _) in topics.iter() {
+                if regex.is_match(name) {
+                    names.insert(name.to_string());
+                }
+            }
+        }
+        names
+    }
+
+    fn compute_subscription_metadata(&self, topics: &Topics) -> BTreeMap<String, (Uuid, i32)> {
+        let mut names: BTreeSet<String> = BTreeSet::new();
+        let mut regexes: BTreeSet<&str> = BTreeSet::new();
+        for member in self.members.values() {
+            names.extend(member.subscribed_topic_names.iter().cloned());
+            if let Some(regex) = &member.subscribed_topic_regex {
+                regexes.insert(regex);
+            }
+        }
+        let compiled: Vec<&Regex> = regexes
+            .iter()
+            .filter_map(|r| self.regexes.get(*r))
+            .collect();
+        if !compiled.is_empty() {
+            for (name, _, _) in topics.iter() {
+                if compiled.iter().any(|regex| regex.is_match(name)) {
+                    names.insert(name.to_string());
+                }
+            }
+        }
+        names
+            .into_iter()
+            .filter_map(|name| topics.get(&name).map(|metadata| (name, metadata)))
+            .collect()
+    }
+
+    /// Compiles `regex` (RE2 syntax like Kafka's RE2/J; a topic must match it in
+    /// full) or answers INVALID_REGULAR_EXPRESSION.
+    fn compile_regex(&mut self, regex: &str) -> Result<(), Refusal> {
+        if self.regexes.contains_key(regex) {
+            return Ok(());
+        }
+        if let Err(error) = Regex::new(regex) {
+            return refuse(
+                ResponseError::InvalidRegularExpression,
+                format!(
+                    "SubscribedTopicRegex `{regex}` is not a valid regular expression: {error}."
+                ),
+            );
+        }
+        match Regex::new(&format!("^(?:{regex})$")) {
+            Ok(anchored) => {
+                self.regexes.insert(regex.to_string(), anchored);
+                Ok(())
+            }
+            Err(error) => refuse(
+                ResponseError::InvalidRegularExpression,
+                format!(
+                    "SubscribedTopicRegex `{regex}` is not a valid regular expression: {error}."
+                ),
+            ),
+        }
+    }
+
+    /// Drops the compiled regexes no member uses any more.
+    fn prune_regexes(&mut self) {
+        if self.regexes.is_empty() {
+            return;
+        }
+        let used: BTreeSet<&String> = self
+            .members
+            .values()
+            .filter_map(|m| m.subscribed_topic_regex.as_ref())
+            .collect();
+        self.regexes.retain(|regex, _| used.contains(regex));
+    }
+
+    /// Removes a member and bumps the group epoch (Kafka's
+    /// `consumerGroupFenceMember`).
+    fn fence(&mut self, member_id: &str) {
+        self.unindex(member_id);
+        if let Some(member) = self.members.remove(member_id)
+            && let Some(instance_id) = &member.instance_id
+            && self
+                .static_members
+                .get(instance_id)
+                .is_some_and(|id| id == member_id)
+        {
+            self.static_members.remove(instance_id);
+        }
+        self.target.remove(member_id);
+        self.prune_regexes();
+        self.group_epoch += 1;
+        tracing::info!(group = %self.group_id, member = %member_id, epoch = self.group_epoch, "member removed, bumped group epoch");
+    }
+
+    /// Records the partitions a member owns (assigned and pending revocation).
+    fn index(&mut self, member: &Member) {
+        for assignment in [&member.assigned, &member.pending_revocation] {
+            for (topic_id, partitions) in assignment {
+                for partition in partitions {
+                    self.owners
+                        .insert((*topic_id, *partition), member.member_id.clone());
+                }
+            }
+        }
+    }
+
+    /// Forgets the partitions the stored member `member_id` owns.
+    fn unindex(&mut self, member_id: &str) {
+        let Some(member) = self.members.get(member_id) else {
+            return;
+        };
+        for assignment in [&member.assigned, &member.pending_revocation] {
+            for (topic_id, partitions) in assignment {
+                for partition in partitions {
+                    let key = (*topic_id, *partition);
+                    if self
+                        .owners
+                        .get(&key)
+                        .is_some_and(|owner| owner == member_id)
+                    {
+                        self.owners.remove(&key);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A new member id in Kafka's `Uuid.toString` form (22 characters of URL-safe
+    /// base64), random, never starting with `-`.
+    fn generate_member_id(&mut self, now_ms: i64) -> String {
+        loop {
+            self.member_id_counter = self.member_id_counter.wrapping_add(1);
+            let mut bytes = [0u8; 16];
+            for (half, chunk) in bytes.chunks_mut(8).enumerate() {
+                let mut hasher = RandomState::new().build_hasher();
+                hasher.write(self.group_id.as_bytes());
+                hasher.write_u64(self.member_id_counter);
+                hasher.write_i64(now_ms);
+                hasher.write_usize(half);
+                chunk.copy_from_slice(&hasher.finish().to_le_bytes());
+            }
+            let id = base64_url(&bytes);
+            if !id.starts_with('-') && !self.members.contains_key(&id) {
+                return id;
+            }
+        }
+    }
+}
+
+/// Kafka's `throwIfConsumerGroupMemberEpochIsInvalid`: an epoch ahead of the
+/// member's is fenced; one behind is fenced unless it is the previous epoch and the
+/// member owns only partitions of its current assignment (a lost response).
+fn check_member_epoch(
+    member: &Member,
+    received: i32,
+    owned: Option<&[RequestTopicPartitions]>,
+) -> Result<(), Refusal> {
+    if received > member.member_epoch {
+        return refuse(
+            ResponseError::FencedMemberEpoch,
+            format!(
+                "The consumer group member has a greater member epoch ({received}) than the one known by the group coordinator ({}). The member must abandon all its partitions and rejoin.",
+                member.member_epoch
+            ),
+        );
+    }
+    if received < member.member_epoch
+        && (received != member.previous_member_epoch || !is_subset(owned, &member.assigned))
+    {
+        return refuse(
+            ResponseError::FencedMemberEpoch,
+            format!(
+                "The consumer group member has a smaller member epoch ({received}) than the one known by the group coordinator ({}). The member must abandon all its partitions and rejoin.",
+                member.member_epoch
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// Whether the owned partitions (null = unknown = no) are all in `assigned`.
+fn is_subset(owned: Option<&[RequestTopicPartitions]>, assigned: &TopicPartitions) -> bool {
+    let Some(owned) = owned else { return false };
+    owned.iter().all(|tp| {
+        tp.partitions.is_empty()
+            || assigned
+                .get(&tp.topic_id)
+                .is_some_and(|set| tp.partitions.iter().all(|p| set.contains(p)))
+    })
+}
+
+/// Whether the member still owns any of `partitions` (Kafka's
+/// `ownsRevokedPartitions`): a request without owned partitions is assumed to.
+fn owns_any(owned: Option<&[RequestTopicPartitions]>, partitions: &TopicPartitions) -> bool {
+    let Some(owned) = owned else { return true };
+    owned.iter().any(|tp| {
+        partitions
+            .get(&tp.topic_id)
+            .is_some_and(|set| tp.partitions.iter().any(|p| set.contains(p)))
+    })
+}
+
+/// Kafka's `GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid`.
+fn validate_request(
+    version: i16,
+    request: &ConsumerGroupHeartbeatRequest,
+    config: &ConsumerGroupConfig,
+) -> Result<(), Refusal> {
+    let invalid = |message: &str| refuse(ResponseError::InvalidRequest, message);
+    let epoch = request.member_epoch;
+    if (version >= CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION
+        || epoch > 0
+        || epoch == LEAVE_GROUP_MEMBER_EPOCH)
+        && is_blank(&request.member_id)
+    {
+        return invalid("MemberId can't be empty.");
+    }
+    if is_blank(&request.group_id) {
+        return invalid("GroupId can't be empty.");
+    }
+    if request.instance_id.as_deref().is_some_and(is_blank) {
+        return invalid("InstanceId can't be empty.");
+    }
+    if request.rack_id.as_deref().is_some_and(is_blank) {
+        return invalid("RackId can't be empty.");
+    }
+    if epoch == 0 {
+        if request.rebalance_timeout_ms == -1 {
+            return invalid("RebalanceTimeoutMs must be provided in first request.");
+        }
+        if request
+            .topic_partitions
+            .as_ref()
+            .is_none_or(|tps| !tps.is_empty())
+        {
+            return invalid("TopicPartitions must be empty when (re-)joining.");
+        }
+        if request.subscribed_topic_names.is_none() && request.subscribed_topic_regex.is_none() {
+            return invalid(
+                "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.",
+            );
+        }
+    } else if epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH {
+        if request.instance_id.is_none() {
+            return invalid("InstanceId can't be null.");
+        }
+    } else if epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH {
+        return invalid("MemberEpoch is invalid.");
+    }
+    if let Some(name) = request.server_assignor.as_deref() {
+        let supported = config.supported_assignors();
+        if !supported.contains(&name) {
+            return refuse(
+                ResponseError::UnsupportedAssignor,
+                format!(
+                    "ServerAssignor {name} is not supported. Supported assignors: {}.",
+                    supported.join(", ")
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+fn base64_url(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        let chars = chunk.len() + 1;
+        for i in 0..chars {
+            out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T1: Uuid = Uuid::from_bytes([1; 16]);
+    const T2: Uuid = Uuid::from_bytes([2; 16]);
+
+    fn topics(foo: i32) -> Topics {
+        Topics::new([("foo".to_string(), T1, foo), ("bar".to_string(), T2, 2)])
+    }
+
+    fn config() -> ConsumerGroupConfig {
+        ConsumerGroupConfig {
+            session_timeout_ms: 45_000,
+            heartbeat_interval_ms: 5_000,
+            ..Default::default()
+        }
+    }
+
+    fn owned(parts: &[(Uuid, &[i32])]) -> Option<Vec<RequestTopicPartitions>> {
+        Some(
+            parts
+                .iter()
+                .map(|(id, ps)| {
+                    let mut tp = RequestTopicPartitions::default();
+                    tp.topic_id = *id;
+                    tp.partitions = ps.to_vec();
+                    tp
+                })
+                .collect(),
+        )
+    }
+
+    fn join(
+        member_id: &str,
+        instance: Option<&str>,
+        names: &[&str],
+    ) -> ConsumerGroupHeartbeatRequest {
+        let mut r = ConsumerGroupHeartbeatRequest::default();
+        r.group_id = GroupId(StrBytes::from_static_str("g"));
+        r.member_id = StrBytes::from_string(member_id.to_string());
+        r.member_epoch = 0;
+        r.instance_id = instance.map(|i| StrBytes::from_string(i.to_string()));
+        r.rebalance_timeout_ms = 30_000;
+        r.subscribed_topic_names = Some(
+            names
+                .iter()
+                .map(|n| TopicName(StrBytes::from_string(n.to_string())))
+                .collect(),
+        );
+        r.topic_partitions = Some(vec![]);
+        r
+    }
+
+    fn beat(
+        member_id: &str,
+        epoch: i32,
+        parts: Option<&[(Uuid, &[i32])]>,
+    ) -> ConsumerGroupHeartbeatRequest {
+        let mut r = ConsumerGroupHeartbeatRequest::default();
+        r.group_id = GroupId(StrBytes::from_static_str("g"));
+        r.member_id = StrBytes::from_string(member_id.to_string());
+        r.member_epoch = epoch;
+        r.topic_partitions = parts.and_then(owned);
+        r
+    }
+
+    fn hb(
+        g: &mut ConsumerGroup,
+        r: &ConsumerGroupHeartbeatRequest,
+        t: &Topics,
+        now: i64,
+    ) -> ConsumerGroupHeartbeatResponse {
+        g.heartbeat(1, r, "client", "/127.0.0.1", t, &config(), now)
+    }
+
+    fn assigned(response: &ConsumerGroupHeartbeatResponse) -> Option<Vec<(Uuid, Vec<i32>)>> {
+        response.assignment.as_ref().map(|a| {
+            let mut v: Vec<(Uuid, Vec<i32>)> = a
+                .topic_partitions
+                .iter()
+                .map(|tp| (tp.topic_id, tp.partitions.clone()))
+                .collect();
+            v.sort();
+            v
+        })
+    }
+
+    #[test]
+    fn one_member_gets_everything() {
+        let mut g = ConsumerGroup::new("g".into());
+        let t = topics(4);
+        let r = hb(&mut g, &join("m1", None, &["foo", "bar"]), &t, 0);
+        assert_eq!(r.error_code, 0);
+        assert_eq!(r.member_id.as_deref(), Some("m1"));
+        assert_eq!(r.member_epoch, 1);
+        assert_eq!(r.heartbeat_interval_ms, 5_000);
+        assert_eq!(
+            assigned(&r),
+            Some(vec![(T1, vec![0, 1, 2, 3]), (T2, vec![0, 1])])
+        );
+        assert_eq!(g.group_epoch(), 1);
+        assert_eq!(g.assignment_epoch(), 1);
+        assert_eq!(g.state(), ConsumerGroupState::Stable);
+        // A plain heartbeat: no change, no assignment in the response.
+        let r = hb(&mut g, &beat("m1", 1, None), &t, 1000);
+        assert_eq!(
+            (r.error_code, r.member_epoch, r.assignment.is_none()),
+            (0, 1, true)
+        );
+        assert_eq!(g.group_epoch(), 1);
+    }
+
+    #[test]
+    fn v0_generates_member_id_and_v1_requires_one() {
+        let mut g = ConsumerGroup::new("g".into());
+        let t = topics(1);
+        let r = g.heartbeat(0, &join("", None, &["foo"]), "c", "/h", &t, &config(), 0);
+        assert_eq!(r.error_code, 0);
+        let id = r.member_id.unwrap().to_string();
+        assert_eq!(id.len(), 22);
+        assert!(g.members().any(|m| m.member_id == id));
+        let r = g.heartbeat(1, &join("", None, &["foo"]), "c", "/h", &t, &config(), 0);
+        assert_eq!(r.error_code, ResponseError::InvalidRequest.code());
+        assert_eq!(r.error_message.as_deref(), Some("MemberId can't be empty."));
+    }
+
+    #[test]
+    fn second_member_waits_for_revocation() {
+        let mut g = ConsumerGroup::new("g".into());
+        let t = topics(4);
+        let r = hb(&mut g, &join("a", None, &["foo"]), &t, 0);
+        assert_eq!(assigned(&r), Some(vec![(T1, vec![0, 1, 2, 3])]));
+
+        // b joins: epoch 2, but its partitions are still a's.
+        let r = hb(&mut g, &join("b", None, &["foo"]), &t, 10);
+        assert_eq!(g.group_epoch(), 2);
+        assert_eq!(r.member_epoch, 2);
+        assert_eq!(assigned(&r), Some(vec![]));
+        assert_eq!(g.state(), ConsumerGroupState::Reconciling);
+
+        // a is asked to revoke two partitions and stays at epoch 1.
+        let r = hb(&mut g, &beat("a", 1, Some(&[(T1, &[0, 1, 2, 3])])), &t, 20);
+        assert_eq!(r.member_epoch, 1);
+        assert_eq!(assigned(&r), Some(vec![(T1, vec![0, 1])]));
+
+        // b still waits.
+        let r = hb(&mut g, &beat("b", 2, Some(&[])), &t, 30);
+        assert_eq!((r.member_epoch, r.assignment.is_none()), (2, true));
+
+        // a acknowledges the revocation: epoch 2.
+        let r = hb(&mut g, &beat("a", 1, Some(&[(T1, &[0, 1])])), &t, 40);
+        assert_eq!((r.member_epoch, r.assignment.is_none()), (2, true));
+
+        // b now gets the released partitions.
+        let r = hb(&mut g, &beat("b", 2, Some(&[])), &t, 50);
+        assert_eq!(r.member_epoch, 2);
+        assert_eq!(assigned(&r), Some(vec![(T1, vec![2, 3])]));
+        assert_eq!(g.state(), ConsumerGroupState::Stable);
+    }
+
+    #[test]
+    fn leave_bumps_epoch_and_frees_partitions() {
+        let mut g = ConsumerGroup::new("g".into());
+        let t = topics(2);
+        hb(&mut g, &join("a", None, &["foo"]), &t, 0);
+        hb(&mut g, &join("b", None, &["foo"]), &t, 0);
+        hb(&mut g, &beat("a", 1, Some(&[(T1, &[0, 1])])), &t, 0);
+        hb(&mut g, &beat("a", 1, Some(&[(T1, &[0])])), &t, 0);
+        let r = hb(&mut g, &beat("b", 2, Some(&[])), &t, 0);
+        assert_eq!(assigned(&r), Some(vec![(T1, vec![1])]));
+
+        let r = hb(&mut g, &beat("b", -1, None), &t, 0);
+        assert_eq!(
+            (r.error_code, r.member_epoch, r.member_id.as_deref()),
+            (0, -1, Some("b"))
+        );
+        assert_eq!(g.group_epoch(), 3);
+        assert_eq!(g.state(), ConsumerGroupState::Assigning);
+        let r = hb(&mut g, &beat("a", 2, Some(&[(T1, &[0])])), &t, 0);
+        assert_eq!(r.member_epoch, 3);
+        assert_eq!(assigned(&r), Some(vec![(T1, vec![0, 1])]));
+        let r = hb(&mut g, &beat("a", -1, None), &t, 0);
+        assert_eq!(r.error_code, 0);
+        assert!(g.is_empty());
+        assert_eq!(g.state(), ConsumerGroupState::Empty);
+        assert_eq!(g.group_epoch(), 4);
+    }
+
+    #[test]
+    fn session_expiry_fences() {
+        let mut g = ConsumerGroup::new("g".into());
+        let t = topics(2);
+        hb(&mut g, &join("a", None, &["foo"]), &t, 0);
+        hb(&mut g, &join("b", None, &["foo"]), &t, 10_000);
+        assert_eq!(g.next_deadline_ms(), Some(45_000));
+        assert_eq!(g.expire(44_999), Vec::<String>::new());
+        assert_eq!(g.expire(45_000), vec!["a".to_string()]);
+        assert_eq!(g.group_epoch(), 3);
+        let r = hb(&mut g, &beat("a", 1, None), &t, 45_001);
+        assert_eq!(r.error_code, ResponseError::UnknownMemberId.code());
+        // b gets everything.
+        let r = hb(&mut g, &beat("b", 2, Some(&[])), &t, 45_001);
+        assert_eq!(r.member_epoch, 3);
+        assert_eq!(assigned(&r), Some(vec![(T1, vec![0, 1])]));
+    }
+
+    #[test]
+    fn rebalance_timeout_fences_unrevoking_member() {
+        let mut g = ConsumerGroup::new("g".into());
+        let t = topics(2);
+        hb(&mut g, &join("a", None, &["foo"]), &t, 0);
+        hb(&mut g, &join("b", None, &["foo"]), &t, 0);
+        // a is asked to revoke at t=1000 with a 30 s rebalance timeout.
+        hb(&mut g, &beat("a", 1, Some(&[(T1, &[0, 1])])), &t, 1_000);
+        // a keeps heartbeating without revoking.
+        hb(&mut g, &beat("a", 1, Some(&[(T1, &[0, 1])])), &t, 30_000);
+        hb(&mut g, &beat("b", 2, Some(&[])), &t, 30_000);
+        assert_eq!(g.expire(30_999), Vec::<String>::new());
+        assert_eq!(g.expire(31_000), vec!["a".to_string()]);
+    }
+
+    #[test]
+    fn static_member_rejoins_with_same_partitions() {
+        let mut g = ConsumerGroup::new("g".into());
+        let t = topics(2);
+        hb(&mut g, &join("a", Some("i-a"), &["foo"]), &t, 0);
+        hb(&mut g, &join("b", Some("i-b"), &["foo"]), &t, 0);
+        hb(&mut g, &beat("a", 1, Some(&[(T1, &[0, 1])])), &t, 0);
+        hb(&mut g, &beat("a", 1, Some(&[(T1, &[0])])), &t, 0);
+        let r = hb(&mut g, &beat("b", 2, Some(&[])), &t, 0);
+        assert_eq!(assigned(&r), Some(vec![(T1, vec![1])]));
+        assert_eq!(g.group_epoch(), 2);
+
+        // b leaves temporarily.
+        let mut leave = beat("b", -2, None);
+        leave.instance_id = Some(StrBytes::from_static_str("i-b"));
+        let r = hb(&mut g, &leave, &t, 1_000);
+        assert_eq!((r.error_code, r.member_epoch), (0, -2));
+        assert_eq!(g.group_epoch(), 2);
+
+        // Another member can't take the instance id of an active member.
+        let r = hb(&mut g, &join("x", Some("i-a"), &["foo"]), &t, 2_000);
+        assert_eq!(r.error_code, ResponseError::UnreleasedInstanceId.code());
+
+        // b comes back with a new member id: same partitions, same group epoch.
+        let r = hb(&mut g, &join("b2", Some("i-b"), &["foo"]), &t, 2_000);
+        assert_eq!(r.error_code, 0);
+        assert_eq!(r.member_epoch, 2);
+        assert_eq!(assigned(&r), Some(vec![(T1, vec![1])]));
+        assert_eq!(g.group_epoch(), 2);
+        assert_eq!(
+            g.members()
+                .map(|m| m.member_id.to_string())
+                .collect::<Vec<_>>(),
+            vec!["a", "b2"]
+        );
+
+        // The old member id is fenced by the new one.
+        let mut old = beat("b", 2, None);
+        old.instance_id = Some(StrBytes::from_static_str("i-b"));
+        let r = hb(&mut g, &old, &t, 3_000);
+        assert_eq!(r.error_code, ResponseError::FencedInstanceId.code());
+    }
+
+    #[test]
+    fn static_member_gone_after_session_timeout() {
+        let mut g = ConsumerGroup::new("g".into());
+        let t = topics(2);
+        hb(&mut g, &join("a", Some("i-a"), &["foo"]), &t, 0);
+        let mut leave = beat("a", -2, None);
+        leave.instance_id = Some(StrBytes::from_static_str("i-a"));
+        hb(&mut g, &leave, &t, 1_000);
+        assert_eq!(g.expire(46_000), vec!["a".to_string()]);
+        assert!(g.is_empty());
+        let r = hb(&mut g, &join("a2", Some("i-a"), &["foo"]), &t, 47_000);
+        assert_eq!((r.error_code, r.member_epoch), (0, 3));
+    }
+
+    #[test]
+    fn fenced_member_epoch() {
+        let mut g = ConsumerGroup::new("g".into());
+        let t = topics(2);
+        hb(&mut g, &join("a", None, &["foo"]), &t, 0);
+        let r = hb(&mut g, &beat("a", 5, None), &t, 0);
+        assert_eq!(r.error_code, ResponseError::FencedMemberEpoch.code());
+        assert_eq!(
+            r.error_message.as_deref(),
+            Some(
+                "The consumer group member has a greater member epoch (5) than the one known by the group coordinator (1). The member must abandon all its partitions and rejoin."
+            )
+        );
+        hb(&mut g, &join("b", None, &["bar"]), &t, 0);
+        let r = hb(&mut g, &beat("a", 1, Some(&[(T1, &[0, 1])])), &t, 0);
+        assert_eq!(r.member_epoch, 2);
+        // The previous epoch with a subset of the assignment is accepted (lost response)...
+        let r = hb(&mut g, &beat("a", 1, Some(&[(T1, &[0])])), &t, 0);
+        assert_eq!((r.error_code, r.member_epoch), (0, 2));
+        // ... but not without the owned partitions, nor an older one.
+        let r = hb(&mut g, &beat("a", 1, None), &t, 0);
+        assert_eq!(r.error_code, ResponseError::FencedMemberEpoch.code());
+        let r = hb(&mut g, &beat("a", 0, None), &t, 0);
+        assert_eq!(r.error_code, ResponseError::InvalidRequest.code());
+    }
+
+    #[test]
+    fn unknown_member_and_invalid_requests() {
+        let mut g = ConsumerGroup::new("g".into());
+        let t = topics(2);
+        let r = hb(&mut g, &beat("ghost", 3, None), &t, 0);
+        assert_eq!(r.error_code, ResponseError::UnknownMemberId.code());
+        assert_eq!(
+            r.error_message.as_deref(),
+            Some("Member ghost is not a member of group g.")
+        );
+        let r = hb(&mut g, &beat("ghost", -1, None), &t, 0);
+        assert_eq!(r.error_code, ResponseError::UnknownMemberId.code());
+
+        let mut bad = join("a", None, &["foo"]);
+        bad.server_assignor = Some(StrBytes::from_static_str("sticky"));
+        let r = hb(&mut g, &bad, &t, 0);
+        assert_eq!(r.error_code, ResponseError::UnsupportedAssignor.code());
+        assert_eq!(
+            r.error_message.as_deref(),
+            Some("ServerAssignor sticky is not supported. Supported assignors: uniform, range.")
+        );
+        let mut bad = join("a", None, &["foo"]);
+        bad.rebalance_timeout_ms = -1;
+        let r = hb(&mut g, &bad, &t, 0);
+        assert_eq!(r.error_code, ResponseError::InvalidRequest.code());
+        let mut bad = join("a", None, &["foo"]);
+        bad.subscribed_topic_regex = Some(StrBytes::from_static_str("foo("));
+        let r = hb(&mut g, &bad, &t, 0);
+        assert_eq!(r.error_code, ResponseError::InvalidRegularExpression.code());
+        assert!(g.is_empty());
+        assert_eq!(g.group_epoch(), 0);
+
+        let limited = ConsumerGroupConfig {
+            max_size: 1,
+            ..config()
+        };
+        g.heartbeat(1, &join("a", None, &["foo"]), "c", "/h", &t, &limited, 0);
+        let r = g.heartbeat(1, &join("b", None, &["foo"]), "c", "/h", &t, &limited, 0);
+        assert_eq!(r.error_code, ResponseError::GroupMaxSizeReached.code());
+    }
+
+    #[test]
+    fn new_partitions_and_topics_are_assigned() {
+        let mut g = ConsumerGroup::new("g".into());
+        let r = hb(&mut g, &join("a", None, &["foo", "baz"]), &topics(2), 0);
+        assert_eq!(assigned(&r), Some(vec![(T1, vec![0, 1])]));
+        // foo grows to 3 partitions.
+        let r = hb(
+            &mut g,
+            &beat("a", 1, Some(&[(T1, &[0, 1])])),
+            &topics(3),
+            10,
+        );
+        assert_eq!(g.group_epoch(), 2);
+        assert_eq!(r.member_epoch, 2);
+        assert_eq!(assigned(&r), Some(vec![(T1, vec![0, 1, 2])]));
+        // baz is created.
+        let t3 = Uuid::from_bytes([3; 16]);
+        let mut t = topics(3);
+        t = Topics::new(t.iter().map(|(n, id, c)| (n.to_string(), id, c)).chain([(
+            "baz".to_string(),
+            t3,
+            1,
+        )]));
+        let r = hb(&mut g, &beat("a", 2, Some(&[(T1, &[0, 1, 2])])), &t, 20);
+        assert_eq!(r.member_epoch, 3);
+        assert_eq!(assigned(&r), Some(vec![(T1, vec![0, 1, 2]), (t3, vec![0])]));
+    }
+
+    #[test]
+    fn regex_subscription() {
+        let mut g = ConsumerGroup::new("g".into());
+        let mut req = join("a", None, &[]);
+        req.subscribed_topic_names = None;
+        req.subscribed_topic_regex = Some(StrBytes::from_static_str("fo+"));
+        let r = hb(&mut g, &req, &topics(2), 0);
+        assert_eq!(r.error_code, 0);
+        assert_eq!(assigned(&r), Some(vec![(T1, vec![0, 1])]));
+    }
+
+    #[test]
+    fn range_assignor_when_members_ask_for_it() {
+        let mut g = ConsumerGroup::new("g".into());
+        let t = topics(3);
+        let mut req = join("a", None, &["foo", "bar"]);
+        req.server_assignor = Some(StrBytes::from_static_str("range"));
+        let r = hb(&mut g, &req, &t, 0);
+        assert_eq!(g.assignor_name(), "range");
+        assert_eq!(
+            assigned(&r),
+            Some(vec![(T1, vec![0, 1, 2]), (T2, vec![0, 1])])
+        );
+        let mut req = join("b", None, &["foo", "bar"]);
+        req.server_assignor = Some(StrBytes::from_static_str("range"));
+        hb(&mut g, &req, &t, 0);
+        let targets: Vec<Vec<(Uuid, Vec<i32>)>> = g
+            .members()
+            .map(|m| {
+                m.target
+                    .unwrap()
+                    .iter()
+                    .map(|(id, ps)| (*id, ps.iter().copied().collect()))
+                    .collect()
+            })
+            .collect();
+        assert_eq!(targets[0], vec![(T1, vec![0, 1]), (T2, vec![0])]);
+        assert_eq!(targets[1], vec![(T1, vec![2]), (T2, vec![1])]);
+    }
+
+    #[test]
+    fn describe_output() {
+        let mut g = ConsumerGroup::new("g".into());
+        let t = topics(2);
+        let mut req = join("a", Some("inst"), &["foo"]);
+        req.rack_id = Some(StrBytes::from_static_str("r1"));
+        hb(&mut g, &req, &t, 0);
+        let d = g.describe(&t);
+        assert_eq!(d.group_id.as_str(), "g");
+        assert_eq!(d.group_state.as_str(), "Stable");
+        assert_eq!((d.group_epoch, d.assignment_epoch), (1, 1));
+        assert_eq!(d.assignor_name.as_str(), "uniform");
+        assert_eq!(d.members.len(), 1);
+        let m = &d.members[0];
+        assert_eq!(m.member_id.as_str(), "a");
+        assert_eq!(m.instance_id.as_deref(), Some("inst"));
+        assert_eq!(m.rack_id.as_deref(), Some("r1"));
+        assert_eq!(m.member_epoch, 1);
+        assert_eq!(
+            (m.client_id.as_str(), m.client_host.as_str()),
+            ("client", "/127.0.0.1")
+        );
+        assert_eq!(
+            m.subscribed_topic_names
+                .iter()
+                .map(|n| n.as_str())
+                .collect::<Vec<_>>(),
+            vec!["foo"]
+        );
+        assert_eq!(m.member_type, 1);
+        assert_eq!(m.assignment.topic_partitions.len(), 1);
+        assert_eq!(m.assignment.topic_partitions[0].topic_name.as_str(), "foo");
+        assert_eq!(m.assignment.topic_partitions[0].partitions, vec![0, 1]);
+        assert_eq!(
+            m.target_assignment.topic_partitions[0].partitions,
+            vec![0, 1]
+        );
+        assert_eq!(
+            ConsumerGroup::new("e".into())
+                .describe(&t)
+                .group_state
+                .as_str(),
+            "Empty"
+        );
+    }
+
+    #[test]
+    fn offset_commit_validation() {
+        let mut g = ConsumerGroup::new("g".into());
+        let t = topics(2);
+        assert_eq!(g.validate_offset_commit("", None, -1), Ok(()));
+        hb(&mut g, &join("a", None, &["foo"]), &t, 0);
+        assert_eq!(g.validate_offset_commit("a", None, 1), Ok(()));
+        assert_eq!(g.validate_offset_commit("a", None, 0), Err(113));
+        assert_eq!(g.validate_offset_commit("", None, -1), Err(25));
+        assert_eq!(g.validate_offset_commit("zz", None, 1), Err(25));
+        assert!(g.remove_member("a"));
+        assert!(!g.remove_member("a"));
+        assert_eq!(g.validate_offset_commit("", None, -1), Ok(()));
+    }
+}

@@ -1,0 +1,13 @@
+//! Consumer-group logic that needs no I/O, shared by the broker's group coordinator:
+//!
+//! - [`records`]: the keys and values of `__consumer_offsets` in Kafka's formats
+//!   (committed offsets and classic group metadata), so Kafka's tools read them;
+//! - [`assignor`]: the server-side assignors of KIP-848 (`uniform`, `range`);
+//! - [`consumer`]: the KIP-848 consumer group (ConsumerGroupHeartbeat) state machine.
+//!
+//! The broker (`sluice-broker`'s `group` module) owns the I/O: requests, timers, and
+//! the reads and writes of `__consumer_offsets`.
+
+pub mod records;
+pub mod assignor;
+pub mod consumer;
