@@ -318,6 +318,127 @@ fn request_frame(api_key: ApiKey, version: i16, correlation_id: i32) -> Result<V
         ApiKey::UnregisterBroker => UnregisterBrokerRequest::default()
             .with_broker_id(BrokerId(3))
             .encode(&mut out, v),
+        ApiKey::FindCoordinator => {
+            let request = FindCoordinatorRequest::default().with_key_type(0);
+            if v >= 4 {
+                request.with_coordinator_keys(vec![text("orders-group")])
+            } else {
+                request.with_key(text("orders-group"))
+            }
+            .encode(&mut out, v)
+        }
+        ApiKey::JoinGroup => JoinGroupRequest::default()
+            .with_group_id(GroupId(text("orders-group")))
+            .with_session_timeout_ms(10_000)
+            .with_rebalance_timeout_ms(30_000)
+            .with_member_id(text("member-1"))
+            .with_group_instance_id((v >= 5).then(|| text("instance-1")))
+            .with_protocol_type(text("consumer"))
+            .with_protocols(vec![
+                join_group_request::JoinGroupRequestProtocol::default()
+                    .with_name(text("range"))
+                    .with_metadata(Bytes::from_static(b"\0\x03\0\0\0\x01\0\x06orders")),
+            ])
+            .encode(&mut out, v),
+        ApiKey::SyncGroup => SyncGroupRequest::default()
+            .with_group_id(GroupId(text("orders-group")))
+            .with_generation_id(3)
+            .with_member_id(text("member-1"))
+            .with_protocol_type((v >= 5).then(|| text("consumer")))
+            .with_protocol_name((v >= 5).then(|| text("range")))
+            .with_assignments(vec![
+                sync_group_request::SyncGroupRequestAssignment::default()
+                    .with_member_id(text("member-1"))
+                    .with_assignment(Bytes::from_static(b"\0\x03\0\0\0\x01")),
+            ])
+            .encode(&mut out, v),
+        ApiKey::Heartbeat => HeartbeatRequest::default()
+            .with_group_id(GroupId(text("orders-group")))
+            .with_generation_id(3)
+            .with_member_id(text("member-1"))
+            .encode(&mut out, v),
+        ApiKey::LeaveGroup => {
+            let request = LeaveGroupRequest::default().with_group_id(GroupId(text("orders-group")));
+            if v >= 3 {
+                request.with_members(vec![
+                    leave_group_request::MemberIdentity::default().with_member_id(text("member-1")),
+                ])
+            } else {
+                request.with_member_id(text("member-1"))
+            }
+            .encode(&mut out, v)
+        }
+        ApiKey::OffsetCommit => OffsetCommitRequest::default()
+            .with_group_id(GroupId(text("orders-group")))
+            .with_generation_id_or_member_epoch(3)
+            .with_member_id(text("member-1"))
+            .with_topics(vec![
+                offset_commit_request::OffsetCommitRequestTopic::default()
+                    .with_name(TopicName(text("orders")))
+                    .with_partitions(vec![
+                        offset_commit_request::OffsetCommitRequestPartition::default()
+                            .with_partition_index(0)
+                            .with_committed_offset(42)
+                            .with_committed_metadata(Some(text("meta"))),
+                    ]),
+            ])
+            .encode(&mut out, v),
+        ApiKey::OffsetFetch => if v >= 8 {
+            OffsetFetchRequest::default().with_groups(vec![
+                offset_fetch_request::OffsetFetchRequestGroup::default()
+                    .with_group_id(GroupId(text("orders-group")))
+                    .with_topics(Some(vec![
+                        offset_fetch_request::OffsetFetchRequestTopics::default()
+                            .with_name(TopicName(text("orders")))
+                            .with_partition_indexes(vec![0, 1]),
+                    ])),
+            ])
+        } else {
+            OffsetFetchRequest::default()
+                .with_group_id(GroupId(text("orders-group")))
+                .with_topics(Some(vec![
+                    offset_fetch_request::OffsetFetchRequestTopic::default()
+                        .with_name(TopicName(text("orders")))
+                        .with_partition_indexes(vec![0, 1]),
+                ]))
+        }
+        .encode(&mut out, v),
+        ApiKey::OffsetDelete => OffsetDeleteRequest::default()
+            .with_group_id(GroupId(text("orders-group")))
+            .with_topics(vec![
+                offset_delete_request::OffsetDeleteRequestTopic::default()
+                    .with_name(TopicName(text("orders")))
+                    .with_partitions(vec![
+                        offset_delete_request::OffsetDeleteRequestPartition::default()
+                            .with_partition_index(0),
+                    ]),
+            ])
+            .encode(&mut out, v),
+        ApiKey::ListGroups => ListGroupsRequest::default()
+            .with_states_filter(if v >= 4 { vec![text("Stable")] } else { vec![] })
+            .with_types_filter(if v >= 5 {
+                vec![text("classic")]
+            } else {
+                vec![]
+            })
+            .encode(&mut out, v),
+        ApiKey::DescribeGroups => DescribeGroupsRequest::default()
+            .with_groups(vec![GroupId(text("orders-group"))])
+            .encode(&mut out, v),
+        ApiKey::DeleteGroups => DeleteGroupsRequest::default()
+            .with_groups_names(vec![GroupId(text("orders-group"))])
+            .encode(&mut out, v),
+        ApiKey::ConsumerGroupHeartbeat => ConsumerGroupHeartbeatRequest::default()
+            .with_group_id(GroupId(text("orders-group")))
+            .with_member_id(text("4f3b1c2d-member"))
+            .with_member_epoch(0)
+            .with_rebalance_timeout_ms(30_000)
+            .with_subscribed_topic_names(Some(vec![TopicName(text("orders"))]))
+            .with_topic_partitions(Some(vec![]))
+            .encode(&mut out, v),
+        ApiKey::ConsumerGroupDescribe => ConsumerGroupDescribeRequest::default()
+            .with_group_ids(vec![GroupId(text("orders-group"))])
+            .encode(&mut out, v),
         other => {
             return Err(format!(
                 "no seed request for {other:?}: add one to crates/sluice-broker/tests/fuzz_corpus.rs"

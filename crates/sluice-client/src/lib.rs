@@ -12,6 +12,7 @@ mod client;
 mod config;
 mod connection;
 mod error;
+mod groups;
 
 pub use admin::{
     Admin, ConfigEntry, ConfigSource, CreatedTopic, NewTopic, PartitionInfo, QuorumInfo,
@@ -21,5 +22,6 @@ pub use client::{Client, Target};
 pub use config::ClientConfig;
 pub use connection::{Connection, IMPLEMENTED_VERSIONS, implemented_versions, negotiate};
 pub use error::{ApiError, Error, ErrorCode};
+pub use groups::*;
 /// The message types [`Client::send`] takes, re-exported.
 pub use kafka_protocol;

@@ -1105,6 +1105,25 @@ impl ConsumerGroup {
         }
         self.target.remove(member_id);
         self.prune_regexes();
+        // Drop the topics only this member subscribed to, as Kafka recomputes the
+        // subscription metadata without the fenced member; otherwise the next
+        // heartbeat would see a metadata change and bump the epoch once more.
+        let keep: BTreeSet<String> = self
+            .subscription_metadata
+            .keys()
+            .filter(|name| {
+                self.members.values().any(|m| {
+                    m.subscribed_topic_names.contains(*name)
+                        || m.subscribed_topic_regex
+                            .as_ref()
+                            .and_then(|r| self.regexes.get(r))
+                            .is_some_and(|regex| regex.is_match(name))
+                })
+            })
+            .cloned()
+            .collect();
+        self.subscription_metadata
+            .retain(|name, _| keep.contains(name));
         self.group_epoch += 1;
         tracing::info!(group = %self.group_id, member = %member_id, epoch = self.group_epoch, "member removed, bumped group epoch");
     }
@@ -1672,6 +1691,19 @@ mod tests {
     }
 
     #[test]
+    fn fencing_a_member_with_its_own_topic_bumps_once() {
+        let mut g = ConsumerGroup::new("g".into());
+        let t = topics(2);
+        hb(&mut g, &join("a", None, &["foo"]), &t, 0);
+        hb(&mut g, &join("b", None, &["bar"]), &t, 0);
+        assert_eq!(g.group_epoch(), 2);
+        assert!(g.remove_member("b"));
+        assert_eq!(g.group_epoch(), 3);
+        let r = hb(&mut g, &beat("a", 1, Some(&[(T1, &[0, 1])])), &t, 0);
+        assert_eq!((r.member_epoch, g.group_epoch()), (3, 3));
+    }
+
+    #[test]
     fn regex_subscription() {
         let mut g = ConsumerGroup::new("g".into());
         let mut req = join("a", None, &[]);
@@ -1680,6 +1712,20 @@ mod tests {
         let r = hb(&mut g, &req, &topics(2), 0);
         assert_eq!(r.error_code, 0);
         assert_eq!(assigned(&r), Some(vec![(T1, vec![0, 1])]));
+        assert_eq!(g.group_epoch(), 1);
+        // A new topic matching the regex (in full) is picked up; a partial match is not.
+        let t3 = Uuid::from_bytes([3; 16]);
+        let t = Topics::new([
+            ("foo".to_string(), T1, 2),
+            ("bar".to_string(), T2, 2),
+            ("fooo".to_string(), t3, 1),
+            ("foobar".to_string(), Uuid::from_bytes([4; 16]), 1),
+        ]);
+        let r = hb(&mut g, &beat("a", 1, Some(&[(T1, &[0, 1])])), &t, 10);
+        assert_eq!(g.group_epoch(), 2);
+        assert_eq!(assigned(&r), Some(vec![(T1, vec![0, 1]), (t3, vec![0])]));
+        let d = g.describe(&t);
+        assert_eq!(d.members[0].subscribed_topic_regex.as_deref(), Some("fo+"));
     }
 
     #[test]

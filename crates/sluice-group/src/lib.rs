@@ -8,6 +8,6 @@
 //! The broker (`sluice-broker`'s `group` module) owns the I/O: requests, timers, and
 //! the reads and writes of `__consumer_offsets`.
 
-pub mod records;
 pub mod assignor;
 pub mod consumer;
+pub mod records;

@@ -3,10 +3,13 @@
 //! `sluice server` runs a single-node broker that Kafka clients and tools use;
 //! `sluice dump-log` prints segment files as Kafka's DumpLogSegments does;
 //! `sluice topic` manages topics on a running cluster as Kafka's `kafka-topics.sh` does;
+//! `sluice group` lists, describes and deletes consumer groups and resets their offsets as
+//! Kafka's `kafka-consumer-groups.sh` does;
 //! `sluice cluster status` shows the metadata quorum as `kafka-metadata-quorum.sh` does.
 
 mod cluster;
 mod dump_log;
+mod group;
 mod remote;
 mod topic;
 
@@ -64,6 +67,20 @@ enum Command {
         #[command(subcommand)]
         command: topic::TopicCommand,
     },
+    /// List, describe and delete consumer groups and reset their offsets on a running
+    /// cluster, over the wire as Kafka's `kafka-consumer-groups.sh` does.
+    Group {
+        /// The cluster's `host:port` addresses, comma-separated.
+        #[arg(
+            long,
+            global = true,
+            default_value = "127.0.0.1:9092",
+            value_delimiter = ','
+        )]
+        bootstrap_server: Vec<String>,
+        #[command(subcommand)]
+        command: group::GroupCommand,
+    },
     /// The cluster's metadata quorum, over the wire as Kafka's
     /// `kafka-metadata-quorum.sh describe --status --replication` shows it.
     Cluster {
@@ -120,6 +137,16 @@ fn main() -> anyhow::Result<()> {
         } => {
             if let Err(error) = topic::run(&bootstrap_server, command) {
                 eprintln!("sluice topic: {error:#}");
+                std::process::exit(1);
+            }
+            Ok(())
+        }
+        Command::Group {
+            bootstrap_server,
+            command,
+        } => {
+            if let Err(error) = group::run(&bootstrap_server, command) {
+                eprintln!("sluice group: {error:#}");
                 std::process::exit(1);
             }
             Ok(())

@@ -282,6 +282,11 @@ impl ClassicGroup {
         self.members.is_empty()
     }
 
+    /// Empty, and no member is between the two steps of its join.
+    pub fn is_idle(&self) -> bool {
+        self.state == ClassicState::Empty && self.pending_members.is_empty()
+    }
+
     fn member(&self, member_id: &str) -> Option<&Member> {
         self.members.iter().find(|m| m.member_id == member_id)
     }
@@ -353,15 +358,26 @@ impl ClassicGroup {
     }
 
     /// Serves a JoinGroup.
-    pub fn join(&mut self, request: JoinRequest, config: &ClassicConfig, now: i64) -> Reply<JoinResult> {
+    pub fn join(
+        &mut self,
+        request: JoinRequest,
+        config: &ClassicConfig,
+        now: i64,
+    ) -> Reply<JoinResult> {
         let member_id = request.member_id.clone();
         if request.session_timeout_ms < config.min_session_timeout_ms
             || request.session_timeout_ms > config.max_session_timeout_ms
         {
-            return Reply::Now(JoinResult::error(errors::INVALID_SESSION_TIMEOUT, &member_id));
+            return Reply::Now(JoinResult::error(
+                errors::INVALID_SESSION_TIMEOUT,
+                &member_id,
+            ));
         }
         if self.state == ClassicState::Dead {
-            return Reply::Now(JoinResult::error(errors::COORDINATOR_NOT_AVAILABLE, &member_id));
+            return Reply::Now(JoinResult::error(
+                errors::COORDINATOR_NOT_AVAILABLE,
+                &member_id,
+            ));
         }
         if !self.supports(&request.protocol_type, &request.protocols) {
             return Reply::Now(JoinResult::error(
@@ -376,7 +392,12 @@ impl ClassicGroup {
         }
     }
 
-    fn join_unknown(&mut self, request: JoinRequest, config: &ClassicConfig, now: i64) -> Reply<JoinResult> {
+    fn join_unknown(
+        &mut self,
+        request: JoinRequest,
+        config: &ClassicConfig,
+        now: i64,
+    ) -> Reply<JoinResult> {
         let new_id = new_member_id(&request.client_id);
         if let Some(instance) = request.group_instance_id.clone() {
             if let Some(old_id) = self.static_members.get(&instance).cloned() {
@@ -397,11 +418,19 @@ impl ClassicGroup {
         self.add_member(request, new_id, config, now)
     }
 
-    fn join_known(&mut self, request: JoinRequest, config: &ClassicConfig, now: i64) -> Reply<JoinResult> {
+    fn join_known(
+        &mut self,
+        request: JoinRequest,
+        config: &ClassicConfig,
+        now: i64,
+    ) -> Reply<JoinResult> {
         let member_id = request.member_id.clone();
         if self.pending_members.remove(&member_id).is_some() {
             if self.members.len() >= config.max_size {
-                return Reply::Now(JoinResult::error(errors::GROUP_MAX_SIZE_REACHED, &member_id));
+                return Reply::Now(JoinResult::error(
+                    errors::GROUP_MAX_SIZE_REACHED,
+                    &member_id,
+                ));
             }
             return self.add_member(request, member_id, config, now);
         }
@@ -439,7 +468,13 @@ impl ClassicGroup {
 
     /// A static member rejoining with a new incarnation (KIP-345): its old member id is
     /// fenced and replaced; a stable group keeps its assignment.
-    fn rejoin_static(&mut self, request: JoinRequest, old_id: String, new_id: String, now: i64) -> Reply<JoinResult> {
+    fn rejoin_static(
+        &mut self,
+        request: JoinRequest,
+        old_id: String,
+        new_id: String,
+        now: i64,
+    ) -> Reply<JoinResult> {
         let Some(index) = self.members.iter().position(|m| m.member_id == old_id) else {
             return Reply::Now(JoinResult::error(errors::UNKNOWN_MEMBER_ID, ""));
         };
@@ -479,7 +514,13 @@ impl ClassicGroup {
                 Reply::Now(result)
             }
             ClassicState::Stable | ClassicState::CompletingRebalance => {
-                let reply = self.update_member(&JoinRequest { member_id: new_id, ..request }, now);
+                let reply = self.update_member(
+                    &JoinRequest {
+                        member_id: new_id,
+                        ..request
+                    },
+                    now,
+                );
                 let config = ClassicConfig {
                     min_session_timeout_ms: 0,
                     max_session_timeout_ms: i32::MAX,
@@ -490,7 +531,13 @@ impl ClassicGroup {
                 reply
             }
             ClassicState::PreparingRebalance => {
-                let reply = self.update_member(&JoinRequest { member_id: new_id, ..request }, now);
+                let reply = self.update_member(
+                    &JoinRequest {
+                        member_id: new_id,
+                        ..request
+                    },
+                    now,
+                );
                 self.try_complete_join(now);
                 reply
             }
@@ -500,12 +547,19 @@ impl ClassicGroup {
         }
     }
 
-    fn add_member(&mut self, request: JoinRequest, member_id: String, config: &ClassicConfig, now: i64) -> Reply<JoinResult> {
+    fn add_member(
+        &mut self,
+        request: JoinRequest,
+        member_id: String,
+        config: &ClassicConfig,
+        now: i64,
+    ) -> Reply<JoinResult> {
         if self.members.is_empty() {
             self.protocol_type = Some(request.protocol_type.clone());
         }
         if let Some(instance) = &request.group_instance_id {
-            self.static_members.insert(instance.clone(), member_id.clone());
+            self.static_members
+                .insert(instance.clone(), member_id.clone());
         }
         let (sender, receiver) = oneshot::channel();
         self.members.push(Member {
@@ -538,11 +592,17 @@ impl ClassicGroup {
     fn update_member(&mut self, request: &JoinRequest, now: i64) -> Reply<JoinResult> {
         let (sender, receiver) = oneshot::channel();
         let Some(member) = self.member_mut(&request.member_id) else {
-            return Reply::Now(JoinResult::error(errors::UNKNOWN_MEMBER_ID, &request.member_id));
+            return Reply::Now(JoinResult::error(
+                errors::UNKNOWN_MEMBER_ID,
+                &request.member_id,
+            ));
         };
         if let Some(old) = member.awaiting_join.replace(sender) {
             // A second join while the first waits: the first is superseded.
-            let _ = old.send(JoinResult::error(errors::REBALANCE_IN_PROGRESS, &request.member_id));
+            let _ = old.send(JoinResult::error(
+                errors::REBALANCE_IN_PROGRESS,
+                &request.member_id,
+            ));
         }
         member.protocols = request.protocols.clone();
         member.client_id = request.client_id.clone();
@@ -682,7 +742,12 @@ impl ClassicGroup {
         }
     }
 
-    fn check_generation(&self, member_id: &str, instance: Option<&str>, generation: i32) -> Result<(), i16> {
+    fn check_generation(
+        &self,
+        member_id: &str,
+        instance: Option<&str>,
+        generation: i32,
+    ) -> Result<(), i16> {
         if self.state == ClassicState::Dead {
             return Err(errors::COORDINATOR_NOT_AVAILABLE);
         }
@@ -761,7 +826,14 @@ impl ClassicGroup {
     /// After the leader's assignment was written (`stored` = the write's outcome, Kafka's
     /// error code): hands every waiting member its assignment and makes the group
     /// Stable, or fails them all and rebalances.
-    pub fn finish_sync(&mut self, store: &GroupMetadataValue, generation: i32, stored: i16, config: &ClassicConfig, now: i64) {
+    pub fn finish_sync(
+        &mut self,
+        store: &GroupMetadataValue,
+        generation: i32,
+        stored: i16,
+        config: &ClassicConfig,
+        now: i64,
+    ) {
         if self.state != ClassicState::CompletingRebalance || self.generation != generation {
             return;
         }
@@ -805,7 +877,13 @@ impl ClassicGroup {
     }
 
     /// Serves a Heartbeat.
-    pub fn heartbeat(&mut self, member_id: &str, instance: Option<&str>, generation: i32, now: i64) -> i16 {
+    pub fn heartbeat(
+        &mut self,
+        member_id: &str,
+        instance: Option<&str>,
+        generation: i32,
+        now: i64,
+    ) -> i16 {
         if let Err(code) = self.check_generation(member_id, instance, generation) {
             return code;
         }
@@ -823,7 +901,13 @@ impl ClassicGroup {
 
     /// Serves one member of a LeaveGroup: by member id, or by instance id (an empty
     /// member id with a group.instance.id is an admin removing a static member).
-    pub fn leave(&mut self, member_id: &str, instance: Option<&str>, config: &ClassicConfig, now: i64) -> i16 {
+    pub fn leave(
+        &mut self,
+        member_id: &str,
+        instance: Option<&str>,
+        config: &ClassicConfig,
+        now: i64,
+    ) -> i16 {
         if self.state == ClassicState::Dead {
             return errors::COORDINATOR_NOT_AVAILABLE;
         }
@@ -906,9 +990,7 @@ impl ClassicGroup {
             .members
             .iter()
             .filter(|m| {
-                m.session_deadline <= now
-                    && m.awaiting_join.is_none()
-                    && m.awaiting_sync.is_none()
+                m.session_deadline <= now && m.awaiting_join.is_none() && m.awaiting_sync.is_none()
             })
             .map(|m| m.member_id.clone())
             .collect();
@@ -953,7 +1035,12 @@ impl ClassicGroup {
     }
 
     /// Kafka's offset-commit checks for a classic group.
-    pub fn validate_offset_commit(&self, member_id: &str, instance: Option<&str>, generation: i32) -> Result<(), i16> {
+    pub fn validate_offset_commit(
+        &self,
+        member_id: &str,
+        instance: Option<&str>,
+        generation: i32,
+    ) -> Result<(), i16> {
         if self.state == ClassicState::Dead {
             return Err(errors::COORDINATOR_NOT_AVAILABLE);
         }
@@ -1032,7 +1119,11 @@ mod tests {
 
     /// Joins a new dynamic member (two requests, KIP-394); returns its id and the
     /// pending join.
-    fn join_new(group: &mut ClassicGroup, protocols: &[&str], now: i64) -> (String, Reply<JoinResult>) {
+    fn join_new(
+        group: &mut ClassicGroup,
+        protocols: &[&str],
+        now: i64,
+    ) -> (String, Reply<JoinResult>) {
         let first = now_result(group.join(request("", None, protocols), &config(), now));
         assert_eq!(first.error, errors::MEMBER_ID_REQUIRED);
         let id = first.member_id.clone();
@@ -1051,7 +1142,15 @@ mod tests {
         assert_eq!(result.protocol_name.as_deref(), Some("range"));
         assert_eq!(result.members.len(), 1);
         assert_eq!(group.state, ClassicState::CompletingRebalance);
-        let SyncOutcome::Store(store) = group.sync(&id, None, 1, None, None, vec![(id.clone(), Bytes::from_static(b"a"))], 1) else {
+        let SyncOutcome::Store(store) = group.sync(
+            &id,
+            None,
+            1,
+            None,
+            None,
+            vec![(id.clone(), Bytes::from_static(b"a"))],
+            1,
+        ) else {
             panic!("the leader's sync stores the assignment");
         };
         group.finish_sync(&store.value, store.generation, errors::NONE, &config(), 1);
@@ -1072,10 +1171,16 @@ mod tests {
         group.finish_sync(&store.value, 1, errors::NONE, &config(), 1);
         let (b, b_reply) = join_new(&mut group, &["range"], 2);
         assert_eq!(group.state, ClassicState::PreparingRebalance);
-        assert_eq!(group.heartbeat(&a, None, 1, 3), errors::REBALANCE_IN_PROGRESS);
-        let Reply::Later(mut b_reply) = b_reply else { panic!("b waits for a") };
+        assert_eq!(
+            group.heartbeat(&a, None, 1, 3),
+            errors::REBALANCE_IN_PROGRESS
+        );
+        let Reply::Later(mut b_reply) = b_reply else {
+            panic!("b waits for a")
+        };
         assert!(b_reply.try_recv().is_err());
-        let a_result = now_result(group.join(request(&a, None, &["roundrobin", "range"]), &config(), 4));
+        let a_result =
+            now_result(group.join(request(&a, None, &["roundrobin", "range"]), &config(), 4));
         let b_result = b_reply.try_recv().unwrap();
         assert_eq!(a_result.generation, 2);
         assert_eq!(b_result.generation, 2);
@@ -1119,11 +1224,21 @@ mod tests {
     fn static_member_rejoin_keeps_assignment_and_fences_old_id() {
         let mut group = ClassicGroup::new("g".into(), 0);
         let result = now_result(group.join(request("", Some("i1"), &["range"]), &config(), 0));
-        assert_eq!(result.error, errors::NONE, "static members need no second join");
+        assert_eq!(
+            result.error,
+            errors::NONE,
+            "static members need no second join"
+        );
         let old = result.member_id;
-        let SyncOutcome::Store(store) =
-            group.sync(&old, Some("i1"), 1, None, None, vec![(old.clone(), Bytes::from_static(b"p0"))], 0)
-        else {
+        let SyncOutcome::Store(store) = group.sync(
+            &old,
+            Some("i1"),
+            1,
+            None,
+            None,
+            vec![(old.clone(), Bytes::from_static(b"p0"))],
+            0,
+        ) else {
             panic!()
         };
         group.finish_sync(&store.value, 1, errors::NONE, &config(), 0);
@@ -1132,7 +1247,10 @@ mod tests {
         assert_eq!(again.generation, 1, "no rebalance");
         assert_ne!(again.member_id, old);
         assert_eq!(group.state, ClassicState::Stable);
-        assert_eq!(group.heartbeat(&old, Some("i1"), 1, 11), errors::FENCED_INSTANCE_ID);
+        assert_eq!(
+            group.heartbeat(&old, Some("i1"), 1, 11),
+            errors::FENCED_INSTANCE_ID
+        );
         let SyncOutcome::Reply(Reply::Now(sync)) =
             group.sync(&again.member_id, Some("i1"), 1, None, None, vec![], 12)
         else {
@@ -1156,9 +1274,18 @@ mod tests {
         };
         group.finish_sync(&store.value, 1, errors::NONE, &config(), 0);
         assert_eq!(group.validate_offset_commit(&a, None, 1), Ok(()));
-        assert_eq!(group.validate_offset_commit(&a, None, 0), Err(errors::ILLEGAL_GENERATION));
-        assert_eq!(group.validate_offset_commit("x", None, 1), Err(errors::UNKNOWN_MEMBER_ID));
-        assert_eq!(group.validate_offset_commit("", None, -1), Err(errors::UNKNOWN_MEMBER_ID));
+        assert_eq!(
+            group.validate_offset_commit(&a, None, 0),
+            Err(errors::ILLEGAL_GENERATION)
+        );
+        assert_eq!(
+            group.validate_offset_commit("x", None, 1),
+            Err(errors::UNKNOWN_MEMBER_ID)
+        );
+        assert_eq!(
+            group.validate_offset_commit("", None, -1),
+            Err(errors::UNKNOWN_MEMBER_ID)
+        );
     }
 
     #[test]
@@ -1168,7 +1295,10 @@ mod tests {
         now_result(reply);
         assert_eq!(group.leave(&a, None, &config(), 1), errors::NONE);
         assert_eq!(group.state, ClassicState::Empty);
-        assert_eq!(group.leave(&a, None, &config(), 2), errors::UNKNOWN_MEMBER_ID);
+        assert_eq!(
+            group.leave(&a, None, &config(), 2),
+            errors::UNKNOWN_MEMBER_ID
+        );
     }
 
     #[test]
@@ -1176,9 +1306,15 @@ mod tests {
         let mut group = ClassicGroup::new("g".into(), 0);
         let (a, reply) = join_new(&mut group, &["range"], 0);
         now_result(reply);
-        let SyncOutcome::Store(store) =
-            group.sync(&a, None, 1, None, None, vec![(a.clone(), Bytes::from_static(b"x"))], 5)
-        else {
+        let SyncOutcome::Store(store) = group.sync(
+            &a,
+            None,
+            1,
+            None,
+            None,
+            vec![(a.clone(), Bytes::from_static(b"x"))],
+            5,
+        ) else {
             panic!()
         };
         group.finish_sync(&store.value, 1, errors::NONE, &config(), 5);

@@ -124,7 +124,10 @@ impl GroupCoordinator {
             .collect();
         for partition in dropped {
             if let Some(shard) = shards.remove(&partition) {
-                tracing::info!(partition, "no longer the group coordinator of __consumer_offsets-{partition}");
+                tracing::info!(
+                    partition,
+                    "no longer the group coordinator of __consumer_offsets-{partition}"
+                );
                 shard.lock().unload();
             }
         }
@@ -148,7 +151,9 @@ impl GroupCoordinator {
     pub fn tick(&self, broker: &Arc<Broker>) {
         let now = sluice_storage::now_ms();
         let config = classic_config(broker);
-        let retention_interval = broker.config.int_value("offsets.retention.check.interval.ms");
+        let retention_interval = broker
+            .config
+            .int_value("offsets.retention.check.interval.ms");
         let expire_offsets = {
             let mut last = guard(&self.last_retention_check);
             if *last == 0 {
@@ -301,7 +306,10 @@ async fn load(broker: Arc<Broker>, shard: Arc<Shard>) {
             break replica;
         }
         if started.elapsed() > Duration::from_secs(30) {
-            tracing::warn!(partition = shard.partition, "gave up loading groups: the replica did not become leader");
+            tracing::warn!(
+                partition = shard.partition,
+                "gave up loading groups: the replica did not become leader"
+            );
             return;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -352,7 +360,10 @@ fn read_partition(replica: &Replica) -> Result<ShardState, String> {
                 continue;
             }
             let Ok(records) = batch.records() else {
-                tracing::warn!(offset = batch.base_offset(), "skipping an unreadable batch of __consumer_offsets");
+                tracing::warn!(
+                    offset = batch.base_offset(),
+                    "skipping an unreadable batch of __consumer_offsets"
+                );
                 continue;
             };
             for record in records {
@@ -374,7 +385,12 @@ fn read_partition(replica: &Replica) -> Result<ShardState, String> {
 }
 
 /// The record of a committed offset.
-pub fn offset_record(group: &str, topic: &str, partition: i32, value: Option<&OffsetValue>) -> OffsetsRecord {
+pub fn offset_record(
+    group: &str,
+    topic: &str,
+    partition: i32,
+    value: Option<&OffsetValue>,
+) -> OffsetsRecord {
     (
         records::encode_key(&OffsetsKey::Offset {
             group: group.to_string(),

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use sluice_group::consumer::ConsumerGroup;
 use sluice_group::records::{self, OffsetValue, OffsetsKey};
 
-use super::classic::{ClassicConfig, ClassicGroup, ClassicState};
+use super::classic::{ClassicConfig, ClassicGroup};
 use super::{OffsetMap, OffsetsRecord, group_record, offset_record};
 use crate::errors;
 
@@ -20,7 +20,7 @@ pub struct Committed {
 /// The protocol a group's members use.
 #[derive(Debug)]
 pub enum GroupKind {
-    Classic(ClassicGroup),
+    Classic(Box<ClassicGroup>),
     /// KIP-848 (`group.protocol=consumer`).
     Consumer(Box<ConsumerGroup>),
 }
@@ -40,7 +40,7 @@ impl Group {
     pub fn new(group_id: &str, now: i64) -> Group {
         Group {
             group_id: group_id.to_string(),
-            kind: GroupKind::Classic(ClassicGroup::new(group_id.to_string(), now)),
+            kind: GroupKind::Classic(Box::new(ClassicGroup::new(group_id.to_string(), now))),
             offsets: OffsetMap::new(),
             dead: false,
         }
@@ -144,9 +144,7 @@ impl Group {
     /// the group itself when nothing is left of it.
     pub fn expire_offsets(&mut self, retention_ms: i64, now: i64) -> Vec<OffsetsRecord> {
         let empty_since = match &self.kind {
-            GroupKind::Classic(group) if group.state == ClassicState::Empty => {
-                Some(group.state_timestamp)
-            }
+            GroupKind::Classic(group) if group.is_idle() => Some(group.state_timestamp),
             GroupKind::Consumer(group) if group.is_empty() => Some(i64::MIN),
             _ => None,
         };
@@ -155,9 +153,8 @@ impl Group {
             .iter()
             .filter(|(_, c)| match c.value.expire_timestamp {
                 Some(at) => at <= now,
-                None => empty_since.is_some_and(|since| {
-                    since.max(c.value.commit_timestamp) + retention_ms <= now
-                }),
+                None => empty_since
+                    .is_some_and(|since| since.max(c.value.commit_timestamp) + retention_ms <= now),
             })
             .map(|(k, _)| k.clone())
             .collect();
@@ -171,7 +168,8 @@ impl Group {
         if !expired.is_empty() {
             tracing::info!(group = %self.group_id, count = expired.len(), "expired committed offsets");
         }
-        if self.offsets.is_empty() && empty_since.is_some() && !expired.is_empty() {
+        // An empty group with nothing committed is forgotten (Kafka's cleanup).
+        if self.offsets.is_empty() && empty_since.is_some() {
             self.dead = true;
             records.push(group_record(&self.group_id, None));
         }
@@ -220,8 +218,18 @@ impl ShardState {
                 },
             },
             OffsetsKey::GroupMetadata { group } => match value {
+                // The group's membership is gone; offsets have their own tombstones.
                 None => {
-                    self.groups.remove(&group);
+                    if let Some(g) = self.groups.get_mut(&group) {
+                        if g.offsets.is_empty() {
+                            self.groups.remove(&group);
+                        } else {
+                            *g = Group {
+                                offsets: std::mem::take(&mut g.offsets),
+                                ..Group::new(&group, now)
+                            };
+                        }
+                    }
                 }
                 Some(bytes) => match records::decode_group_value(bytes) {
                     Ok(value) => {
@@ -229,7 +237,9 @@ impl ShardState {
                             .groups
                             .entry(group.clone())
                             .or_insert_with(|| Group::new(&group, now));
-                        entry.kind = GroupKind::Classic(ClassicGroup::from_stored(group, &value, now));
+                        entry.kind = GroupKind::Classic(Box::new(ClassicGroup::from_stored(
+                            group, &value, now,
+                        )));
                     }
                     Err(error) => {
                         tracing::warn!(log_offset, %error, "skipping unreadable group metadata in __consumer_offsets")

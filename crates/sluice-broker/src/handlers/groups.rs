@@ -76,7 +76,15 @@ async fn find_one(
     key: &str,
     key_type: i8,
 ) -> (i32, String, i32, i16, Option<String>) {
-    let not_available = |message: String| (-1, String::new(), -1, errors::COORDINATOR_NOT_AVAILABLE, Some(message));
+    let not_available = |message: String| {
+        (
+            -1,
+            String::new(),
+            -1,
+            errors::COORDINATOR_NOT_AVAILABLE,
+            Some(message),
+        )
+    };
     if key_type != 0 {
         // Transaction coordinators come with transactions.
         return (
@@ -118,8 +126,7 @@ pub async fn find_coordinator(
     if version >= 4 {
         let mut coordinators = Vec::with_capacity(request.coordinator_keys.len());
         for key in &request.coordinator_keys {
-            let (node, host, port, code, message) =
-                find_one(context, key, request.key_type).await;
+            let (node, host, port, code, message) = find_one(context, key, request.key_type).await;
             coordinators.push(
                 Coordinator::default()
                     .with_key(key.clone())
@@ -132,8 +139,7 @@ pub async fn find_coordinator(
         }
         return FindCoordinatorResponse::default().with_coordinators(coordinators);
     }
-    let (node, host, port, code, message) =
-        find_one(context, &request.key, request.key_type).await;
+    let (node, host, port, code, message) = find_one(context, &request.key, request.key_type).await;
     let mut response = FindCoordinatorResponse::default()
         .with_node_id(node.into())
         .with_host(str_bytes(host))
@@ -198,7 +204,11 @@ pub async fn join_group(context: &RequestContext, request: JoinGroupRequest) -> 
     if group_id.is_empty() {
         return join_error(errors::INVALID_GROUP_ID, &member_id);
     }
-    if request.group_instance_id.as_ref().is_some_and(|i| i.is_empty()) {
+    if request
+        .group_instance_id
+        .as_ref()
+        .is_some_and(|i| i.is_empty())
+    {
         return join_error(errors::INVALID_REQUEST, &member_id);
     }
     let shard = match shard(context, &group_id) {
@@ -225,6 +235,12 @@ pub async fn join_group(context: &RequestContext, request: JoinGroupRequest) -> 
             .collect(),
     };
     let config = classic_config(broker);
+    // Checked before the group exists: a refused join creates nothing.
+    if join.session_timeout_ms < config.min_session_timeout_ms
+        || join.session_timeout_ms > config.max_session_timeout_ms
+    {
+        return join_error(errors::INVALID_SESSION_TIMEOUT, &member_id);
+    }
     let now = sluice_storage::now_ms();
     let reply = {
         let mut state = shard.lock();
@@ -240,7 +256,8 @@ pub async fn join_group(context: &RequestContext, request: JoinGroupRequest) -> 
                 return join_error(errors::INCONSISTENT_GROUP_PROTOCOL, &member_id);
             }
             // An empty consumer group may be taken over by the classic protocol.
-            group.kind = GroupKind::Classic(group::ClassicGroup::new(group_id.clone(), now));
+            group.kind =
+                GroupKind::Classic(Box::new(group::ClassicGroup::new(group_id.clone(), now)));
         }
         let Some(classic) = group.classic_mut() else {
             return join_error(errors::INCONSISTENT_GROUP_PROTOCOL, &member_id);
@@ -281,7 +298,15 @@ pub async fn sync_group(context: &RequestContext, request: SyncGroupRequest) -> 
     let version = context.version;
     let broker = &context.broker;
     let group_id = group_id(&request.group_id);
-    let error = |code| sync_response(SyncResult { error: code, ..Default::default() }, version);
+    let error = |code| {
+        sync_response(
+            SyncResult {
+                error: code,
+                ..Default::default()
+            },
+            version,
+        )
+    };
     if group_id.is_empty() {
         return error(errors::INVALID_GROUP_ID);
     }
@@ -294,7 +319,11 @@ pub async fn sync_group(context: &RequestContext, request: SyncGroupRequest) -> 
     let now = sluice_storage::now_ms();
     let (outcome, write) = {
         let mut state = shard.lock();
-        let Some(classic) = state.groups.get_mut(&group_id).and_then(|g| g.classic_mut()) else {
+        let Some(classic) = state
+            .groups
+            .get_mut(&group_id)
+            .and_then(|g| g.classic_mut())
+        else {
             return error(errors::UNKNOWN_MEMBER_ID);
         };
         let outcome = classic.sync(
@@ -331,8 +360,18 @@ pub async fn sync_group(context: &RequestContext, request: SyncGroupRequest) -> 
             };
             let config = classic_config(broker);
             let mut state = shard.lock();
-            if let Some(classic) = state.groups.get_mut(&group_id).and_then(|g| g.classic_mut()) {
-                classic.finish_sync(&store.value, store.generation, code, &config, sluice_storage::now_ms());
+            if let Some(classic) = state
+                .groups
+                .get_mut(&group_id)
+                .and_then(|g| g.classic_mut())
+            {
+                classic.finish_sync(
+                    &store.value,
+                    store.generation,
+                    code,
+                    &config,
+                    sluice_storage::now_ms(),
+                );
             }
             store.reply
         }
@@ -369,7 +408,10 @@ pub async fn heartbeat(context: &RequestContext, request: HeartbeatRequest) -> H
     respond(code)
 }
 
-pub async fn leave_group(context: &RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse {
+pub async fn leave_group(
+    context: &RequestContext,
+    request: LeaveGroupRequest,
+) -> LeaveGroupResponse {
     let version = context.version;
     let broker = &context.broker;
     let group_id = group_id(&request.group_id);
@@ -397,7 +439,11 @@ pub async fn leave_group(context: &RequestContext, request: LeaveGroupRequest) -
     let config = classic_config(broker);
     let now = sluice_storage::now_ms();
     let mut state = shard.lock();
-    let Some(classic) = state.groups.get_mut(&group_id).and_then(|g| g.classic_mut()) else {
+    let Some(classic) = state
+        .groups
+        .get_mut(&group_id)
+        .and_then(|g| g.classic_mut())
+    else {
         return respond(errors::UNKNOWN_MEMBER_ID, Vec::new());
     };
     let mut codes = Vec::with_capacity(members.len());
@@ -422,7 +468,10 @@ pub async fn leave_group(context: &RequestContext, request: LeaveGroupRequest) -
 
 // -- Committed offsets -------------------------------------------------------------------
 
-pub async fn offset_commit(context: &RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse {
+pub async fn offset_commit(
+    context: &RequestContext,
+    request: OffsetCommitRequest,
+) -> OffsetCommitResponse {
     let version = context.version;
     let broker = &context.broker;
     let group_id = group_id(&request.group_id);
@@ -458,8 +507,8 @@ pub async fn offset_commit(context: &RequestContext, request: OffsetCommitReques
     let image = broker.image();
     let max_metadata = broker.config.int_value("offset.metadata.max.bytes") as usize;
     let now = sluice_storage::now_ms();
-    let expire = (version <= 4 && request.retention_time_ms >= 0)
-        .then(|| now + request.retention_time_ms);
+    let expire =
+        (version <= 4 && request.retention_time_ms >= 0).then(|| now + request.retention_time_ms);
     // Per partition: its error, or the value to store.
     let mut results: Vec<(String, Vec<(i32, i16)>)> = Vec::new();
     let mut values: Vec<((String, i32), Option<OffsetValue>)> = Vec::new();
@@ -468,7 +517,11 @@ pub async fn offset_commit(context: &RequestContext, request: OffsetCommitReques
         let known = image.topic(&name);
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for p in &topic.partitions {
-            let metadata = p.committed_metadata.as_ref().map(|m| m.to_string()).unwrap_or_default();
+            let metadata = p
+                .committed_metadata
+                .as_ref()
+                .map(|m| m.to_string())
+                .unwrap_or_default();
             let code = if known.is_none_or(|t| !t.partitions.contains_key(&p.partition_index)) {
                 errors::UNKNOWN_TOPIC_OR_PARTITION
             } else if metadata.len() > max_metadata {
@@ -478,7 +531,11 @@ pub async fn offset_commit(context: &RequestContext, request: OffsetCommitReques
                     (name.clone(), p.partition_index),
                     Some(OffsetValue {
                         offset: p.committed_offset,
-                        leader_epoch: if version >= 6 { p.committed_leader_epoch } else { -1 },
+                        leader_epoch: if version >= 6 {
+                            p.committed_leader_epoch
+                        } else {
+                            -1
+                        },
                         metadata,
                         commit_timestamp: now,
                         expire_timestamp: expire,
@@ -494,9 +551,11 @@ pub async fn offset_commit(context: &RequestContext, request: OffsetCommitReques
     let instance = opt_string(&request.group_instance_id);
     let generation = request.generation_id_or_member_epoch;
     let written = {
-        let mut state = shard.lock();
+        let state = shard.lock();
         let check = match state.groups.get(&group_id) {
-            Some(group) => group.validate_offset_commit(&member_id, instance.as_deref(), generation),
+            Some(group) => {
+                group.validate_offset_commit(&member_id, instance.as_deref(), generation)
+            }
             None if generation < 0 => Ok(()),
             None if version >= 9 => Err(errors::GROUP_ID_NOT_FOUND),
             None => Err(errors::ILLEGAL_GENERATION),
@@ -507,14 +566,11 @@ pub async fn offset_commit(context: &RequestContext, request: OffsetCommitReques
         if values.is_empty() {
             None
         } else {
-            if !state.groups.contains_key(&group_id) {
-                state
-                    .groups
-                    .insert(group_id.clone(), group::Group::new(&group_id, now));
-            }
             let records: Vec<OffsetsRecord> = values
                 .iter()
-                .map(|((topic, partition), value)| offset_record(&group_id, topic, *partition, value.as_ref()))
+                .map(|((topic, partition), value)| {
+                    offset_record(&group_id, topic, *partition, value.as_ref())
+                })
                 .collect();
             Some(broker.groups.append(broker, &shard, &records))
         }
@@ -542,7 +598,11 @@ pub async fn offset_commit(context: &RequestContext, request: OffsetCommitReques
                             .map(|(index, code)| {
                                 OffsetCommitResponsePartition::default()
                                     .with_partition_index(index)
-                                    .with_error_code(if code == errors::NONE { write_code } else { code })
+                                    .with_error_code(if code == errors::NONE {
+                                        write_code
+                                    } else {
+                                        code
+                                    })
                             })
                             .collect(),
                     )
@@ -553,7 +613,10 @@ pub async fn offset_commit(context: &RequestContext, request: OffsetCommitReques
 
 /// One group's committed offsets for `topics` (None = all): (topic, [(partition,
 /// offset, leader epoch, metadata, error)]), or the group's error code.
-type FetchedTopics = Vec<(String, Vec<(i32, i64, i32, String, i16)>)>;
+type FetchedTopics = Vec<(String, Vec<OffsetRow>)>;
+
+/// A fetched offset: partition, offset, leader epoch, metadata, error code.
+type OffsetRow = (i32, i64, i32, String, i16);
 
 fn fetch_offsets(
     context: &RequestContext,
@@ -589,7 +652,7 @@ fn fetch_offsets(
             })
             .collect(),
         None => {
-            let mut by_topic: BTreeMap<String, Vec<(i32, i64, i32, String, i16)>> = BTreeMap::new();
+            let mut by_topic: BTreeMap<String, Vec<OffsetRow>> = BTreeMap::new();
             if let Some(group) = group {
                 for ((topic, partition), c) in &group.offsets {
                     by_topic.entry(topic.clone()).or_default().push((
@@ -607,7 +670,10 @@ fn fetch_offsets(
     Ok(fetched)
 }
 
-pub async fn offset_fetch(context: &RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse {
+pub async fn offset_fetch(
+    context: &RequestContext,
+    request: OffsetFetchRequest,
+) -> OffsetFetchResponse {
     let version = context.version;
     if version >= 8 {
         let groups = request
@@ -715,7 +781,10 @@ pub async fn offset_fetch(context: &RequestContext, request: OffsetFetchRequest)
     }
 }
 
-pub async fn offset_delete(context: &RequestContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse {
+pub async fn offset_delete(
+    context: &RequestContext,
+    request: OffsetDeleteRequest,
+) -> OffsetDeleteResponse {
     let broker = &context.broker;
     let group_id = group_id(&request.group_id);
     let error = |code| OffsetDeleteResponse::default().with_error_code(code);
@@ -735,10 +804,8 @@ pub async fn offset_delete(context: &RequestContext, request: OffsetDeleteReques
         };
         let subscribed: Option<std::collections::HashSet<String>> = match &group.kind {
             GroupKind::Classic(classic) if classic.is_empty() => None,
-            GroupKind::Classic(classic) => match classic.subscribed_topics() {
-                Some(topics) => Some(topics),
-                None => return error(errors::NON_EMPTY_GROUP),
-            },
+            // Subscriptions that cannot be read count as every topic (Kafka's rule).
+            GroupKind::Classic(classic) => Some(classic.subscribed_topics().unwrap_or_default()),
             GroupKind::Consumer(consumer) if consumer.is_empty() => None,
             GroupKind::Consumer(consumer) => Some(
                 consumer
@@ -749,7 +816,9 @@ pub async fn offset_delete(context: &RequestContext, request: OffsetDeleteReques
         };
         for topic in &request.topics {
             let name = topic.name.0.to_string();
-            let is_subscribed = subscribed.as_ref().is_some_and(|s| s.contains(&name));
+            let is_subscribed = subscribed
+                .as_ref()
+                .is_some_and(|s| s.is_empty() || s.contains(&name));
             let rows = topic
                 .partitions
                 .iter()
@@ -757,7 +826,10 @@ pub async fn offset_delete(context: &RequestContext, request: OffsetDeleteReques
                     if is_subscribed {
                         (p.partition_index, errors::GROUP_SUBSCRIBED_TO_TOPIC)
                     } else {
-                        if group.offsets.contains_key(&(name.clone(), p.partition_index)) {
+                        if group
+                            .offsets
+                            .contains_key(&(name.clone(), p.partition_index))
+                        {
                             deleted.push(((name.clone(), p.partition_index), None));
                         }
                         (p.partition_index, errors::NONE)
@@ -778,7 +850,9 @@ pub async fn offset_delete(context: &RequestContext, request: OffsetDeleteReques
         Some(Ok((replica, required))) => {
             let code = await_commit(broker, &replica, required).await;
             if code == errors::NONE {
-                shard.lock().apply_offsets(&group_id, deleted, required, sluice_storage::now_ms());
+                shard
+                    .lock()
+                    .apply_offsets(&group_id, deleted, required, sluice_storage::now_ms());
             }
             code
         }
@@ -808,10 +882,21 @@ pub async fn offset_delete(context: &RequestContext, request: OffsetDeleteReques
 
 // -- Administration ----------------------------------------------------------------------
 
-pub async fn list_groups(context: &RequestContext, request: ListGroupsRequest) -> ListGroupsResponse {
+pub async fn list_groups(
+    context: &RequestContext,
+    request: ListGroupsRequest,
+) -> ListGroupsResponse {
     let version = context.version;
-    let states: Vec<String> = request.states_filter.iter().map(|s| s.to_lowercase()).collect();
-    let types: Vec<String> = request.types_filter.iter().map(|s| s.to_lowercase()).collect();
+    let states: Vec<String> = request
+        .states_filter
+        .iter()
+        .map(|s| s.to_lowercase())
+        .collect();
+    let types: Vec<String> = request
+        .types_filter
+        .iter()
+        .map(|s| s.to_lowercase())
+        .collect();
     let mut groups = Vec::new();
     for shard in context.broker.groups.loaded_shards() {
         let state = shard.lock();
@@ -839,7 +924,10 @@ pub async fn list_groups(context: &RequestContext, request: ListGroupsRequest) -
     ListGroupsResponse::default().with_groups(groups)
 }
 
-pub async fn describe_groups(context: &RequestContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse {
+pub async fn describe_groups(
+    context: &RequestContext,
+    request: DescribeGroupsRequest,
+) -> DescribeGroupsResponse {
     let version = context.version;
     let described = request
         .groups
@@ -907,7 +995,10 @@ pub async fn describe_groups(context: &RequestContext, request: DescribeGroupsRe
     DescribeGroupsResponse::default().with_groups(described)
 }
 
-pub async fn delete_groups(context: &RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse {
+pub async fn delete_groups(
+    context: &RequestContext,
+    request: DeleteGroupsRequest,
+) -> DeleteGroupsResponse {
     let broker = &context.broker;
     let mut results = Vec::with_capacity(request.groups_names.len());
     for id in &request.groups_names {
@@ -922,7 +1013,11 @@ pub async fn delete_groups(context: &RequestContext, request: DeleteGroupsReques
     DeleteGroupsResponse::default().with_results(results)
 }
 
-async fn delete_group(context: &RequestContext, broker: &std::sync::Arc<Broker>, name: &str) -> i16 {
+async fn delete_group(
+    context: &RequestContext,
+    broker: &std::sync::Arc<Broker>,
+    name: &str,
+) -> i16 {
     if name.is_empty() {
         return errors::INVALID_GROUP_ID;
     }
@@ -970,13 +1065,18 @@ async fn delete_group(context: &RequestContext, broker: &std::sync::Arc<Broker>,
 /// The topics of the image as a consumer group sees them.
 fn group_topics(broker: &Broker) -> ConsumerTopics {
     let image = broker.image();
-    ConsumerTopics::new(image.topics().filter(|t| !super::is_internal(&t.name)).map(|t| {
-        (
-            t.name.clone(),
-            super::to_uuid(t.topic_id),
-            t.partitions.len() as i32,
-        )
-    }))
+    ConsumerTopics::new(
+        image
+            .topics()
+            .filter(|t| !super::is_internal(&t.name))
+            .map(|t| {
+                (
+                    t.name.clone(),
+                    super::to_uuid(t.topic_id),
+                    t.partitions.len() as i32,
+                )
+            }),
+    )
 }
 
 /// The `group.consumer.*` settings from the broker's config.
@@ -1014,7 +1114,10 @@ pub async fn consumer_group_heartbeat(
         .split(',')
         .any(|p| p.trim() == "consumer")
     {
-        return error(errors::UNSUPPORTED_VERSION, "The new consumer group protocol is not enabled.");
+        return error(
+            errors::UNSUPPORTED_VERSION,
+            "The new consumer group protocol is not enabled.",
+        );
     }
     if group_id.is_empty() {
         return error(errors::INVALID_REQUEST, "GroupId can't be empty.");
@@ -1074,7 +1177,12 @@ pub async fn consumer_group_describe(
                 Err(code) => return base.with_error_code(code),
             };
             let state = shard.lock();
-            match state.groups.get(&name).filter(|g| !g.is_dead()).map(|g| &g.kind) {
+            match state
+                .groups
+                .get(&name)
+                .filter(|g| !g.is_dead())
+                .map(|g| &g.kind)
+            {
                 Some(GroupKind::Consumer(consumer)) => consumer
                     .describe(&topics)
                     .with_group_id(id.clone())

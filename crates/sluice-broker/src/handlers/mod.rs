@@ -99,8 +99,14 @@ pub async fn handle(context: RequestContext, api_key: ApiKey, mut body: Bytes) -
         ApiKey::ListGroups => serve!(ListGroupsRequest, groups::list_groups),
         ApiKey::DescribeGroups => serve!(DescribeGroupsRequest, groups::describe_groups),
         ApiKey::DeleteGroups => serve!(DeleteGroupsRequest, groups::delete_groups),
-        ApiKey::ConsumerGroupHeartbeat => serve!(ConsumerGroupHeartbeatRequest, groups::consumer_group_heartbeat),
-        ApiKey::ConsumerGroupDescribe => serve!(ConsumerGroupDescribeRequest, groups::consumer_group_describe),
+        ApiKey::ConsumerGroupHeartbeat => serve!(
+            ConsumerGroupHeartbeatRequest,
+            groups::consumer_group_heartbeat
+        ),
+        ApiKey::ConsumerGroupDescribe => serve!(
+            ConsumerGroupDescribeRequest,
+            groups::consumer_group_describe
+        ),
         other => Outcome::Close {
             reason: format!("{other:?} has no handler"),
         },
@@ -165,8 +171,12 @@ pub fn decode_request(api_key: ApiKey, version: i16, body: &mut Bytes) -> Result
         ApiKey::ListGroups => check::<ListGroupsRequest>(api_key, version, body),
         ApiKey::DescribeGroups => check::<DescribeGroupsRequest>(api_key, version, body),
         ApiKey::DeleteGroups => check::<DeleteGroupsRequest>(api_key, version, body),
-        ApiKey::ConsumerGroupHeartbeat => check::<ConsumerGroupHeartbeatRequest>(api_key, version, body),
-        ApiKey::ConsumerGroupDescribe => check::<ConsumerGroupDescribeRequest>(api_key, version, body),
+        ApiKey::ConsumerGroupHeartbeat => {
+            check::<ConsumerGroupHeartbeatRequest>(api_key, version, body)
+        }
+        ApiKey::ConsumerGroupDescribe => {
+            check::<ConsumerGroupDescribeRequest>(api_key, version, body)
+        }
         other => Err(format!("{other:?} is not served")),
     }
 }

@@ -414,7 +414,11 @@ fn append_validated(
 /// partition's leader for acks=all; returns the offset the high watermark must reach
 /// (see [`await_committed`]), or Kafka's error code for the partition. Synchronous, so
 /// a caller holding its own lock appends in the order it decided.
-pub(crate) fn append_internal(broker: &Broker, replica: &Replica, records: BytesMut) -> Result<i64, i16> {
+pub(crate) fn append_internal(
+    broker: &Broker,
+    replica: &Replica,
+    records: BytesMut,
+) -> Result<i64, i16> {
     append_validated(broker, replica, -1, records)
         .map(|appended| appended.required_offset)
         .map_err(|refusal| refusal.code)
@@ -422,7 +426,11 @@ pub(crate) fn append_internal(broker: &Broker, replica: &Replica, records: Bytes
 
 /// Waits until the high watermark reaches `required_offset` (acks=all): NONE, or the
 /// error code (REQUEST_TIMED_OUT after `timeout`).
-pub(crate) async fn await_committed(replica: &Replica, required_offset: i64, timeout: Duration) -> i16 {
+pub(crate) async fn await_committed(
+    replica: &Replica,
+    required_offset: i64,
+    timeout: Duration,
+) -> i16 {
     let deadline = tokio::time::Instant::now() + timeout;
     await_high_watermark(replica, required_offset, deadline).await
 }
