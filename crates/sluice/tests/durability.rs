@@ -211,3 +211,145 @@ async fn sigkill_loses_no_acknowledged_produce() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+/// FindCoordinator (creating `__consumer_offsets`) until the group's coordinator has
+/// loaded it; the single node is the coordinator.
+async fn wait_for_coordinator(address: SocketAddr, group: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let mut wire = Wire::connect(address).await;
+        let found: FindCoordinatorResponse = wire
+            .call(
+                &FindCoordinatorRequest::default()
+                    .with_coordinator_keys(vec![StrBytes::from_string(group.to_string())]),
+                6,
+            )
+            .await;
+        let fetched = fetch_committed(address, group).await;
+        if found.coordinators[0].error_code == 0 && fetched.is_ok() {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the coordinator loads the group"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The committed offset of the group's partition 0 of "acked" (-1: none), or the
+/// group's error code.
+async fn fetch_committed(address: SocketAddr, group: &str) -> Result<i64, i16> {
+    use kafka_protocol::messages::offset_fetch_request::{
+        OffsetFetchRequestGroup, OffsetFetchRequestTopics,
+    };
+    let mut wire = Wire::connect(address).await;
+    let response: OffsetFetchResponse = wire
+        .call(
+            &OffsetFetchRequest::default().with_groups(vec![
+                OffsetFetchRequestGroup::default()
+                    .with_group_id(GroupId(StrBytes::from_string(group.to_string())))
+                    .with_topics(Some(vec![
+                        OffsetFetchRequestTopics::default()
+                            .with_name(name("acked"))
+                            .with_partition_indexes(vec![0]),
+                    ])),
+            ]),
+            9,
+        )
+        .await;
+    let group = &response.groups[0];
+    if group.error_code != 0 {
+        return Err(group.error_code);
+    }
+    Ok(group.topics[0].partitions[0].committed_offset)
+}
+
+/// Commits consecutive offsets until the connection fails; returns the last
+/// acknowledged one and the last one sent.
+async fn commit_until_killed(
+    address: SocketAddr,
+    group: &str,
+    next: i64,
+    progress: tokio::sync::watch::Sender<usize>,
+) -> (Option<i64>, i64) {
+    use kafka_protocol::messages::offset_commit_request::{
+        OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+    };
+    let mut wire = Wire::connect(address).await;
+    let mut acknowledged = None;
+    let mut sent = next;
+    for offset in next.. {
+        sent = offset;
+        let request = OffsetCommitRequest::default()
+            .with_group_id(GroupId(StrBytes::from_string(group.to_string())))
+            .with_generation_id_or_member_epoch(-1)
+            .with_topics(vec![
+                OffsetCommitRequestTopic::default()
+                    .with_name(name("acked"))
+                    .with_partitions(vec![
+                        OffsetCommitRequestPartition::default()
+                            .with_partition_index(0)
+                            .with_committed_offset(offset),
+                    ]),
+            ]);
+        let Some(response) = wire.try_call(&request, 9).await else {
+            break;
+        };
+        assert_eq!(response.topics[0].partitions[0].error_code, 0);
+        acknowledged = Some(offset);
+        progress.send_replace((offset - next + 1) as usize);
+    }
+    (acknowledged, sent)
+}
+
+/// An OffsetCommit is answered once its record is committed in `__consumer_offsets`
+/// (in the coordinator's segment file, the page cache, with a single replica): SIGKILL
+/// at any moment loses no acknowledged commit. After each restart the committed offset
+/// is at least the last acknowledged one (and at most the last one sent).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_loses_no_acknowledged_offset_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, mut address) = start(dir.path());
+    let mut wire = Wire::connect(address).await;
+    let created: CreateTopicsResponse = wire
+        .call(
+            &CreateTopicsRequest::default().with_topics(vec![
+                CreatableTopic::default()
+                    .with_name(name("acked"))
+                    .with_num_partitions(1)
+                    .with_replication_factor(1),
+            ]),
+            7,
+        )
+        .await;
+    assert_eq!(created.topics[0].error_code, 0);
+    let group = "durable-group";
+    let mut next = 0;
+    for round in 0..3u64 {
+        wait_for_coordinator(address, group).await;
+        let (progress, mut count) = tokio::sync::watch::channel(0usize);
+        let committer = tokio::spawn(commit_until_killed(address, group, next, progress));
+        count
+            .wait_for(|n| *n >= 10)
+            .await
+            .expect("commits are acknowledged before the kill");
+        tokio::time::sleep(Duration::from_millis(15 + 30 * round)).await;
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        let (acknowledged, sent) = committer.await.unwrap();
+        let acknowledged = acknowledged.expect("some commits were acknowledged");
+        let (restarted, new_address) = start(dir.path());
+        child = restarted;
+        address = new_address;
+        wait_for_coordinator(address, group).await;
+        let committed = fetch_committed(address, group).await.unwrap();
+        assert!(
+            committed >= acknowledged && committed <= sent,
+            "round {round}: committed {committed}, acknowledged up to {acknowledged}, sent up to {sent}"
+        );
+        next = sent + 1;
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
