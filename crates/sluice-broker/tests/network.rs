@@ -163,7 +163,7 @@ async fn bad_input_closes_only_its_connection() {
         frame[6..8].copy_from_slice(&version.to_be_bytes());
         frame
     };
-    let unserved_api = with_key(ApiKey::JoinGroup, 0);
+    let unserved_api = with_key(ApiKey::AddPartitionsToTxn, 0);
     // Kafka 4.1 advertises Produce from v0 but closes the connection for v0-2
     // (KAFKA-18659); Fetch v3 was removed in 4.0; Metadata v14 does not exist yet.
     let produce_v2 = with_key(ApiKey::Produce, 2);
