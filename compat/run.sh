@@ -13,6 +13,8 @@
 #    log written with Sluice's record codec, record for record as Kafka printed its own.
 # 4. node-metadata: the same decoder reads the metadata log of a live node (broker
 #    registration, topic, partitions, config) written through the admin API.
+# 5. offsets-records: Kafka's DumpLogSegments --offsets-decoder reads that node's
+#    __consumer_offsets partition: a librdkafka group's metadata and committed offset.
 #
 # Expects the debug build (`cargo test --workspace` builds it); builds what is missing.
 set -euo pipefail
@@ -83,6 +85,18 @@ import sys
 from confluent_kafka.admin import AdminClient, NewTopic, ConfigResource
 admin = AdminClient({"bootstrap.servers": sys.argv[1]})
 admin.create_topics([NewTopic("decoded", 2, 1, config={"retention.ms": "123456"})])["decoded"].result(10)
+# A consumer group that commits: what section 5 decodes from __consumer_offsets.
+import time
+from confluent_kafka import Consumer, TopicPartition
+consumer = Consumer({"bootstrap.servers": sys.argv[1], "group.id": "decoded-group",
+                     "enable.auto.commit": False, "session.timeout.ms": 6000})
+consumer.subscribe(["decoded"])
+deadline = time.time() + 20
+while not consumer.assignment() and time.time() < deadline:
+    consumer.poll(0.2)
+assert consumer.assignment(), "the consumer joined its group"
+consumer.commit(offsets=[TopicPartition("decoded", 1, 7, "note")], asynchronous=False)
+consumer.close()
 PY
 kill -TERM "$node_pid"
 wait "$node_pid"
@@ -108,5 +122,32 @@ if [[ "$(wc -l < "$node_dir/payloads.txt")" -lt 6 ]]; then
 fi
 echo "node-metadata: $((6 - node_failed < 0 ? 0 : 6 - node_failed)) passed, $node_failed failed"
 failed=$((failed + node_failed))
+
+# 5. committed offsets and group metadata: Kafka's --offsets-decoder reads the
+#    __consumer_offsets partition of the group (Kafka's partitionFor: the Java hash of the
+#    group id modulo 50) as the node wrote it. (librdkafka's Python binding sends the
+#    commit metadata with its C string's NUL: "note\u0000", stored as sent.)
+partition="$(python3 -c '
+units = "decoded-group".encode("utf-16-be")
+h = 0
+for i in range(0, len(units), 2):
+    h = (31 * h + int.from_bytes(units[i:i + 2], "big")) & 0xffffffff
+print((h & 0x7fffffff) % 50)')"
+java -cp "$libs/*" kafka.tools.DumpLogSegments --offsets-decoder \
+  --files "$node_dir/data/__consumer_offsets-$partition/00000000000000000000.log" 2>/dev/null \
+  > "$node_dir/offsets.txt"
+offsets_failed=0
+for expected in \
+  'key: {"type":"1","data":{"group":"decoded-group","topic":"decoded","partition":1}} payload: {"version":"3","data":{"offset":7,"leaderEpoch":-1,"metadata":"note' \
+  'key: {"type":"2","data":{"group":"decoded-group"}} payload: {"version":"3","data":{"protocolType":"consumer","generation":1,"protocol":"range",' \
+  '"subscription":{"topics":["decoded"]' \
+  '"assignment":{"assignedPartitions":[{"topic":"decoded","partitions":[0,1]}]'; do
+  if ! grep -qF "$expected" "$node_dir/offsets.txt"; then
+    echo "FAIL offsets-records: Kafka's offsets decoder did not print $expected" >&2
+    offsets_failed=$((offsets_failed + 1))
+  fi
+done
+echo "offsets-records: $((4 - offsets_failed)) passed, $offsets_failed failed"
+failed=$((failed + offsets_failed))
 
 [[ "$failed" == 0 ]]

@@ -666,8 +666,9 @@ impl ClassicGroup {
         self.join_deadline = None;
         self.initial_delay = None;
         self.generation += 1;
-        self.dirty = true;
         if self.members.is_empty() {
+            // Stored now; a group with members is stored with its leader's assignment.
+            self.dirty = true;
             self.protocol = None;
             self.leader = None;
             self.transition(ClassicState::Empty, now);
