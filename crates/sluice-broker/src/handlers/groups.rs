@@ -670,6 +670,32 @@ fn fetch_offsets(
     Ok(fetched)
 }
 
+/// Fetched offsets as response topics, in either of OffsetFetch's layouts (v0-7:
+/// `OffsetFetchResponseTopic`/`Partition`; v8+: `...Topics`/`...Partitions`).
+macro_rules! response_topics {
+    ($fetched:expr, $topic:ty, $partition:ty) => {
+        $fetched
+            .into_iter()
+            .map(|(name, rows)| {
+                <$topic>::default()
+                    .with_name(topic_name(name))
+                    .with_partitions(
+                        rows.into_iter()
+                            .map(|(p, offset, epoch, metadata, code)| {
+                                <$partition>::default()
+                                    .with_partition_index(p)
+                                    .with_committed_offset(offset)
+                                    .with_committed_leader_epoch(epoch)
+                                    .with_metadata(Some(str_bytes(metadata)))
+                                    .with_error_code(code)
+                            })
+                            .collect(),
+                    )
+            })
+            .collect()
+    };
+}
+
 pub async fn offset_fetch(
     context: &RequestContext,
     request: OffsetFetchRequest,
@@ -691,94 +717,48 @@ pub async fn offset_fetch(
                     .as_ref()
                     .filter(|m| !m.is_empty())
                     .map(|m| (m.to_string(), g.member_epoch));
+                let group = OffsetFetchResponseGroup::default().with_group_id(g.group_id.clone());
                 match fetch_offsets(context, &id, topics, member) {
-                    Ok(topics) => OffsetFetchResponseGroup::default()
-                        .with_group_id(g.group_id.clone())
-                        .with_topics(
-                            topics
-                                .into_iter()
-                                .map(|(name, rows)| {
-                                    OffsetFetchResponseTopics::default()
-                                        .with_name(topic_name(name))
-                                        .with_partitions(
-                                            rows.into_iter()
-                                                .map(|(p, offset, epoch, metadata, code)| {
-                                                    OffsetFetchResponsePartitions::default()
-                                                        .with_partition_index(p)
-                                                        .with_committed_offset(offset)
-                                                        .with_committed_leader_epoch(epoch)
-                                                        .with_metadata(Some(str_bytes(metadata)))
-                                                        .with_error_code(code)
-                                                })
-                                                .collect(),
-                                        )
-                                })
-                                .collect(),
-                        ),
-                    Err(code) => OffsetFetchResponseGroup::default()
-                        .with_group_id(g.group_id.clone())
-                        .with_error_code(code),
+                    Ok(fetched) => group.with_topics(response_topics!(
+                        fetched,
+                        OffsetFetchResponseTopics,
+                        OffsetFetchResponsePartitions
+                    )),
+                    Err(code) => group.with_error_code(code),
                 }
             })
             .collect();
         return OffsetFetchResponse::default().with_groups(groups);
     }
     let id = group_id(&request.group_id);
-    let topics = request.topics.as_ref().map(|ts| {
+    let topics: Option<Vec<(String, Vec<i32>)>> = request.topics.as_ref().map(|ts| {
         ts.iter()
             .map(|t| (t.name.0.to_string(), t.partition_indexes.clone()))
             .collect()
     });
-    match fetch_offsets(context, &id, topics, None) {
-        Ok(topics) => OffsetFetchResponse::default().with_topics(
-            topics
-                .into_iter()
-                .map(|(name, rows)| {
-                    OffsetFetchResponseTopic::default()
-                        .with_name(topic_name(name))
-                        .with_partitions(
-                            rows.into_iter()
-                                .map(|(p, offset, epoch, metadata, code)| {
-                                    OffsetFetchResponsePartition::default()
-                                        .with_partition_index(p)
-                                        .with_committed_offset(offset)
-                                        .with_committed_leader_epoch(epoch)
-                                        .with_metadata(Some(str_bytes(metadata)))
-                                        .with_error_code(code)
-                                })
-                                .collect(),
-                        )
-                })
-                .collect(),
-        ),
-        Err(code) => {
-            let mut response = OffsetFetchResponse::default();
-            if version >= 2 {
-                response.error_code = code;
-            } else if let Some(ts) = &request.topics {
-                // v1 has no group-level error: every partition carries it.
-                response.topics = ts
-                    .iter()
-                    .map(|t| {
-                        OffsetFetchResponseTopic::default()
-                            .with_name(t.name.clone())
-                            .with_partitions(
-                                t.partition_indexes
-                                    .iter()
-                                    .map(|p| {
-                                        OffsetFetchResponsePartition::default()
-                                            .with_partition_index(*p)
-                                            .with_committed_offset(-1)
-                                            .with_error_code(code)
-                                    })
-                                    .collect(),
-                            )
-                    })
+    let mut response = OffsetFetchResponse::default();
+    let fetched = match fetch_offsets(context, &id, topics.clone(), None) {
+        Ok(fetched) => fetched,
+        Err(code) if version >= 2 => return response.with_error_code(code),
+        // v1 has no group-level error: every partition asked for carries it.
+        Err(code) => topics
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(name, partitions)| {
+                let rows = partitions
+                    .into_iter()
+                    .map(|p| (p, -1, -1, String::new(), code))
                     .collect();
-            }
-            response
-        }
-    }
+                (name, rows)
+            })
+            .collect(),
+    };
+    response.topics = response_topics!(
+        fetched,
+        OffsetFetchResponseTopic,
+        OffsetFetchResponsePartition
+    );
+    response
 }
 
 pub async fn offset_delete(
