@@ -7,9 +7,9 @@
 //! member joins with JoinGroup/SyncGroup as a classic consumer's leader would.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::{Arc, Mutex};
+mod cli;
+
+use std::process::Output;
 
 use bytes::Bytes;
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
@@ -25,7 +25,7 @@ use sluice_protocol::consumer_protocol::{
 };
 use sluice_protocol::{Compression, NewRecord, RecordBatchBuilder};
 
-const SLUICE: &str = env!("CARGO_BIN_EXE_sluice");
+use cli::Server;
 
 /// The timestamp of the first record of every partition; record `i` is `i` seconds later.
 const FIRST_TIMESTAMP_MS: i64 = 1_600_000_000_000;
@@ -33,112 +33,28 @@ const FIRST_TIMESTAMP_MS: i64 = 1_600_000_000_000;
 /// it is each partition's offset 2.
 const DATETIME_BETWEEN_OFFSETS_1_AND_2: &str = "2020-09-13T12:26:41.500Z";
 
-/// A `sluice server` on free ports with its own log dir; killed when dropped.
-struct Server {
-    child: Child,
-    address: String,
-    /// What the server wrote to stderr, for failure messages.
-    log: Arc<Mutex<String>>,
-    _data: tempfile::TempDir,
-}
-
 impl Server {
-    fn start() -> Server {
-        let data = tempfile::tempdir().unwrap();
-        let mut child = Command::new(SLUICE)
-            .args(["server", "--set"])
-            .arg(format!("log.dirs={}", data.path().display()))
-            .args([
-                "--set",
-                "listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
-                // Port 0 is advertised as the port bound, as in Kafka, so the cluster
-                // metadata (and FindCoordinator) names a broker the client can reach.
-                "--set",
-                "advertised.listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
-                "--set",
-                "group.initial.rebalance.delay.ms=0",
-                "--set",
-                "offsets.topic.replication.factor=1",
-            ])
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let log = Arc::new(Mutex::new(String::new()));
-        let mut line = String::new();
-        let address = loop {
-            line.clear();
-            assert!(
-                stderr.read_line(&mut line).unwrap() > 0,
-                "the server exited before listening: {}",
-                log.lock().unwrap()
-            );
-            log.lock().unwrap().push_str(&line);
-            if let Some(address) = line
-                .trim()
-                .strip_prefix("sluice: listening on PLAINTEXT://")
-            {
-                break address.to_string();
-            }
-        };
-        // Keep draining stderr so the server never blocks on a full pipe.
-        let sink = log.clone();
-        std::thread::spawn(move || {
-            let mut rest = String::new();
-            let _ = stderr.read_to_string(&mut rest);
-            sink.lock().unwrap().push_str(&rest);
-        });
-        Server {
-            child,
-            address,
-            log,
-            _data: data,
-        }
+    /// Starts a server whose groups rebalance at once.
+    fn start_for_groups() -> Server {
+        Server::start(&[
+            "group.initial.rebalance.delay.ms=0",
+            "offsets.topic.replication.factor=1",
+        ])
     }
 
-    /// The server's port, as the coordinator column shows it.
-    fn port(&self) -> &str {
-        self.address.rsplit(':').next().unwrap()
-    }
-
-    /// Runs `sluice group --bootstrap-server <this server> <args>`.
-    fn group(&self, args: &[&str]) -> Output {
-        Command::new(SLUICE)
-            .args(["group", "--bootstrap-server", &self.address])
-            .args(args)
-            .output()
-            .unwrap()
-    }
-
-    /// Runs a command that must succeed; returns its stdout and stderr.
-    fn ok(&self, args: &[&str]) -> (String, String) {
-        let output = self.group(args);
-        assert!(
-            output.status.success(),
-            "sluice group {args:?} failed: {}\nserver log:\n{}",
-            String::from_utf8_lossy(&output.stderr),
-            self.log.lock().unwrap()
-        );
-        (
-            String::from_utf8(output.stdout).unwrap(),
-            String::from_utf8(output.stderr).unwrap(),
-        )
+    /// Runs a `sluice group` command that must succeed; returns its stdout and stderr.
+    fn group_ok(&self, args: &[&str]) -> (String, String) {
+        self.ok("group", args)
     }
 
     /// Runs a command that must succeed; returns its stdout.
     fn stdout(&self, args: &[&str]) -> String {
-        self.ok(args).0
+        self.group_ok(args).0
     }
 
-    /// Runs a command that must fail; returns its stderr.
-    fn fails(&self, args: &[&str]) -> String {
-        let output = self.group(args);
-        assert!(
-            !output.status.success(),
-            "sluice group {args:?} should fail; printed: {}",
-            String::from_utf8_lossy(&output.stdout)
-        );
-        String::from_utf8(output.stderr).unwrap()
+    /// Runs a `sluice group` command that must fail; returns its stderr.
+    fn group_fails(&self, args: &[&str]) -> String {
+        self.fails("group", args)
     }
 
     /// Runs `scene` with an admin client and a raw connection to this server.
@@ -153,13 +69,6 @@ impl Server {
             let connection = Connection::connect(&self.address, &config).await.unwrap();
             scene(&admin, &connection).await
         })
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -322,7 +231,7 @@ fn unowned_offsets(group: &str, rows: &[(&str, i32, &str, &str, &str)]) -> Strin
 
 #[test]
 fn an_inactive_group_is_listed_described_reset_and_deleted() {
-    let server = Server::start();
+    let server = Server::start_for_groups();
     server.with_cluster(async |admin, connection| {
         // orders: 4, 3 and 3 records; events: 4.
         create_and_produce(
@@ -358,7 +267,7 @@ fn an_inactive_group_is_listed_described_reset_and_deleted() {
             "GROUP", "TYPE", "STATE", "g1", "Classic", "Empty"
         )
     );
-    let stderr = server.fails(&["list", "--state", "sleeping"]);
+    let stderr = server.group_fails(&["list", "--state", "sleeping"]);
     assert!(
         stderr.contains("Invalid state list 'sleeping'. Valid states are: "),
         "{stderr}"
@@ -373,7 +282,7 @@ fn an_inactive_group_is_listed_described_reset_and_deleted() {
             ("orders", 1, "3", "3", "0"),
         ],
     );
-    let (stdout, stderr) = server.ok(&["describe", "g1"]);
+    let (stdout, stderr) = server.group_ok(&["describe", "g1"]);
     assert_eq!(stdout, committed);
     assert_eq!(stderr, "\nConsumer group 'g1' has no active members.\n");
     assert_eq!(server.stdout(&["describe", "g1", "--offsets"]), committed);
@@ -477,12 +386,13 @@ fn an_inactive_group_is_listed_described_reset_and_deleted() {
         command.extend_from_slice(args);
         assert_eq!(server.stdout(&command), *expected, "{command:?}");
     }
-    let (_, stderr) = server.ok(&["reset-offsets", "g1", "--all-topics", "--to-offset", "100"]);
+    let (_, stderr) =
+        server.group_ok(&["reset-offsets", "g1", "--all-topics", "--to-offset", "100"]);
     assert!(
         stderr.contains("New offset (100) is higher than latest offset for topic partition orders-1. Value will be set to 3"),
         "{stderr}"
     );
-    let (_, stderr) = server.ok(&[
+    let (_, stderr) = server.group_ok(&[
         "reset-offsets",
         "g1",
         "--topic",
@@ -632,7 +542,7 @@ fn an_inactive_group_is_listed_described_reset_and_deleted() {
         (&["reset-offsets", "g1", "--to-earliest"], "--all-topics"),
     ];
     for (args, expected) in refusals {
-        let stderr = server.fails(args);
+        let stderr = server.group_fails(args);
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
     }
 
@@ -650,7 +560,7 @@ fn an_inactive_group_is_listed_described_reset_and_deleted() {
         plan("g2", &[("events", 0, 2)])
     );
     assert_eq!(server.stdout(&["list"]), "g1\ng2\n");
-    let stderr = server.fails(&[
+    let stderr = server.group_fails(&[
         "reset-offsets",
         "g2",
         "--topic",
@@ -670,12 +580,12 @@ fn an_inactive_group_is_listed_described_reset_and_deleted() {
         "Deletion of requested consumer groups ('g1', 'g2') was successful.\n"
     );
     assert_eq!(server.stdout(&["list"]), "");
-    let stderr = server.fails(&["describe", "g1"]);
+    let stderr = server.group_fails(&["describe", "g1"]);
     assert!(
         stderr.contains("Consumer group 'g1' does not exist."),
         "{stderr}"
     );
-    let stderr = server.fails(&["delete", "g1"]);
+    let stderr = server.group_fails(&["delete", "g1"]);
     assert!(
         stderr.contains(
             "Deletion of some consumer groups failed:\n* Group 'g1' could not be deleted due to: \
@@ -687,7 +597,7 @@ fn an_inactive_group_is_listed_described_reset_and_deleted() {
 
 #[test]
 fn an_active_group_shows_its_members_and_refuses_resets_and_deletes() {
-    let server = Server::start();
+    let server = Server::start_for_groups();
     let member_id = server.with_cluster(async |admin, connection| {
         create_and_produce(admin, connection, &[("orders", &[4, 3, 3])]).await;
         // Committed while the group is empty, then a member joins and owns orders-0,1.
@@ -705,7 +615,7 @@ fn an_active_group_shows_its_members_and_refuses_resets_and_deletes() {
         )
     );
 
-    let (stdout, stderr) = server.ok(&["describe", "live"]);
+    let (stdout, stderr) = server.group_ok(&["describe", "live"]);
     assert_eq!(stderr, "", "a stable group has no notice");
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 5, "{stdout}");
@@ -784,7 +694,7 @@ fn an_active_group_shows_its_members_and_refuses_resets_and_deletes() {
         )
     );
 
-    let stderr = server.fails(&[
+    let stderr = server.group_fails(&[
         "reset-offsets",
         "live",
         "--all-topics",
@@ -798,7 +708,7 @@ fn an_active_group_shows_its_members_and_refuses_resets_and_deletes() {
         ),
         "{stderr}"
     );
-    let stderr = server.fails(&["delete", "live"]);
+    let stderr = server.group_fails(&["delete", "live"]);
     assert!(
         stderr.contains(
             "* Group 'live' could not be deleted due to: The group is not empty. (NON_EMPTY_GROUP)"

@@ -2,119 +2,27 @@
 //! describe and delete topics over the wire, with `kafka-topics.sh`'s output and Kafka's
 //! error names when the cluster refuses.
 
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::{Arc, Mutex};
+mod cli;
 
-const SLUICE: &str = env!("CARGO_BIN_EXE_sluice");
+use std::process::Output;
 
-/// A `sluice server` on free ports with its own log dir; killed when dropped.
-struct Server {
-    child: Child,
-    address: String,
-    /// What the server wrote to stderr, for failure messages.
-    log: Arc<Mutex<String>>,
-    _data: tempfile::TempDir,
-}
+use cli::Server;
 
 impl Server {
-    fn start() -> Server {
-        let data = tempfile::tempdir().unwrap();
-        let mut child = Command::new(SLUICE)
-            .args(["server", "--set"])
-            .arg(format!("log.dirs={}", data.path().display()))
-            .args([
-                "--set",
-                "listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
-                // Port 0 is advertised as the port bound, as in Kafka, so the cluster
-                // metadata names a broker the client can reach.
-                "--set",
-                "advertised.listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
-            ])
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let log = Arc::new(Mutex::new(String::new()));
-        let mut line = String::new();
-        let address = loop {
-            line.clear();
-            assert!(
-                stderr.read_line(&mut line).unwrap() > 0,
-                "the server exited before listening: {}",
-                log.lock().unwrap()
-            );
-            log.lock().unwrap().push_str(&line);
-            if let Some(address) = line
-                .trim()
-                .strip_prefix("sluice: listening on PLAINTEXT://")
-            {
-                break address.to_string();
-            }
-        };
-        // Keep draining stderr so the server never blocks on a full pipe.
-        let sink = log.clone();
-        std::thread::spawn(move || {
-            let mut rest = String::new();
-            let _ = stderr.read_to_string(&mut rest);
-            sink.lock().unwrap().push_str(&rest);
-        });
-        Server {
-            child,
-            address,
-            log,
-            _data: data,
-        }
-    }
-
-    /// Runs `sluice topic --bootstrap-server <this server> <args>`.
-    fn topic(&self, args: &[&str]) -> Output {
-        topic(&self.address, args)
-    }
-
-    /// Runs a command that must succeed; returns its stdout.
-    fn ok(&self, args: &[&str]) -> String {
-        let output = self.topic(args);
-        assert!(
-            output.status.success(),
-            "sluice topic {args:?} failed: {}\nserver log:\n{}",
-            String::from_utf8_lossy(&output.stderr),
-            self.log.lock().unwrap()
-        );
-        String::from_utf8(output.stdout).unwrap()
-    }
-
-    /// Runs a command that must fail; returns its stderr.
-    fn fails(&self, args: &[&str]) -> String {
-        let output = self.topic(args);
-        assert!(
-            !output.status.success(),
-            "sluice topic {args:?} should fail; printed: {}",
-            String::from_utf8_lossy(&output.stdout)
-        );
-        String::from_utf8(output.stderr).unwrap()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    /// Runs a `sluice topic` command that must succeed; returns its stdout.
+    fn topic_ok(&self, args: &[&str]) -> String {
+        self.ok("topic", args).0
     }
 }
 
 fn topic(bootstrap: &str, args: &[&str]) -> Output {
-    Command::new(SLUICE)
-        .args(["topic", "--bootstrap-server", bootstrap])
-        .args(args)
-        .output()
-        .unwrap()
+    cli::run("topic", bootstrap, args)
 }
 
 #[test]
 fn topics_are_created_listed_described_and_deleted() {
-    let server = Server::start();
-    let created = server.ok(&[
+    let server = Server::start(&[]);
+    let created = server.topic_ok(&[
         "create",
         "orders",
         "--partitions",
@@ -125,22 +33,28 @@ fn topics_are_created_listed_described_and_deleted() {
         "cleanup.policy=compact",
     ]);
     assert_eq!(created, "Created topic orders.\n");
-    assert_eq!(server.ok(&["create", "events"]), "Created topic events.\n");
+    assert_eq!(
+        server.topic_ok(&["create", "events"]),
+        "Created topic events.\n"
+    );
 
-    let stderr = server.fails(&["create", "orders", "--partitions", "3"]);
+    let stderr = server.fails("topic", &["create", "orders", "--partitions", "3"]);
     assert!(
         stderr.contains("topic 'orders' already exists (TOPIC_ALREADY_EXISTS)"),
         "{stderr}"
     );
-    assert_eq!(server.ok(&["create", "orders", "--if-not-exists"]), "");
+    assert_eq!(
+        server.topic_ok(&["create", "orders", "--if-not-exists"]),
+        ""
+    );
 
     assert_eq!(
-        server.ok(&["list", "--exclude-internal"]),
+        server.topic_ok(&["list", "--exclude-internal"]),
         "events\norders\n"
     );
 
     // kafka-topics.sh's format: the topic line, then one line per partition.
-    let described = server.ok(&["describe", "orders"]);
+    let described = server.topic_ok(&["describe", "orders"]);
     let lines: Vec<&str> = described.lines().collect();
     assert_eq!(lines.len(), 4, "{described}");
     let fields: Vec<&str> = lines[0].split('\t').collect();
@@ -164,7 +78,7 @@ fn topics_are_created_listed_described_and_deleted() {
     }
 
     // Without names: every topic, by name.
-    let all = server.ok(&["describe", "--exclude-internal"]);
+    let all = server.topic_ok(&["describe", "--exclude-internal"]);
     let topics: Vec<&str> = all
         .lines()
         .filter_map(|line| line.strip_prefix("Topic: "))
@@ -173,25 +87,28 @@ fn topics_are_created_listed_described_and_deleted() {
     assert_eq!(topics, ["events", "orders"], "{all}");
     assert!(all.ends_with(&described), "{all}");
 
-    let stderr = server.fails(&["describe", "missing"]);
+    let stderr = server.fails("topic", &["describe", "missing"]);
     assert!(
         stderr.contains("topic 'missing' does not exist (UNKNOWN_TOPIC_OR_PARTITION)"),
         "{stderr}"
     );
 
-    assert_eq!(server.ok(&["delete", "orders"]), "Deleted topic orders.\n");
-    assert_eq!(server.ok(&["list", "--exclude-internal"]), "events\n");
-    let stderr = server.fails(&["delete", "orders"]);
+    assert_eq!(
+        server.topic_ok(&["delete", "orders"]),
+        "Deleted topic orders.\n"
+    );
+    assert_eq!(server.topic_ok(&["list", "--exclude-internal"]), "events\n");
+    let stderr = server.fails("topic", &["delete", "orders"]);
     assert!(
         stderr.contains("topic 'orders' does not exist (UNKNOWN_TOPIC_OR_PARTITION)"),
         "{stderr}"
     );
-    assert_eq!(server.ok(&["delete", "orders", "--if-exists"]), "");
+    assert_eq!(server.topic_ok(&["delete", "orders", "--if-exists"]), "");
 }
 
 #[test]
 fn invalid_topics_are_refused_with_kafkas_error_names() {
-    let server = Server::start();
+    let server = Server::start(&[]);
     let cases: [(&[&str], &str); 5] = [
         (&["create", "bad/name"], "(INVALID_TOPIC_EXCEPTION)"),
         (
@@ -212,10 +129,10 @@ fn invalid_topics_are_refused_with_kafkas_error_names() {
         ),
     ];
     for (args, expected) in cases {
-        let stderr = server.fails(args);
+        let stderr = server.fails("topic", args);
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
     }
-    assert_eq!(server.ok(&["list", "--exclude-internal"]), "");
+    assert_eq!(server.topic_ok(&["list", "--exclude-internal"]), "");
 }
 
 #[test]
@@ -236,18 +153,9 @@ fn an_unreachable_cluster_is_a_clear_error() {
 
 #[test]
 fn cluster_status_shows_the_quorum_of_one() {
-    let server = Server::start();
-    server.ok(&["create", "status-topic", "--partitions", "2"]);
-    let output = Command::new(SLUICE)
-        .args(["cluster", "--bootstrap-server", &server.address, "status"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let server = Server::start(&[]);
+    server.topic_ok(&["create", "status-topic", "--partitions", "2"]);
+    let (stdout, _) = server.ok("cluster", &["status"]);
     assert!(stdout.contains("LeaderId:               1\n"), "{stdout}");
     assert!(stdout.contains("LeaderEpoch:            1\n"), "{stdout}");
     assert!(stdout.contains("CurrentVoters:          [1]\n"), "{stdout}");

@@ -1,0 +1,130 @@
+//! A `sluice server` process for the CLI tests, and the `sluice <tool>` commands run
+//! against it.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+
+pub const SLUICE: &str = env!("CARGO_BIN_EXE_sluice");
+
+/// A `sluice server` on free ports with its own log dir; killed when dropped.
+pub struct Server {
+    child: Child,
+    pub address: String,
+    /// What the server wrote to stderr, for failure messages.
+    log: Arc<Mutex<String>>,
+    _data: tempfile::TempDir,
+}
+
+impl Server {
+    /// Starts a server with these `key=value` settings on top of the embedded defaults.
+    pub fn start(settings: &[&str]) -> Server {
+        let data = tempfile::tempdir().unwrap();
+        let mut command = Command::new(SLUICE);
+        command
+            .args(["server", "--set"])
+            .arg(format!("log.dirs={}", data.path().display()))
+            .args([
+                "--set",
+                "listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+                // Port 0 is advertised as the port bound, as in Kafka, so the cluster
+                // metadata (and FindCoordinator) names a broker the client can reach.
+                "--set",
+                "advertised.listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+            ]);
+        for setting in settings {
+            command.args(["--set", setting]);
+        }
+        let mut child = command.stderr(Stdio::piped()).spawn().unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let log = Arc::new(Mutex::new(String::new()));
+        let mut line = String::new();
+        let address = loop {
+            line.clear();
+            assert!(
+                stderr.read_line(&mut line).unwrap() > 0,
+                "the server exited before listening: {}",
+                log.lock().unwrap()
+            );
+            log.lock().unwrap().push_str(&line);
+            if let Some(address) = line
+                .trim()
+                .strip_prefix("sluice: listening on PLAINTEXT://")
+            {
+                break address.to_string();
+            }
+        };
+        // Keep draining stderr so the server never blocks on a full pipe.
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            let mut rest = String::new();
+            let _ = stderr.read_to_string(&mut rest);
+            sink.lock().unwrap().push_str(&rest);
+        });
+        Server {
+            child,
+            address,
+            log,
+            _data: data,
+        }
+    }
+
+    /// The server's port.
+    pub fn port(&self) -> &str {
+        self.address.rsplit(':').next().unwrap()
+    }
+
+    /// What the server logged so far.
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// Runs `sluice <tool> --bootstrap-server <this server> <args>`.
+    pub fn run(&self, tool: &str, args: &[&str]) -> Output {
+        run(tool, &self.address, args)
+    }
+
+    /// Runs a command that must succeed; returns its stdout and stderr.
+    pub fn ok(&self, tool: &str, args: &[&str]) -> (String, String) {
+        let output = self.run(tool, args);
+        assert!(
+            output.status.success(),
+            "sluice {tool} {args:?} failed: {}\nserver log:\n{}",
+            String::from_utf8_lossy(&output.stderr),
+            self.log()
+        );
+        (
+            String::from_utf8(output.stdout).unwrap(),
+            String::from_utf8(output.stderr).unwrap(),
+        )
+    }
+
+    /// Runs a command that must fail; returns its stderr.
+    pub fn fails(&self, tool: &str, args: &[&str]) -> String {
+        let output = self.run(tool, args);
+        assert!(
+            !output.status.success(),
+            "sluice {tool} {args:?} should fail; printed: {}",
+            String::from_utf8_lossy(&output.stdout)
+        );
+        String::from_utf8(output.stderr).unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `sluice <tool> --bootstrap-server <bootstrap> <args>`.
+pub fn run(tool: &str, bootstrap: &str, args: &[&str]) -> Output {
+    Command::new(SLUICE)
+        .args([tool, "--bootstrap-server", bootstrap])
+        .args(args)
+        .output()
+        .unwrap()
+}
