@@ -2,7 +2,7 @@
 """Jepsen-style workload, nemesis and checker for a Kafka-compatible cluster.
 
     jepsen.py [--backend kafka|sluice] [--topology combined|split] [--duration S]
-              [--scenarios workload,2013,failover] [--summary FILE] [--keep] ...
+              [--scenarios workload,2013,failover,groups] [--summary FILE] [--keep] ...
     jepsen.py --self-test           # the checker against synthetic histories
 
 Scenarios (one cluster, started once, healed and made whole between scenarios):
@@ -24,6 +24,9 @@ Scenarios (one cluster, started once, healed and made whole between scenarios):
   failover  a librdkafka producer and Kafka's Java consumer (FailoverConsumer.java) through
             a SIGKILL of a partition leader: the Java consumer must read every
             acknowledged value, and the drain must hold every one.
+  groups    a librdkafka consumer group (2 members, synchronous commits) through a SIGKILL
+            of its group coordinator: no acknowledged commit lost, commits resume on the
+            new coordinator, nothing acknowledged left unprocessed (at-least-once).
 
 The checker (check()) flags: acknowledged writes missing from the drain (lost), a value
 at two offsets (duplicate), an offset read with two different values (divergent), a
@@ -938,7 +941,159 @@ def scenario_failover(c, admin, args, rng):
     return h
 
 
-SCENARIOS = {"workload": scenario_workload, "2013": scenario_2013, "failover": scenario_failover}
+def group_coordinator(c, group, timeout=30):
+    """The node id of a group's coordinator (FindCoordinator through the admin client)."""
+    from confluent_kafka.admin import AdminClient
+    admin = AdminClient(dict(CLIENT_TIMEOUTS, **{"bootstrap.servers": c.bootstrap()}))
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            d = admin.describe_consumer_groups([group], request_timeout=10)[group].result(timeout=15)
+            return d.coordinator.id
+        except Exception as e:
+            if time.monotonic() > deadline:
+                raise TimeoutError("no coordinator for %s: %s" % (group, e))
+            time.sleep(0.5)
+
+
+def scenario_groups(c, admin, args, rng):
+    """A librdkafka consumer group commits through a SIGKILL of its group coordinator.
+
+    Two members consume a 3-partition topic while a producer writes, committing
+    synchronously what they processed. The coordinator's node is killed; the members go
+    on (finding the new coordinator) for a while, then stop. A fresh member of the group
+    must then see committed offsets no lower than the highest each partition had
+    acknowledged ("commit-lost"), the members must have committed again after the kill
+    ("no-commit-after-failover"), and what they processed plus what the fresh member reads
+    from the committed offsets must cover every acknowledged value ("group-missed").
+    """
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+    h = History()
+    topic, group, parts = "jepsen-groups", "jepsen-group", 3
+    admin.create_topic(topic, parts, {"min.insync.replicas": "2"})
+    lock = threading.Lock()
+    processed = set()
+    acked = {}  # partition -> highest committed offset acknowledged
+    acked_after_kill = [0]
+    killed_at = [None]
+    errors = []
+    stop = threading.Event()
+    group_conf = {"group.id": group, "auto.offset.reset": "earliest", "enable.partition.eof": False,
+                  "session.timeout.ms": 6000, "heartbeat.interval.ms": 500}
+
+    def member(name):
+        cons = Consumer(consumer_conf(c, group_conf))
+        cons.subscribe([topic])
+        try:
+            while not stop.is_set():
+                good = [m for m in cons.consume(200, 0.5) if m.error() is None]
+                if not good:
+                    continue
+                last = {}
+                for m in good:
+                    v = parse_value(m.value().decode(errors="replace"))
+                    with lock:
+                        processed.add(v)
+                    last[m.partition()] = m.offset() + 1
+                try:
+                    result = cons.commit(offsets=[TopicPartition(topic, p, o) for p, o in last.items()],
+                                         asynchronous=False)
+                except KafkaException as e:
+                    with lock:
+                        errors.append(str(e))
+                    continue
+                with lock:
+                    for tp in result:
+                        if tp.error is None:
+                            acked[tp.partition] = max(acked.get(tp.partition, 0), tp.offset)
+                            if killed_at[0] is not None:
+                                acked_after_kill[0] += 1
+        finally:
+            cons.close()
+
+    members = [threading.Thread(target=member, args=("m%d" % i,), daemon=True) for i in range(2)]
+    for t in members:
+        t.start()
+    producers = ProducerPool(c, h, topic, count=1, rate=args.failover_rate, name="groups-p").start()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with lock:
+            if len(acked) == parts:
+                break
+        time.sleep(0.2)
+    else:
+        h.anomaly("group-commit", "the members committed no offsets for every partition in 60s: %s" % acked)
+    time.sleep(2)
+    coordinator = group_coordinator(c, group)
+    log("groups: SIGKILL node %d (the coordinator of %s) while members consume and commit"
+        % (coordinator, group))
+    tk = time.monotonic()
+    c.kill(coordinator)
+    with lock:
+        killed_at[0] = tk
+        before_kill = dict(acked)
+    time.sleep(max(args.hold, 10))
+    producers.stop(timeout=90)
+    h.events.append((tk, time.monotonic(), "kill-coordinator", "SIGKILL node %d" % coordinator))
+    # Let the members catch up with what was produced, then stop them.
+    time.sleep(3)
+    stop.set()
+    for t in members:
+        t.join(30)
+    with lock:
+        final_acked = dict(acked)
+        after = acked_after_kill[0]
+    log("groups: commits acknowledged %s before the kill, %s in all, %d after; %d commit errors"
+        % (before_kill, final_acked, after, len(errors)))
+    if after == 0:
+        h.anomaly("no-commit-after-failover", "no commit acknowledged after the coordinator was killed; "
+                  "errors: %s" % errors[-3:])
+    # A fresh member: the committed offsets, then everything after them.
+    cons = Consumer(consumer_conf(c, dict(group_conf, **{"group.id": group})))
+    try:
+        committed = None
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                committed = {tp.partition: tp.offset for tp in cons.committed(
+                    [TopicPartition(topic, p) for p in range(parts)], timeout=10)}
+                break
+            except KafkaException:
+                time.sleep(0.5)
+        if committed is None:
+            h.anomaly("commit-lost", "committed offsets unreadable after the failover")
+            committed = {}
+        for p, offset in final_acked.items():
+            if committed.get(p, -1) < offset:
+                h.anomaly("commit-lost", "partition %d: committed %s after the failover, but %d was acknowledged"
+                          % (p, committed.get(p), offset))
+        cons.assign([TopicPartition(topic, p, max(committed.get(p, 0), 0)) for p in range(parts)])
+        idle_until = time.monotonic() + 5
+        while time.monotonic() < idle_until:
+            msgs = [m for m in cons.consume(500, 0.5) if m.error() is None]
+            if msgs:
+                idle_until = time.monotonic() + 3
+            for m in msgs:
+                processed.add(parse_value(m.value().decode(errors="replace")))
+    finally:
+        cons.close()
+    missed = [v for v in sorted(h.acked) if v not in processed]
+    log("groups: %d acknowledged values, %d processed by the group or after its committed offsets, %d missed"
+        % (len(h.acked), len(processed), len(missed)))
+    if missed:
+        h.anomaly("group-missed", "%d acknowledged values neither processed by the group nor after its "
+                  "committed offsets, e.g. %s" % (len(missed), missed[:10]))
+    c.start_node(coordinator, wait=True, timeout=90)
+    try:
+        admin.wait_healthy(topic, parts, timeout=60)
+    except TimeoutError as e:
+        h.anomaly("unrecovered", str(e))
+    drain(c, h, topic, parts)
+    return h
+
+
+SCENARIOS = {"workload": scenario_workload, "2013": scenario_2013, "failover": scenario_failover,
+             "groups": scenario_groups}
 
 
 # =========================================================================================
@@ -950,7 +1105,7 @@ def main(argv=None):
     ap.add_argument("--backend", choices=["kafka", "sluice"], default="kafka")
     ap.add_argument("--topology", choices=["combined", "split"], default="combined")
     ap.add_argument("--duration", type=float, default=60, help="workload seconds (nemesis active)")
-    ap.add_argument("--scenarios", default="workload,2013,failover")
+    ap.add_argument("--scenarios", default="workload,2013,failover,groups")
     ap.add_argument("--producers", type=int, default=3)
     ap.add_argument("--rate", type=float, default=80.0, help="messages/s per producer")
     ap.add_argument("--partitions", type=int, default=4)
