@@ -18,6 +18,7 @@
 //! bytes.
 
 use bytes::Bytes;
+use sluice_protocol::schema::{MAX_BYTES_LEN, SchemaError, SchemaReader, SchemaWriter};
 
 /// Key type (version) Kafka 4.1 writes for committed offsets; 0 is the older, identical form.
 const OFFSET_KEY_VERSION: i16 = 1;
@@ -25,40 +26,12 @@ const OFFSET_KEY_VERSION: i16 = 1;
 const GROUP_KEY_VERSION: i16 = 2;
 /// First flexible version of both value records.
 const FIRST_FLEXIBLE_VERSION: i16 = 4;
-/// Longest string a Kafka `string` can carry: its classic length prefix is an `i16`.
-const MAX_STRING_LEN: usize = i16::MAX as usize;
-/// Longest byte string a Kafka `bytes` can carry: its classic length prefix is an `i32`.
-const MAX_BYTES_LEN: usize = i32::MAX as usize;
 /// Fewest bytes a member takes in any version (lengths of its five strings and byte
 /// strings plus its session timeout); bounds a member count by the bytes left.
 const MIN_MEMBER_LEN: usize = 12;
 
 /// Why a `__consumer_offsets` key or value could not be decoded.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RecordError {
-    /// The input ended inside a field.
-    #[error("truncated {field}: needs {needed} bytes, {remaining} left")]
-    Truncated {
-        field: &'static str,
-        needed: usize,
-        remaining: usize,
-    },
-    /// A length or count prefix is negative (other than null) or larger than the input.
-    #[error("invalid length {length} for {field}")]
-    BadLength { field: &'static str, length: i64 },
-    /// A field that may not be null was written as null.
-    #[error("{field} is null but may not be")]
-    UnexpectedNull { field: &'static str },
-    /// An unsigned varint runs past five bytes or past `u32::MAX`.
-    #[error("malformed unsigned varint in {field}")]
-    BadVarint { field: &'static str },
-    /// A version this codec cannot read (negative ones).
-    #[error("unknown {record} version {version}")]
-    UnknownVersion { record: &'static str, version: i16 },
-    /// A string field holds bytes that are not UTF-8.
-    #[error("{field} is not valid UTF-8")]
-    InvalidUtf8 { field: &'static str },
-}
+pub type RecordError = SchemaError;
 
 /// The key of a `__consumer_offsets` record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -120,7 +93,7 @@ pub struct GroupMetadataValue {
 
 /// Encodes a key: offsets as type 1 and group metadata as type 2, as Kafka 4.1 does.
 pub fn encode_key(key: &OffsetsKey) -> Vec<u8> {
-    let mut w = Writer::new(false);
+    let mut w = SchemaWriter::new(false);
     match key {
         OffsetsKey::Offset {
             group,
@@ -138,12 +111,12 @@ pub fn encode_key(key: &OffsetsKey) -> Vec<u8> {
         }
         OffsetsKey::Other { version } => w.i16(*version),
     }
-    w.out
+    w.finish()
 }
 
 /// Decodes a key; record types other than 0..=2 become [`OffsetsKey::Other`].
 pub fn decode_key(bytes: &[u8]) -> Result<OffsetsKey, RecordError> {
-    let mut r = Reader::new(bytes);
+    let mut r = SchemaReader::new(bytes);
     let version = r.i16("key version")?;
     match version {
         0 | 1 => Ok(OffsetsKey::Offset {
@@ -170,7 +143,7 @@ pub fn encode_offset_value(value: &OffsetValue) -> Vec<u8> {
 }
 
 fn write_offset_value(value: &OffsetValue, version: i16) -> Vec<u8> {
-    let mut w = Writer::new(version >= FIRST_FLEXIBLE_VERSION);
+    let mut w = SchemaWriter::new(version >= FIRST_FLEXIBLE_VERSION);
     w.i16(version);
     w.i64(value.offset);
     if version >= 3 {
@@ -182,13 +155,13 @@ fn write_offset_value(value: &OffsetValue, version: i16) -> Vec<u8> {
         w.i64(value.expire_timestamp.unwrap_or(-1));
     }
     w.tagged_fields();
-    w.out
+    w.finish()
 }
 
 /// Decodes a committed offset of any version.
 pub fn decode_offset_value(bytes: &[u8]) -> Result<OffsetValue, RecordError> {
-    let mut r = Reader::new(bytes);
-    let version = r.value_version("OffsetCommitValue")?;
+    let mut r = SchemaReader::new(bytes);
+    let version = value_version(&mut r, "OffsetCommitValue")?;
     let offset = r.i64("offset")?;
     let leader_epoch = if version >= 3 {
         r.i32("leaderEpoch")?
@@ -218,7 +191,7 @@ pub fn encode_group_value(value: &GroupMetadataValue) -> Vec<u8> {
 }
 
 fn write_group_value(value: &GroupMetadataValue, version: i16) -> Vec<u8> {
-    let mut w = Writer::new(version >= FIRST_FLEXIBLE_VERSION);
+    let mut w = SchemaWriter::new(version >= FIRST_FLEXIBLE_VERSION);
     w.i16(version);
     w.string(&value.protocol_type);
     w.i32(value.generation);
@@ -245,13 +218,13 @@ fn write_group_value(value: &GroupMetadataValue, version: i16) -> Vec<u8> {
         w.tagged_fields();
     }
     w.tagged_fields();
-    w.out
+    w.finish()
 }
 
 /// Decodes a classic group's metadata of any version.
 pub fn decode_group_value(bytes: &[u8]) -> Result<GroupMetadataValue, RecordError> {
-    let mut r = Reader::new(bytes);
-    let version = r.value_version("GroupMetadataValue")?;
+    let mut r = SchemaReader::new(bytes);
+    let version = value_version(&mut r, "GroupMetadataValue")?;
     let protocol_type = r.string("protocolType")?;
     let generation = r.i32("generation")?;
     let protocol = r.nullable_string("protocol")?;
@@ -315,231 +288,11 @@ pub fn partition_for(group: &str, partitions: i32) -> i32 {
 
 /// Appends fields in Kafka's classic or flexible encoding.
 ///
-/// Values too long for their length prefix (strings over `i16::MAX` bytes, byte strings
-/// and arrays over `i32::MAX`) are cut to what fits: Kafka's request limits keep real
-/// values far below, and cutting keeps a caller's slip from crashing the coordinator.
-struct Writer {
-    out: Vec<u8>,
-    flexible: bool,
-}
-
-impl Writer {
-    fn new(flexible: bool) -> Self {
-        Writer {
-            out: Vec::new(),
-            flexible,
-        }
-    }
-
-    fn i16(&mut self, v: i16) {
-        self.out.extend_from_slice(&v.to_be_bytes());
-    }
-
-    fn i32(&mut self, v: i32) {
-        self.out.extend_from_slice(&v.to_be_bytes());
-    }
-
-    fn i64(&mut self, v: i64) {
-        self.out.extend_from_slice(&v.to_be_bytes());
-    }
-
-    fn uvarint(&mut self, mut v: u32) {
-        while v >= 0x80 {
-            self.out.push((v as u8 & 0x7f) | 0x80);
-            v >>= 7;
-        }
-        self.out.push(v as u8);
-    }
-
-    /// Writes a length prefix; `len` is already within its type's limit.
-    fn length(&mut self, len: usize, classic_i16: bool) {
-        if self.flexible {
-            self.uvarint(len as u32 + 1);
-        } else if classic_i16 {
-            self.i16(len as i16);
-        } else {
-            self.i32(len as i32);
-        }
-    }
-
-    fn string(&mut self, s: &str) {
-        let s = &s[..s.floor_char_boundary(MAX_STRING_LEN)];
-        self.length(s.len(), true);
-        self.out.extend_from_slice(s.as_bytes());
-    }
-
-    fn nullable_string(&mut self, s: Option<&str>) {
-        match s {
-            Some(s) => self.string(s),
-            None if self.flexible => self.uvarint(0),
-            None => self.i16(-1),
-        }
-    }
-
-    fn bytes(&mut self, b: &[u8]) {
-        let b = &b[..b.len().min(MAX_BYTES_LEN)];
-        self.length(b.len(), false);
-        self.out.extend_from_slice(b);
-    }
-
-    fn array_len(&mut self, len: usize) {
-        self.length(len, false);
-    }
-
-    /// An empty tagged-field section, present only in flexible versions.
-    fn tagged_fields(&mut self) {
-        if self.flexible {
-            self.uvarint(0);
-        }
-    }
-}
-
-/// Reads fields in Kafka's classic or flexible encoding from a byte slice, never past it.
-struct Reader<'a> {
-    buf: &'a [u8],
-    flexible: bool,
-}
-
-impl<'a> Reader<'a> {
-    fn new(buf: &'a [u8]) -> Self {
-        Reader {
-            buf,
-            flexible: false,
-        }
-    }
-
-    /// Reads a value's version and switches to the flexible encoding from version 4.
-    fn value_version(&mut self, record: &'static str) -> Result<i16, RecordError> {
-        let version = self.i16("value version")?;
-        if version < 0 {
-            return Err(RecordError::UnknownVersion { record, version });
-        }
-        self.flexible = version >= FIRST_FLEXIBLE_VERSION;
-        Ok(version)
-    }
-
-    fn take(&mut self, n: usize, field: &'static str) -> Result<&'a [u8], RecordError> {
-        if n > self.buf.len() {
-            return Err(RecordError::Truncated {
-                field,
-                needed: n,
-                remaining: self.buf.len(),
-            });
-        }
-        let (head, tail) = self.buf.split_at(n);
-        self.buf = tail;
-        Ok(head)
-    }
-
-    fn fixed<const N: usize>(&mut self, field: &'static str) -> Result<[u8; N], RecordError> {
-        let mut out = [0u8; N];
-        out.copy_from_slice(self.take(N, field)?);
-        Ok(out)
-    }
-
-    fn i16(&mut self, field: &'static str) -> Result<i16, RecordError> {
-        self.fixed(field).map(i16::from_be_bytes)
-    }
-
-    fn i32(&mut self, field: &'static str) -> Result<i32, RecordError> {
-        self.fixed(field).map(i32::from_be_bytes)
-    }
-
-    fn i64(&mut self, field: &'static str) -> Result<i64, RecordError> {
-        self.fixed(field).map(i64::from_be_bytes)
-    }
-
-    fn uvarint(&mut self, field: &'static str) -> Result<u32, RecordError> {
-        let mut value: u64 = 0;
-        for index in 0..5 {
-            let [byte] = self.fixed(field)?;
-            value |= u64::from(byte & 0x7f) << (7 * index);
-            if byte & 0x80 == 0 {
-                return u32::try_from(value).map_err(|_| RecordError::BadVarint { field });
-            }
-        }
-        Err(RecordError::BadVarint { field })
-    }
-
-    /// Reads a length prefix (`i16` for classic strings, `i32` for classic bytes and
-    /// arrays, unsigned varint of length + 1 when flexible); `None` is null.
-    fn length(
-        &mut self,
-        field: &'static str,
-        classic_i16: bool,
-    ) -> Result<Option<usize>, RecordError> {
-        let length = if self.flexible {
-            i64::from(self.uvarint(field)?) - 1
-        } else if classic_i16 {
-            i64::from(self.i16(field)?)
-        } else {
-            i64::from(self.i32(field)?)
-        };
-        match length {
-            -1 => Ok(None),
-            _ => usize::try_from(length)
-                .map(Some)
-                .map_err(|_| RecordError::BadLength { field, length }),
-        }
-    }
-
-    fn nullable_string(&mut self, field: &'static str) -> Result<Option<String>, RecordError> {
-        let Some(len) = self.length(field, true)? else {
-            return Ok(None);
-        };
-        if len > MAX_STRING_LEN {
-            return Err(RecordError::BadLength {
-                field,
-                length: len as i64,
-            });
-        }
-        let raw = self.take(len, field)?;
-        String::from_utf8(raw.to_vec())
-            .map(Some)
-            .map_err(|_| RecordError::InvalidUtf8 { field })
-    }
-
-    fn string(&mut self, field: &'static str) -> Result<String, RecordError> {
-        self.nullable_string(field)?
-            .ok_or(RecordError::UnexpectedNull { field })
-    }
-
-    fn bytes(&mut self, field: &'static str) -> Result<Bytes, RecordError> {
-        let len = self
-            .length(field, false)?
-            .ok_or(RecordError::UnexpectedNull { field })?;
-        Ok(Bytes::copy_from_slice(self.take(len, field)?))
-    }
-
-    /// Reads a non-null array count whose elements take at least `min_element` bytes each,
-    /// rejecting a count the remaining bytes cannot hold.
-    fn array_len(&mut self, field: &'static str, min_element: usize) -> Result<usize, RecordError> {
-        let count = self
-            .length(field, false)?
-            .ok_or(RecordError::UnexpectedNull { field })?;
-        if count.saturating_mul(min_element) > self.buf.len() {
-            return Err(RecordError::BadLength {
-                field,
-                length: count as i64,
-            });
-        }
-        Ok(count)
-    }
-
-    /// Skips a tagged-field section (flexible versions only); none of these records
-    /// defines a tag yet, so every tag is unknown.
-    fn tagged_fields(&mut self) -> Result<(), RecordError> {
-        if !self.flexible {
-            return Ok(());
-        }
-        let count = self.uvarint("tagged field count")?;
-        for _ in 0..count {
-            self.uvarint("tag")?;
-            let size = self.uvarint("tagged field size")?;
-            self.take(size as usize, "tagged field")?;
-        }
-        Ok(())
-    }
+/// Reads a value's version and switches to the flexible layout from version 4.
+fn value_version(r: &mut SchemaReader<'_>, record: &'static str) -> Result<i16, RecordError> {
+    let version = r.version(record)?;
+    r.set_flexible(version >= FIRST_FLEXIBLE_VERSION);
+    Ok(version)
 }
 
 #[cfg(test)]

@@ -9,32 +9,13 @@
 
 use bytes::Bytes;
 
+use crate::schema::{SchemaReader, SchemaWriter};
+
 /// Highest version of both formats this codec knows; newer ones are read and written as it.
 const HIGHEST_VERSION: i16 = 3;
 
 /// Why a subscription or assignment could not be decoded.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ConsumerProtocolError {
-    /// The input ended inside a field.
-    #[error("truncated {field}: needs {needed} bytes, {remaining} left")]
-    Truncated {
-        field: &'static str,
-        needed: usize,
-        remaining: usize,
-    },
-    /// A length or count prefix is negative (other than null) or larger than the input.
-    #[error("invalid length {length} for {field}")]
-    BadLength { field: &'static str, length: i64 },
-    /// A field that may not be null was written as null.
-    #[error("{field} is null but may not be")]
-    UnexpectedNull { field: &'static str },
-    /// A negative version.
-    #[error("unsupported consumer protocol version {0}")]
-    UnsupportedVersion(i16),
-    /// A string field holds bytes that are not UTF-8.
-    #[error("{field} is not valid UTF-8")]
-    InvalidUtf8 { field: &'static str },
-}
+pub type ConsumerProtocolError = crate::schema::SchemaError;
 
 /// A member's subscription (ConsumerProtocolSubscription).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,8 +45,8 @@ pub struct Assignment {
 
 /// Decodes a subscription of any version from 0 up.
 pub fn decode_subscription(bytes: &[u8]) -> Result<Subscription, ConsumerProtocolError> {
-    let mut r = Reader { buf: bytes };
-    let version = r.version()?;
+    let mut r = SchemaReader::new(bytes);
+    let version = r.version("consumer protocol")?;
     let count = r.array_len("topics", 2)?;
     let mut topics = Vec::with_capacity(count);
     for _ in 0..count {
@@ -101,7 +82,7 @@ pub fn decode_subscription(bytes: &[u8]) -> Result<Subscription, ConsumerProtoco
 /// fields the version lacks are left out.
 pub fn encode_subscription(s: &Subscription) -> Vec<u8> {
     let version = s.version.clamp(0, HIGHEST_VERSION);
-    let mut w = Writer::default();
+    let mut w = SchemaWriter::new(false);
     w.i16(version);
     w.array_len(s.topics.len());
     for topic in &s.topics {
@@ -117,13 +98,13 @@ pub fn encode_subscription(s: &Subscription) -> Vec<u8> {
     if version >= 3 {
         w.nullable_string(s.rack_id.as_deref());
     }
-    w.out
+    w.finish()
 }
 
 /// Decodes an assignment of any version from 0 up.
 pub fn decode_assignment(bytes: &[u8]) -> Result<Assignment, ConsumerProtocolError> {
-    let mut r = Reader { buf: bytes };
-    let version = r.version()?;
+    let mut r = SchemaReader::new(bytes);
+    let version = r.version("consumer protocol")?;
     let partitions = r.topic_partitions("assignedPartitions")?;
     let user_data = r.nullable_bytes("userData")?;
     Ok(Assignment {
@@ -135,190 +116,11 @@ pub fn decode_assignment(bytes: &[u8]) -> Result<Assignment, ConsumerProtocolErr
 
 /// Encodes an assignment at `a.version`, clamped to 0..=3 as Kafka clamps a newer one.
 pub fn encode_assignment(a: &Assignment) -> Vec<u8> {
-    let mut w = Writer::default();
+    let mut w = SchemaWriter::new(false);
     w.i16(a.version.clamp(0, HIGHEST_VERSION));
     w.topic_partitions(&a.partitions);
     w.nullable_bytes(a.user_data.as_deref());
-    w.out
-}
-
-/// Appends fields in Kafka's classic encoding. Values too long for their length prefix
-/// (strings over `i16::MAX` bytes, byte strings and arrays over `i32::MAX`) are cut to
-/// what fits rather than panicking; Kafka's own limits keep real values far below.
-#[derive(Default)]
-struct Writer {
-    out: Vec<u8>,
-}
-
-impl Writer {
-    fn i16(&mut self, v: i16) {
-        self.out.extend_from_slice(&v.to_be_bytes());
-    }
-
-    fn i32(&mut self, v: i32) {
-        self.out.extend_from_slice(&v.to_be_bytes());
-    }
-
-    fn string(&mut self, s: &str) {
-        let s = &s[..s.floor_char_boundary(i16::MAX as usize)];
-        self.i16(s.len() as i16);
-        self.out.extend_from_slice(s.as_bytes());
-    }
-
-    fn nullable_string(&mut self, s: Option<&str>) {
-        match s {
-            Some(s) => self.string(s),
-            None => self.i16(-1),
-        }
-    }
-
-    fn nullable_bytes(&mut self, b: Option<&[u8]>) {
-        match b {
-            Some(b) => {
-                let b = &b[..b.len().min(i32::MAX as usize)];
-                self.i32(b.len() as i32);
-                self.out.extend_from_slice(b);
-            }
-            None => self.i32(-1),
-        }
-    }
-
-    fn array_len(&mut self, len: usize) {
-        self.i32(len.min(i32::MAX as usize) as i32);
-    }
-
-    fn topic_partitions(&mut self, topics: &[(String, Vec<i32>)]) {
-        let topics = &topics[..topics.len().min(i32::MAX as usize)];
-        self.array_len(topics.len());
-        for (topic, partitions) in topics {
-            self.string(topic);
-            let partitions = &partitions[..partitions.len().min(i32::MAX as usize)];
-            self.array_len(partitions.len());
-            for &partition in partitions {
-                self.i32(partition);
-            }
-        }
-    }
-}
-
-/// Reads fields in Kafka's classic encoding from a byte slice, never past it.
-struct Reader<'a> {
-    buf: &'a [u8],
-}
-
-impl<'a> Reader<'a> {
-    fn version(&mut self) -> Result<i16, ConsumerProtocolError> {
-        let version = self.i16("version")?;
-        if version < 0 {
-            return Err(ConsumerProtocolError::UnsupportedVersion(version));
-        }
-        Ok(version)
-    }
-
-    fn take(&mut self, n: usize, field: &'static str) -> Result<&'a [u8], ConsumerProtocolError> {
-        if n > self.buf.len() {
-            return Err(ConsumerProtocolError::Truncated {
-                field,
-                needed: n,
-                remaining: self.buf.len(),
-            });
-        }
-        let (head, tail) = self.buf.split_at(n);
-        self.buf = tail;
-        Ok(head)
-    }
-
-    fn fixed<const N: usize>(
-        &mut self,
-        field: &'static str,
-    ) -> Result<[u8; N], ConsumerProtocolError> {
-        let mut out = [0u8; N];
-        out.copy_from_slice(self.take(N, field)?);
-        Ok(out)
-    }
-
-    fn i16(&mut self, field: &'static str) -> Result<i16, ConsumerProtocolError> {
-        self.fixed(field).map(i16::from_be_bytes)
-    }
-
-    fn i32(&mut self, field: &'static str) -> Result<i32, ConsumerProtocolError> {
-        self.fixed(field).map(i32::from_be_bytes)
-    }
-
-    /// Turns a length prefix into `None` for null (-1) or a length.
-    fn length(length: i64, field: &'static str) -> Result<Option<usize>, ConsumerProtocolError> {
-        match length {
-            -1 => Ok(None),
-            _ => usize::try_from(length)
-                .map(Some)
-                .map_err(|_| ConsumerProtocolError::BadLength { field, length }),
-        }
-    }
-
-    fn nullable_string(
-        &mut self,
-        field: &'static str,
-    ) -> Result<Option<String>, ConsumerProtocolError> {
-        let Some(len) = Self::length(i64::from(self.i16(field)?), field)? else {
-            return Ok(None);
-        };
-        String::from_utf8(self.take(len, field)?.to_vec())
-            .map(Some)
-            .map_err(|_| ConsumerProtocolError::InvalidUtf8 { field })
-    }
-
-    fn string(&mut self, field: &'static str) -> Result<String, ConsumerProtocolError> {
-        self.nullable_string(field)?
-            .ok_or(ConsumerProtocolError::UnexpectedNull { field })
-    }
-
-    fn nullable_bytes(
-        &mut self,
-        field: &'static str,
-    ) -> Result<Option<Bytes>, ConsumerProtocolError> {
-        let Some(len) = Self::length(i64::from(self.i32(field)?), field)? else {
-            return Ok(None);
-        };
-        Ok(Some(Bytes::copy_from_slice(self.take(len, field)?)))
-    }
-
-    /// Reads a non-null array count whose elements take at least `min_element` bytes,
-    /// rejecting a count the remaining bytes cannot hold.
-    fn array_len(
-        &mut self,
-        field: &'static str,
-        min_element: usize,
-    ) -> Result<usize, ConsumerProtocolError> {
-        let count = Self::length(i64::from(self.i32(field)?), field)?
-            .ok_or(ConsumerProtocolError::UnexpectedNull { field })?;
-        if count.saturating_mul(min_element) > self.buf.len() {
-            return Err(ConsumerProtocolError::BadLength {
-                field,
-                length: count as i64,
-            });
-        }
-        Ok(count)
-    }
-
-    /// Reads a `[]TopicPartition`: each a topic name and its `[]int32` partitions.
-    fn topic_partitions(
-        &mut self,
-        field: &'static str,
-    ) -> Result<Vec<(String, Vec<i32>)>, ConsumerProtocolError> {
-        // A topic takes at least its name's length (2) and its partition count (4).
-        let count = self.array_len(field, 6)?;
-        let mut topics = Vec::with_capacity(count);
-        for _ in 0..count {
-            let topic = self.string(field)?;
-            let partitions_count = self.array_len(field, 4)?;
-            let mut partitions = Vec::with_capacity(partitions_count);
-            for _ in 0..partitions_count {
-                partitions.push(self.i32(field)?);
-            }
-            topics.push((topic, partitions));
-        }
-        Ok(topics)
-    }
+    w.finish()
 }
 
 #[cfg(test)]
@@ -438,7 +240,10 @@ mod tests {
         }
         assert_eq!(
             decode_assignment(&hex("ffff 00000000 ffffffff")),
-            Err(ConsumerProtocolError::UnsupportedVersion(-1))
+            Err(ConsumerProtocolError::UnknownVersion {
+                record: "consumer protocol",
+                version: -1
+            })
         );
         assert!(matches!(
             decode_subscription(&hex("0000 ffffffff ffffffff")),

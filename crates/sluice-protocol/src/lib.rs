@@ -11,6 +11,7 @@ pub mod consumer_protocol;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod record_batch;
+pub mod schema;
 pub mod varint;
 
 pub use compression::{Compression, CompressionError};
