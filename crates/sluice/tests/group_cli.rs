@@ -9,8 +9,6 @@
 use std::collections::BTreeMap;
 mod cli;
 
-use std::process::Output;
-
 use bytes::Bytes;
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
