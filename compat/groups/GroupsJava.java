@@ -12,6 +12,8 @@
 //                         positions: committed() and Admin listConsumerGroupOffsets agree
 //   commitAsync           with a callback: the callback's offsets, committed()
 //   auto-commit           enable.auto.commit: listConsumerGroupOffsets = consumed
+//   KIP-848 migration     2 classic members + 1 group.protocol=consumer member: upgraded
+//                         (type Consumer, 2/2/2); when it leaves, downgraded (Classic, 3/3)
 //   KIP-848               group.protocol=consumer: one member gets all 6 partitions; a 2nd
 //                         joins: the first sees a revocation, a new member epoch; 3/3,
 //                         disjoint, complete; the 30 records are consumed
@@ -563,6 +565,44 @@ public class GroupsJava {
         }
     }
 
+    static String groupType(String group) throws Exception {
+        try (Admin a = admin()) {
+            return a.describeConsumerGroups(List.of(group)).all().get(T + 2, TimeUnit.SECONDS)
+                    .get(group).type().toString();
+        }
+    }
+
+    /** KIP-848's online migration: 2 classic members, then a consumer-protocol member
+     *  joins (the group becomes a consumer group, all three share the partitions), then it
+     *  leaves (the group is classic again, the two split everything). */
+    static void migration() throws Exception {
+        String topic = name("jmig"), group = name("gjmig");
+        createTopic(topic);
+        produce(topic, 5, "m");
+        Map<String, Object> classic = Map.of(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, RangeAssignor.class.getName());
+        List<JMember> ms = new ArrayList<>();
+        try {
+            ms.add(new JMember("mig-classic-a", group, topic, classic));
+            ms.add(new JMember("mig-classic-b", group, topic, classic));
+            pollUntil(ms, 30, 300, () -> isComplete(ms, true), () -> "2 classic members not stable");
+            expect(groupType(group), "Classic", "group type with classic members");
+            JMember c = new JMember("mig-consumer-c", group, topic, Map.of(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer"));
+            ms.add(c);
+            pollUntil(ms, 45, 1500, () -> isComplete(ms, false) && ms.stream().allMatch(m -> m.assignment.size() == 2),
+                    () -> "no 2/2/2 split after a consumer-protocol member joined");
+            disjointComplete(snapshot(ms));
+            expect(groupType(group), "Consumer", "group type after the upgrade");
+            ms.remove(c);
+            c.close();
+            pollUntil(ms, 45, 1500, () -> isComplete(ms, true) && ms.stream().allMatch(m -> m.assignment.size() == 3),
+                    () -> "no 3/3 split after the consumer-protocol member left");
+            disjointComplete(snapshot(ms));
+            expect(groupType(group), "Classic", "group type after the downgrade");
+        } finally {
+            closeAll(ms);
+        }
+    }
+
     public static void main(String[] args) throws Exception {
         bootstrap = args.length > 0 ? args[0] : "127.0.0.1:9092";
         here = Path.of(System.getProperty("groups.dir", "compat/groups")).toAbsolutePath();
@@ -574,6 +614,7 @@ public class GroupsJava {
         check("commitAsync with callback", GroupsJava::commitAsync);
         check("auto-commit: committed offsets = consumed", GroupsJava::autoCommit);
         check("KIP-848 group.protocol=consumer: 1 member gets 6, 2 members split", GroupsJava::kip848);
+        check("KIP-848 online migration: classic group upgraded by a consumer-protocol member, downgraded when it leaves", GroupsJava::migration);
         System.exit(failed == 0 ? 0 : 1);
     }
 }

@@ -343,6 +343,11 @@ const DEFINITIONS: &[Definition] = &[
         Some("2147483647"),
     ),
     def(
+        "group.consumer.migration.policy",
+        Kind::Choice(&["disabled", "upgrade", "downgrade", "bidirectional"]),
+        Some("bidirectional"),
+    ),
+    def(
         "group.consumer.assignors",
         Kind::Subset(&["uniform", "range"]),
         Some("uniform,range"),

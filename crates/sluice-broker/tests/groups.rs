@@ -774,3 +774,192 @@ async fn consumer_protocol_members_get_assignments_from_the_server() {
     assert_eq!(deleted.topics[0].partitions[0].error_code, 0);
     node.stop().await;
 }
+
+/// A classic member's JoinGroup with a real consumer-protocol subscription.
+fn consumer_join(group: &str, member_id: &str, topic: &str) -> JoinGroupRequest {
+    use sluice_protocol::consumer_protocol::{Subscription, encode_subscription};
+    let subscription = encode_subscription(&Subscription {
+        version: 1,
+        topics: vec![topic.to_string()],
+        user_data: None,
+        owned_partitions: Vec::new(),
+        generation_id: -1,
+        rack_id: None,
+    });
+    join_request(group, member_id, None, 10_000).with_protocols(vec![
+        JoinGroupRequestProtocol::default()
+            .with_name(s("range"))
+            .with_metadata(Bytes::from(subscription)),
+    ])
+}
+
+/// The partitions of `topic` in a classic assignment.
+fn assigned(bytes: &[u8], topic: &str) -> Vec<i32> {
+    let assignment = sluice_protocol::consumer_protocol::decode_assignment(bytes).unwrap();
+    let mut partitions: Vec<i32> = assignment
+        .partitions
+        .into_iter()
+        .filter(|(t, _)| t == topic)
+        .flat_map(|(_, p)| p)
+        .collect();
+    partitions.sort();
+    partitions
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn classic_group_upgrades_online_and_downgrades_when_the_new_member_leaves() {
+    use sluice_protocol::consumer_protocol::{Assignment, encode_assignment};
+    let node = TestNode::start(GROUP_SETTINGS).await;
+    create_topic(node.address, "migrate", 4, 1).await;
+    let (_, address) = coordinator(node.address, "mixed").await;
+
+    // A classic member owns every partition (generation 1).
+    let mut a = Wire::connect(address).await;
+    let first = a.call(&consumer_join("mixed", "", "migrate"), 9).await;
+    assert_eq!(first.error_code, MEMBER_ID_REQUIRED);
+    let a_id = first.member_id.to_string();
+    let joined = a.call(&consumer_join("mixed", &a_id, "migrate"), 9).await;
+    assert_eq!(joined.generation_id, 1);
+    let all = encode_assignment(&Assignment {
+        version: 0,
+        partitions: vec![("migrate".to_string(), vec![0, 1, 2, 3])],
+        user_data: None,
+    });
+    let synced = a
+        .call(
+            &SyncGroupRequest::default()
+                .with_group_id(gid("mixed"))
+                .with_generation_id(1)
+                .with_member_id(s(&a_id))
+                .with_assignments(vec![
+                    SyncGroupRequestAssignment::default()
+                        .with_member_id(s(&a_id))
+                        .with_assignment(Bytes::from(all)),
+                ]),
+            4,
+        )
+        .await;
+    assert_eq!(assigned(&synced.assignment, "migrate"), vec![0, 1, 2, 3]);
+
+    // A consumer-protocol member joins: the group becomes a consumer group.
+    let mut b = Wire::connect(address).await;
+    let b_id = uuid::Uuid::from_bytes(rand::random()).to_string();
+    let b_heartbeat = |epoch: i32, full: bool| {
+        let mut request = ConsumerGroupHeartbeatRequest::default()
+            .with_group_id(gid("mixed"))
+            .with_member_id(s(&b_id))
+            .with_member_epoch(epoch);
+        if full {
+            request = request
+                .with_rebalance_timeout_ms(5_000)
+                .with_subscribed_topic_names(Some(vec![TopicName(s("migrate"))]))
+                .with_topic_partitions(Some(vec![]));
+        }
+        request
+    };
+    let upgraded = b.call(&b_heartbeat(0, true), 1).await;
+    assert_eq!(upgraded.error_code, 0, "{upgraded:?}");
+    let mut b_epoch = upgraded.member_epoch;
+    assert!(
+        b_epoch >= 2,
+        "the group epoch continues the classic generation"
+    );
+    assert_eq!(
+        describe(address, "mixed").await.error_code,
+        GROUP_ID_NOT_FOUND,
+        "no longer a classic group"
+    );
+    let mut wire = Wire::connect(address).await;
+    let listed = wire.call(&ListGroupsRequest::default(), 5).await;
+    let mixed = listed
+        .groups
+        .iter()
+        .find(|g| g.group_id.as_str() == "mixed")
+        .unwrap();
+    assert_eq!(mixed.group_type.as_str(), "consumer");
+
+    // The classic member is told to rejoin, gets its share with SyncGroup, and the new
+    // member gets the rest once it is released.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut a_partitions = vec![0, 1, 2, 3];
+    let mut b_partitions: Vec<i32> = Vec::new();
+    let mut a_generation = 1;
+    while a_partitions.len() + b_partitions.len() != 4
+        || a_partitions.len() != 2
+        || b_partitions.len() != 2
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the partitions are split: a {a_partitions:?}, b {b_partitions:?}"
+        );
+        if heartbeat(&mut a, "mixed", &a_id, a_generation).await == REBALANCE_IN_PROGRESS {
+            let rejoined = a.call(&consumer_join("mixed", &a_id, "migrate"), 9).await;
+            assert_eq!(rejoined.error_code, 0, "{rejoined:?}");
+            assert!(
+                rejoined.members.is_empty(),
+                "the server assigns: no leader work"
+            );
+            a_generation = rejoined.generation_id;
+            let synced = a
+                .call(
+                    &SyncGroupRequest::default()
+                        .with_group_id(gid("mixed"))
+                        .with_generation_id(a_generation)
+                        .with_member_id(s(&a_id)),
+                    4,
+                )
+                .await;
+            assert_eq!(synced.error_code, 0);
+            a_partitions = assigned(&synced.assignment, "migrate");
+        }
+        let beat = b.call(&b_heartbeat(b_epoch, false), 1).await;
+        assert_eq!(beat.error_code, 0, "{beat:?}");
+        b_epoch = beat.member_epoch;
+        if let Some(assignment) = beat.assignment {
+            b_partitions = assignment
+                .topic_partitions
+                .iter()
+                .flat_map(|t| t.partitions.clone())
+                .collect();
+            b_partitions.sort();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut union: Vec<i32> = a_partitions.iter().chain(&b_partitions).copied().collect();
+    union.sort();
+    assert_eq!(union, vec![0, 1, 2, 3], "disjoint and complete");
+    let described = wire
+        .call(
+            &ConsumerGroupDescribeRequest::default().with_group_ids(vec![gid("mixed")]),
+            1,
+        )
+        .await;
+    let mut types: Vec<i8> = described.groups[0]
+        .members
+        .iter()
+        .map(|m| m.member_type)
+        .collect();
+    types.sort();
+    assert_eq!(
+        types,
+        vec![0, 1],
+        "one classic, one consumer-protocol member"
+    );
+
+    // The consumer-protocol member leaves: back to a classic group, which rebalances.
+    let left = b.call(&b_heartbeat(-1, false), 1).await;
+    assert_eq!(left.error_code, 0);
+    let classic = describe(address, "mixed").await;
+    assert_eq!(classic.error_code, 0, "a classic group again");
+    assert_eq!(classic.group_state.as_str(), "PreparingRebalance");
+    assert_eq!(classic.members.len(), 1);
+    let rejoined = a.call(&consumer_join("mixed", &a_id, "migrate"), 9).await;
+    assert_eq!(rejoined.error_code, 0);
+    assert_eq!(
+        rejoined.leader.as_str(),
+        a_id,
+        "the classic leader assigns again"
+    );
+    assert_eq!(rejoined.members.len(), 1);
+    node.stop().await;
+}

@@ -17,6 +17,7 @@
 use std::collections::{HashMap, HashSet};
 
 use bytes::Bytes;
+use sluice_group::migration::{ClassicMemberSnapshot, ClassicSnapshot};
 use sluice_group::records::{GroupMetadataValue, MemberMetadata};
 use tokio::sync::oneshot;
 
@@ -51,6 +52,11 @@ pub struct ClassicConfig {
     pub max_session_timeout_ms: i32,
     pub max_size: usize,
     pub initial_rebalance_delay_ms: i32,
+    /// `group.consumer.migration.policy` allows a classic group with members to become
+    /// a consumer group when a consumer-protocol member joins (KIP-848's online upgrade).
+    pub upgrade_allowed: bool,
+    /// ... and a consumer group left with only classic members to become classic again.
+    pub downgrade_allowed: bool,
 }
 
 /// A JoinGroup request as the group sees it.
@@ -249,6 +255,72 @@ impl ClassicGroup {
         } else {
             ClassicState::Stable
         };
+        group
+    }
+
+    /// The group as KIP-848's online upgrade reads it.
+    pub fn snapshot(&self) -> ClassicSnapshot {
+        ClassicSnapshot {
+            generation: self.generation,
+            protocol_type: self.protocol_type.clone().unwrap_or_default(),
+            protocol: self.protocol.clone().unwrap_or_default(),
+            leader: self.leader.clone(),
+            members: self
+                .members
+                .iter()
+                .map(|m| ClassicMemberSnapshot {
+                    member_id: m.member_id.clone(),
+                    group_instance_id: m.group_instance_id.clone(),
+                    client_id: m.client_id.clone(),
+                    client_host: m.client_host.clone(),
+                    session_timeout_ms: m.session_timeout_ms,
+                    rebalance_timeout_ms: m.rebalance_timeout_ms,
+                    protocols: m.protocols.clone(),
+                    assignment: m.assignment.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    /// The classic group a consumer group downgrades to (KIP-848's online downgrade):
+    /// its members with their assignments, Stable, then rebalancing at once so that they
+    /// rejoin and the group elects a leader that assigns again.
+    pub fn from_downgrade(
+        group_id: String,
+        snapshot: &ClassicSnapshot,
+        config: &ClassicConfig,
+        now: i64,
+    ) -> ClassicGroup {
+        let mut group = ClassicGroup::new(group_id, now);
+        group.generation = snapshot.generation;
+        group.protocol_type = Some(snapshot.protocol_type.clone());
+        group.protocol = Some(snapshot.protocol.clone()).filter(|p| !p.is_empty());
+        for m in &snapshot.members {
+            if let Some(instance) = &m.group_instance_id {
+                group
+                    .static_members
+                    .insert(instance.clone(), m.member_id.clone());
+            }
+            group.members.push(Member {
+                member_id: m.member_id.clone(),
+                group_instance_id: m.group_instance_id.clone(),
+                client_id: m.client_id.clone(),
+                client_host: m.client_host.clone(),
+                rebalance_timeout_ms: m.rebalance_timeout_ms,
+                session_timeout_ms: m.session_timeout_ms,
+                protocol_type: snapshot.protocol_type.clone(),
+                protocols: m.protocols.clone(),
+                assignment: m.assignment.clone(),
+                awaiting_join: None,
+                awaiting_sync: None,
+                session_deadline: now + i64::from(m.session_timeout_ms),
+                is_new: false,
+            });
+        }
+        group.leader = group.members.first().map(|m| m.member_id.clone());
+        group.state = ClassicState::Stable;
+        group.dirty = true;
+        group.prepare_rebalance(config, now);
         group
     }
 
@@ -526,6 +598,8 @@ impl ClassicGroup {
                     max_session_timeout_ms: i32::MAX,
                     max_size: usize::MAX,
                     initial_rebalance_delay_ms: 0,
+                    upgrade_allowed: false,
+                    downgrade_allowed: false,
                 };
                 self.prepare_rebalance(&config, now);
                 reply
@@ -1091,6 +1165,8 @@ mod tests {
             max_session_timeout_ms: 100_000,
             max_size: 10,
             initial_rebalance_delay_ms: 0,
+            upgrade_allowed: true,
+            downgrade_allowed: true,
         }
     }
 

@@ -279,11 +279,16 @@ pub fn spawn_write(broker: &Arc<Broker>, shard: &Shard, records: Vec<OffsetsReco
 /// The classic-group settings from the broker's config.
 pub fn classic_config(broker: &Broker) -> ClassicConfig {
     let config = &broker.config;
+    let policy = config
+        .get("group.consumer.migration.policy")
+        .unwrap_or("bidirectional");
     ClassicConfig {
         min_session_timeout_ms: config.int_value("group.min.session.timeout.ms") as i32,
         max_session_timeout_ms: config.int_value("group.max.session.timeout.ms") as i32,
         max_size: config.int_value("group.max.size") as usize,
         initial_rebalance_delay_ms: config.int_value("group.initial.rebalance.delay.ms") as i32,
+        upgrade_allowed: matches!(policy, "upgrade" | "bidirectional"),
+        downgrade_allowed: matches!(policy, "downgrade" | "bidirectional"),
     }
 }
 

@@ -119,11 +119,41 @@ impl Group {
             }
             GroupKind::Consumer(group) => {
                 let fenced = group.expire(now);
+                let any = !fenced.is_empty();
                 for member in fenced {
                     tracing::info!(group = %self.group_id, %member, "session expired; member fenced");
                 }
+                if any {
+                    self.maybe_downgrade(config, now);
+                }
             }
         }
+    }
+
+    /// KIP-848's online downgrade: a consumer group whose last consumer-protocol member
+    /// left, with classic members still in it, becomes a classic group again (when
+    /// `group.consumer.migration.policy` allows), which rebalances at once.
+    pub fn maybe_downgrade(&mut self, config: &ClassicConfig, now: i64) -> bool {
+        if !config.downgrade_allowed {
+            return false;
+        }
+        let GroupKind::Consumer(group) = &self.kind else {
+            return false;
+        };
+        let Some(snapshot) = group.to_classic() else {
+            return false;
+        };
+        if snapshot.members.len() > config.max_size {
+            return false;
+        }
+        tracing::info!(group = %self.group_id, members = snapshot.members.len(), "consumer group downgraded to a classic group");
+        self.kind = GroupKind::Classic(Box::new(ClassicGroup::from_downgrade(
+            self.group_id.clone(),
+            &snapshot,
+            config,
+            now,
+        )));
+        true
     }
 
     /// The group metadata record when a classic group changed since it was stored.

@@ -24,6 +24,7 @@ use kafka_protocol::messages::offset_fetch_response::{
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use sluice_group::consumer::{ConsumerGroup, ConsumerGroupConfig, Topics as ConsumerTopics};
+use sluice_group::migration::{CONSUMER_PROTOCOL_TYPE, ClassicJoin};
 use sluice_group::records::OffsetValue;
 
 use super::{str_bytes, topic_name, topics};
@@ -251,13 +252,49 @@ pub async fn join_group(context: &RequestContext, request: JoinGroupRequest) -> 
             .groups
             .entry(group_id.clone())
             .or_insert_with(|| group::Group::new(&group_id, now));
-        if let GroupKind::Consumer(consumer) = &group.kind {
-            if !consumer.is_empty() {
+        if let GroupKind::Consumer(consumer) = &mut group.kind {
+            if consumer.is_empty() {
+                // An empty consumer group may be taken over by the classic protocol.
+                group.kind =
+                    GroupKind::Classic(Box::new(group::ClassicGroup::new(group_id.clone(), now)));
+            } else if join.protocol_type != CONSUMER_PROTOCOL_TYPE {
                 return join_error(errors::INCONSISTENT_GROUP_PROTOCOL, &member_id);
+            } else {
+                // A classic member of a consumer group (KIP-848's online migration):
+                // answered at once, with the member's share of the server's assignment
+                // to follow in its SyncGroup.
+                let joined = consumer.classic_join(
+                    &ClassicJoin {
+                        version,
+                        member_id: join.member_id,
+                        group_instance_id: join.group_instance_id,
+                        client_id: join.client_id,
+                        client_host: join.client_host,
+                        session_timeout_ms: join.session_timeout_ms,
+                        rebalance_timeout_ms: join.rebalance_timeout_ms,
+                        protocol_type: join.protocol_type,
+                        protocols: join.protocols,
+                    },
+                    &group_topics(broker),
+                    &consumer_config(broker),
+                    now,
+                );
+                group.maybe_downgrade(&config, now);
+                flush(broker, &shard, &mut state);
+                return finish_join(
+                    JoinResult {
+                        error: joined.error,
+                        generation: joined.generation,
+                        protocol_type: joined.protocol_type,
+                        protocol_name: joined.protocol_name,
+                        leader: joined.leader,
+                        member_id: joined.member_id,
+                        skip_assignment: joined.skip_assignment,
+                        members: Vec::new(),
+                    },
+                    version,
+                );
             }
-            // An empty consumer group may be taken over by the classic protocol.
-            group.kind =
-                GroupKind::Classic(Box::new(group::ClassicGroup::new(group_id.clone(), now)));
         }
         let Some(classic) = group.classic_mut() else {
             return join_error(errors::INCONSISTENT_GROUP_PROTOCOL, &member_id);
@@ -273,6 +310,11 @@ pub async fn join_group(context: &RequestContext, request: JoinGroupRequest) -> 
             Err(_) => return join_error(errors::NOT_COORDINATOR, &member_id),
         },
     };
+    finish_join(result, version)
+}
+
+/// A JoinGroup answer at the request's version.
+fn finish_join(result: JoinResult, version: i16) -> JoinGroupResponse {
     let mut response = join_response(result);
     if version < 7 {
         response.protocol_type = None;
@@ -319,12 +361,35 @@ pub async fn sync_group(context: &RequestContext, request: SyncGroupRequest) -> 
     let now = sluice_storage::now_ms();
     let (outcome, write) = {
         let mut state = shard.lock();
-        let Some(classic) = state
-            .groups
-            .get_mut(&group_id)
-            .and_then(|g| g.classic_mut())
-        else {
+        let Some(group) = state.groups.get_mut(&group_id) else {
             return error(errors::UNKNOWN_MEMBER_ID);
+        };
+        let classic = match &mut group.kind {
+            GroupKind::Classic(classic) => classic,
+            // A classic member of a consumer group gets its share of the server's
+            // assignment at once.
+            GroupKind::Consumer(consumer) => {
+                let synced = consumer.classic_sync(
+                    &member_id,
+                    instance.as_deref(),
+                    request.generation_id,
+                    request.protocol_type.as_deref(),
+                    request.protocol_name.as_deref(),
+                    now,
+                );
+                return match synced {
+                    Ok(assignment) => sync_response(
+                        SyncResult {
+                            error: errors::NONE,
+                            protocol_type: opt_string(&request.protocol_type),
+                            protocol_name: opt_string(&request.protocol_name),
+                            assignment,
+                        },
+                        version,
+                    ),
+                    Err(code) => error(code),
+                };
+            }
         };
         let outcome = classic.sync(
             &member_id,
@@ -396,15 +461,16 @@ pub async fn heartbeat(context: &RequestContext, request: HeartbeatRequest) -> H
     let Some(group) = state.groups.get_mut(&group_id) else {
         return respond(errors::UNKNOWN_MEMBER_ID);
     };
-    let Some(classic) = group.classic_mut() else {
-        return respond(errors::UNKNOWN_MEMBER_ID);
+    let now = sluice_storage::now_ms();
+    let instance = request.group_instance_id.as_deref();
+    let code = match &mut group.kind {
+        GroupKind::Classic(classic) => {
+            classic.heartbeat(&request.member_id, instance, request.generation_id, now)
+        }
+        GroupKind::Consumer(consumer) => {
+            consumer.classic_heartbeat(&request.member_id, instance, request.generation_id, now)
+        }
     };
-    let code = classic.heartbeat(
-        &request.member_id,
-        request.group_instance_id.as_deref(),
-        request.generation_id,
-        sluice_storage::now_ms(),
-    );
     respond(code)
 }
 
@@ -439,16 +505,19 @@ pub async fn leave_group(
     let config = classic_config(broker);
     let now = sluice_storage::now_ms();
     let mut state = shard.lock();
-    let Some(classic) = state
-        .groups
-        .get_mut(&group_id)
-        .and_then(|g| g.classic_mut())
-    else {
+    let Some(group) = state.groups.get_mut(&group_id) else {
         return respond(errors::UNKNOWN_MEMBER_ID, Vec::new());
     };
     let mut codes = Vec::with_capacity(members.len());
     for (member_id, instance) in &members {
-        let code = classic.leave(member_id, instance.as_deref(), &config, now);
+        let code = match &mut group.kind {
+            GroupKind::Classic(classic) => {
+                classic.leave(member_id, instance.as_deref(), &config, now)
+            }
+            GroupKind::Consumer(consumer) => {
+                consumer.classic_leave(member_id, instance.as_deref(), now)
+            }
+        };
         codes.push(
             MemberResponse::default()
                 .with_member_id(str_bytes(member_id.clone()))
@@ -456,6 +525,7 @@ pub async fn leave_group(
                 .with_error_code(code),
         );
     }
+    group.maybe_downgrade(&config, now);
     flush(broker, &shard, &mut state);
     drop(state);
     if version >= 3 {
@@ -1114,29 +1184,70 @@ pub async fn consumer_group_heartbeat(
         .groups
         .entry(group_id.clone())
         .or_insert_with(|| group::Group::new(&group_id, now));
-    if let GroupKind::Classic(classic) = &group.kind {
-        if !classic.is_empty() {
-            return error(
-                errors::GROUP_ID_NOT_FOUND,
-                &format!("Group {group_id} is not a consumer group."),
+    let client_id = context.client_id.as_deref().unwrap_or("");
+    let classic_settings = classic_config(broker);
+    if let GroupKind::Classic(classic) = &mut group.kind {
+        if classic.is_empty() {
+            // An empty classic group (committed offsets only) is converted; its offsets
+            // stay.
+            tracing::info!(group = %group_id, "empty classic group converted to a consumer group");
+            group.kind = GroupKind::Consumer(Box::new(ConsumerGroup::new(group_id.clone())));
+        } else {
+            // KIP-848's online upgrade: the classic members become classic members of
+            // a consumer group, which assigns from now on.
+            let not_consumer = || {
+                error(
+                    errors::GROUP_ID_NOT_FOUND,
+                    &format!("Group {group_id} is not a consumer group."),
+                )
+            };
+            if !classic_settings.upgrade_allowed || request.member_epoch != 0 {
+                return not_consumer();
+            }
+            let snapshot = classic.snapshot();
+            if let Err((code, message)) =
+                ConsumerGroup::validate_online_upgrade(&group_id, &snapshot, &config)
+            {
+                return error(code, &message);
+            }
+            let mut upgraded =
+                match ConsumerGroup::from_classic(group_id.clone(), &snapshot, &topics, now) {
+                    Ok(upgraded) => upgraded,
+                    Err((code, message)) => return error(code, &message),
+                };
+            let response = upgraded.heartbeat(
+                context.version,
+                &request,
+                client_id,
+                &context.client_host,
+                &topics,
+                &config,
+                now,
             );
+            if response.error_code == errors::NONE {
+                tracing::info!(group = %group_id, members = snapshot.members.len(), "classic group upgraded to a consumer group");
+                classic.fail_all(errors::REBALANCE_IN_PROGRESS);
+                group.kind = GroupKind::Consumer(Box::new(upgraded));
+            }
+            return response;
         }
-        // An empty classic group (committed offsets only) is upgraded; its offsets stay.
-        tracing::info!(group = %group_id, "empty classic group converted to a consumer group");
-        group.kind = GroupKind::Consumer(Box::new(ConsumerGroup::new(group_id.clone())));
     }
     let GroupKind::Consumer(consumer) = &mut group.kind else {
         return error(errors::GROUP_ID_NOT_FOUND, "Not a consumer group.");
     };
-    consumer.heartbeat(
+    let response = consumer.heartbeat(
         context.version,
         &request,
-        context.client_id.as_deref().unwrap_or(""),
+        client_id,
         &context.client_host,
         &topics,
         &config,
         now,
-    )
+    );
+    if group.maybe_downgrade(&classic_settings, now) {
+        flush(broker, &shard, &mut state);
+    }
+    response
 }
 
 pub async fn consumer_group_describe(
