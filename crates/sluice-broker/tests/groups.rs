@@ -748,11 +748,19 @@ async fn consumer_protocol_members_get_assignments_from_the_server() {
         describe(address, "modern").await.error_code,
         GROUP_ID_NOT_FOUND
     );
-    // A classic member cannot join a consumer group with members.
+    // A classic member of another protocol type (Connect's) cannot join it; a classic
+    // consumer can (KIP-848's online migration: its first join asks for a member id).
+    let connect = wire
+        .call(
+            &join_request("modern", "", None, 10_000).with_protocol_type(s("connect")),
+            9,
+        )
+        .await;
+    assert_eq!(connect.error_code, 23, "INCONSISTENT_GROUP_PROTOCOL");
     let classic = wire
         .call(&join_request("modern", "", None, 10_000), 9)
         .await;
-    assert_eq!(classic.error_code, 23, "INCONSISTENT_GROUP_PROTOCOL");
+    assert_eq!(classic.error_code, MEMBER_ID_REQUIRED);
     // Leaving (epoch -1) empties it; OffsetDelete of its topic then works.
     let left = wire.call(&heartbeat(&a_id, -1, false), 1).await;
     assert_eq!(left.error_code, 0);

@@ -59,19 +59,9 @@ pub struct ClassicConfig {
     pub downgrade_allowed: bool,
 }
 
-/// A JoinGroup request as the group sees it.
-#[derive(Debug, Clone)]
-pub struct JoinRequest {
-    pub version: i16,
-    pub member_id: String,
-    pub group_instance_id: Option<String>,
-    pub client_id: String,
-    pub client_host: String,
-    pub session_timeout_ms: i32,
-    pub rebalance_timeout_ms: i32,
-    pub protocol_type: String,
-    pub protocols: Vec<(String, Bytes)>,
-}
+/// A JoinGroup request as a group sees it (classic, or a consumer group's classic
+/// member).
+pub type JoinRequest = sluice_group::migration::ClassicJoin;
 
 /// What a JoinGroup is answered.
 #[derive(Debug, Clone, Default)]

@@ -24,7 +24,7 @@ use kafka_protocol::messages::offset_fetch_response::{
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use sluice_group::consumer::{ConsumerGroup, ConsumerGroupConfig, Topics as ConsumerTopics};
-use sluice_group::migration::{CONSUMER_PROTOCOL_TYPE, ClassicJoin};
+use sluice_group::migration::CONSUMER_PROTOCOL_TYPE;
 use sluice_group::records::OffsetValue;
 
 use super::{str_bytes, topic_name, topics};
@@ -45,8 +45,12 @@ fn opt_string(text: &Option<StrBytes>) -> Option<String> {
     text.as_ref().map(|t| t.to_string())
 }
 
-/// The coordinator's shard for a group, or the error code to answer.
+/// The coordinator's shard for a group, or the error code to answer (INVALID_GROUP_ID
+/// for an empty group id).
 fn shard(context: &RequestContext, group: &str) -> Result<std::sync::Arc<Shard>, i16> {
+    if group.is_empty() {
+        return Err(errors::INVALID_GROUP_ID);
+    }
     context.broker.groups.shard_for(&context.broker, group)
 }
 
@@ -264,17 +268,7 @@ pub async fn join_group(context: &RequestContext, request: JoinGroupRequest) -> 
                 // answered at once, with the member's share of the server's assignment
                 // to follow in its SyncGroup.
                 let joined = consumer.classic_join(
-                    &ClassicJoin {
-                        version,
-                        member_id: join.member_id,
-                        group_instance_id: join.group_instance_id,
-                        client_id: join.client_id,
-                        client_host: join.client_host,
-                        session_timeout_ms: join.session_timeout_ms,
-                        rebalance_timeout_ms: join.rebalance_timeout_ms,
-                        protocol_type: join.protocol_type,
-                        protocols: join.protocols,
-                    },
+                    &join,
                     &group_topics(broker),
                     &consumer_config(broker),
                     now,
@@ -349,9 +343,6 @@ pub async fn sync_group(context: &RequestContext, request: SyncGroupRequest) -> 
             version,
         )
     };
-    if group_id.is_empty() {
-        return error(errors::INVALID_GROUP_ID);
-    }
     let shard = match shard(context, &group_id) {
         Ok(shard) => shard,
         Err(code) => return error(code),
@@ -450,9 +441,6 @@ pub async fn sync_group(context: &RequestContext, request: SyncGroupRequest) -> 
 pub async fn heartbeat(context: &RequestContext, request: HeartbeatRequest) -> HeartbeatResponse {
     let group_id = group_id(&request.group_id);
     let respond = |code| HeartbeatResponse::default().with_error_code(code);
-    if group_id.is_empty() {
-        return respond(errors::INVALID_GROUP_ID);
-    }
     let shard = match shard(context, &group_id) {
         Ok(shard) => shard,
         Err(code) => return respond(code),
@@ -495,9 +483,6 @@ pub async fn leave_group(
             .with_error_code(code)
             .with_members(if version >= 3 { per_member } else { Vec::new() })
     };
-    if group_id.is_empty() {
-        return respond(errors::INVALID_GROUP_ID, Vec::new());
-    }
     let shard = match shard(context, &group_id) {
         Ok(shard) => shard,
         Err(code) => return respond(code, Vec::new()),
@@ -567,9 +552,6 @@ pub async fn offset_commit(
                 .collect(),
         )
     };
-    if group_id.is_empty() {
-        return all_failed(errors::INVALID_GROUP_ID);
-    }
     let shard = match shard(context, &group_id) {
         Ok(shard) => shard,
         Err(code) => return all_failed(code),
@@ -838,9 +820,6 @@ pub async fn offset_delete(
     let broker = &context.broker;
     let group_id = group_id(&request.group_id);
     let error = |code| OffsetDeleteResponse::default().with_error_code(code);
-    if group_id.is_empty() {
-        return error(errors::INVALID_GROUP_ID);
-    }
     let shard = match shard(context, &group_id) {
         Ok(shard) => shard,
         Err(code) => return error(code),
@@ -1068,9 +1047,6 @@ async fn delete_group(
     broker: &std::sync::Arc<Broker>,
     name: &str,
 ) -> i16 {
-    if name.is_empty() {
-        return errors::INVALID_GROUP_ID;
-    }
     let shard = match shard(context, name) {
         Ok(shard) => shard,
         Err(code) => return code,
