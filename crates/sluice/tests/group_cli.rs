@@ -716,3 +716,69 @@ fn an_active_group_shows_its_members_and_refuses_resets_and_deletes() {
     // Nothing changed.
     assert_eq!(server.stdout(&["describe", "live"]), stdout);
 }
+
+#[test]
+fn a_consumer_protocol_group_shows_epochs_and_the_server_assignor() {
+    use kafka_protocol::messages::ConsumerGroupHeartbeatRequest;
+    let server = Server::start_for_groups();
+    let member_id = "kip848-member-0000000001";
+    let epoch = server.with_cluster(async |admin, connection| {
+        create_and_produce(admin, connection, &[("orders", &[4, 3, 3])]).await;
+        // As a client does: FindCoordinator (which creates __consumer_offsets), then
+        // heartbeats while the coordinator loads.
+        admin.find_coordinator("modern", 0).await.unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let joined = connection
+                .send(
+                    1,
+                    &ConsumerGroupHeartbeatRequest::default()
+                        .with_group_id(GroupId(StrBytes::from_static_str("modern")))
+                        .with_member_id(StrBytes::from_static_str(member_id))
+                        .with_member_epoch(0)
+                        .with_rebalance_timeout_ms(10_000)
+                        .with_subscribed_topic_names(Some(vec![topic_name("orders")]))
+                        .with_topic_partitions(Some(vec![])),
+                )
+                .await
+                .unwrap();
+            if joined.error_code == 0 {
+                break joined.member_epoch;
+            }
+            // COORDINATOR_LOAD_IN_PROGRESS (14) or NOT_COORDINATOR (16) while it loads.
+            assert!([14, 16].contains(&joined.error_code), "{joined:?}");
+            assert!(std::time::Instant::now() < deadline, "{joined:?}");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    });
+    let stdout = server.stdout(&["describe", "modern", "--members", "--verbose"]);
+    let rows: Vec<Vec<&str>> = stdout
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows.len(), 2, "{stdout}");
+    assert_eq!(rows[0][0], "GROUP");
+    // GROUP CONSUMER-ID HOST CLIENT-ID #PARTITIONS CURRENT-EPOCH CURRENT-ASSIGNMENT
+    // TARGET-EPOCH TARGET-ASSIGNMENT
+    assert_eq!(rows[1][0], "modern");
+    assert_eq!(rows[1][1], member_id);
+    assert_eq!(rows[1][4], "3", "every partition: {stdout}");
+    assert_eq!(rows[1][5], epoch.to_string());
+    assert_eq!(rows[1][6], "orders:0,1,2");
+    assert_eq!(rows[1][7], epoch.to_string());
+    assert_eq!(rows[1][8], "orders:0,1,2");
+    let state = server.stdout(&["describe", "modern", "--state"]);
+    let row: Vec<&str> = state.lines().last().unwrap().split_whitespace().collect();
+    assert_eq!(row[0], "modern");
+    assert_eq!(row[3], "uniform", "{state}");
+    assert_eq!(row[4], "Stable", "{state}");
+    assert_eq!(row[5], "1", "{state}");
+    assert_eq!(
+        server.stdout(&["list", "--type"]),
+        format!(
+            "{:<25} {:<20}\n{:<25} {:<20}\n",
+            "GROUP", "TYPE", "modern", "Consumer"
+        )
+    );
+}
