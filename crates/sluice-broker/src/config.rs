@@ -338,6 +338,16 @@ const DEFINITIONS: &[Definition] = &[
         Some("60000"),
     ),
     def(
+        "group.consumer.min.heartbeat.interval.ms",
+        Kind::Int { min: 1 },
+        Some("5000"),
+    ),
+    def(
+        "group.consumer.max.heartbeat.interval.ms",
+        Kind::Int { min: 1 },
+        Some("15000"),
+    ),
+    def(
         "group.consumer.max.size",
         Kind::Int { min: 1 },
         Some("2147483647"),
@@ -534,6 +544,50 @@ impl BrokerConfig {
                     });
                 }
             }
+        }
+        self.check_group_timeouts()
+    }
+
+    /// Kafka's checks of the consumer-group timeouts against each other.
+    fn check_group_timeouts(&self) -> Result<(), ConfigError> {
+        let at_least = |key: &str, bound: &str| -> Result<(), ConfigError> {
+            if self.int(key) < self.int(bound) {
+                return Err(ConfigError::Invalid {
+                    key: key.into(),
+                    value: self.int(key).to_string(),
+                    reason: format!("{key} must be greater than or equal to {bound}"),
+                });
+            }
+            Ok(())
+        };
+        at_least(
+            "group.max.session.timeout.ms",
+            "group.min.session.timeout.ms",
+        )?;
+        at_least(
+            "group.consumer.session.timeout.ms",
+            "group.consumer.min.session.timeout.ms",
+        )?;
+        at_least(
+            "group.consumer.max.session.timeout.ms",
+            "group.consumer.session.timeout.ms",
+        )?;
+        at_least(
+            "group.consumer.heartbeat.interval.ms",
+            "group.consumer.min.heartbeat.interval.ms",
+        )?;
+        at_least(
+            "group.consumer.max.heartbeat.interval.ms",
+            "group.consumer.heartbeat.interval.ms",
+        )?;
+        if self.int("group.consumer.heartbeat.interval.ms")
+            >= self.int("group.consumer.session.timeout.ms")
+        {
+            return Err(ConfigError::Invalid {
+                key: "group.consumer.heartbeat.interval.ms".into(),
+                value: self.int("group.consumer.heartbeat.interval.ms").to_string(),
+                reason: "group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms".into(),
+            });
         }
         Ok(())
     }
@@ -817,6 +871,46 @@ mod tests {
         assert!(config.auto_create_topics());
         assert_eq!(config.log_retention_ms(), 168 * 3_600_000);
         assert_eq!(config.log_config(), LogConfig::default());
+    }
+
+    #[test]
+    fn group_timeouts_are_checked_against_each_other() {
+        let error = load(
+            EMBEDDED_SERVER_PROPERTIES,
+            &[("group.consumer.heartbeat.interval.ms", "100")],
+        )
+        .err()
+        .expect("below group.consumer.min.heartbeat.interval.ms");
+        assert!(
+            error.to_string().contains(
+                "group.consumer.heartbeat.interval.ms must be greater than or equal to group.consumer.min.heartbeat.interval.ms"
+            ),
+            "{error}"
+        );
+        let loaded = load(
+            EMBEDDED_SERVER_PROPERTIES,
+            &[
+                ("group.consumer.heartbeat.interval.ms", "100"),
+                ("group.consumer.min.heartbeat.interval.ms", "100"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            loaded
+                .config
+                .int_value("group.consumer.heartbeat.interval.ms"),
+            100
+        );
+        let error = load(
+            EMBEDDED_SERVER_PROPERTIES,
+            &[("group.min.session.timeout.ms", "2000000")],
+        )
+        .err()
+        .expect("min above max");
+        assert!(
+            error.to_string().contains("group.max.session.timeout.ms"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -276,7 +276,7 @@ impl ShardState {
                     }
                 },
             },
-            OffsetsKey::Other { .. } => {}
+            _ => {}
         }
     }
 
