@@ -65,6 +65,11 @@ const TARGETS: &[(&str, Target)] = &[
     ("checkpoints", sluice_storage::fuzzing::checkpoints),
     ("log_recovery", sluice_storage::fuzzing::log_recovery),
     ("request_frame", sluice_broker::fuzzing::request_frame),
+    (
+        "consumer_protocol",
+        sluice_protocol::fuzzing::consumer_protocol,
+    ),
+    ("offsets_records", sluice_group::fuzzing::offsets_records),
 ];
 
 const REGENERATE: &str = "cargo test -p sluice-broker --test fuzz_corpus -- --ignored write_seeds";

@@ -12,5 +12,7 @@
 
 pub mod assignor;
 pub mod consumer;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod migration;
 pub mod records;

@@ -480,6 +480,34 @@ pub fn builder_roundtrip_input(input: &BuilderInput) {
 mod tests {
     use super::*;
 
+    /// The committed `consumer_protocol` seeds are inputs the decoders accept.
+    #[test]
+    fn consumer_protocol_seeds_decode() {
+        use crate::consumer_protocol::{decode_assignment, decode_subscription};
+        let seed = |name: &str| {
+            let path = format!(
+                "{}/../../fuzz/seeds/consumer_protocol/{name}",
+                env!("CARGO_MANIFEST_DIR")
+            );
+            std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+        };
+        let v1 = decode_subscription(&seed("subscription-v1")[1..]).unwrap();
+        assert_eq!(
+            v1.owned_partitions,
+            vec![("orders".to_string(), vec![0, 1])]
+        );
+        let v3 = decode_subscription(&seed("subscription-v3")[1..]).unwrap();
+        assert_eq!(v3.rack_id.as_deref(), Some("rack-a"));
+        let assignment = decode_assignment(&seed("assignment-v0")[1..]).unwrap();
+        assert_eq!(
+            assignment.partitions,
+            vec![("orders".to_string(), vec![0, 2, 4])]
+        );
+        for name in ["subscription-v1", "subscription-v3", "assignment-v0"] {
+            consumer_protocol(&seed(name));
+        }
+    }
+
     #[test]
     fn builder_input_bytes_read_back_as_written() {
         let inputs = [
@@ -526,5 +554,28 @@ mod tests {
         let input = BuilderInput::parse(&[0; 15]);
         assert_eq!(input.records.len(), 1);
         assert_eq!(input.records[0], BuilderRecord::default());
+    }
+}
+
+/// Target `consumer_protocol`: byte 0 picks the format (even: a subscription, odd: an
+/// assignment), the rest is decoded. Decoding never panics; what decodes re-encodes to
+/// bytes that decode and re-encode to the same bytes (the encoding is a fixed point).
+pub fn consumer_protocol(data: &[u8]) {
+    use crate::consumer_protocol::{
+        decode_assignment, decode_subscription, encode_assignment, encode_subscription,
+    };
+    let Some((&selector, input)) = data.split_first() else {
+        return;
+    };
+    if selector % 2 == 0 {
+        if let Ok(subscription) = decode_subscription(input) {
+            let encoded = encode_subscription(&subscription);
+            let again = decode_subscription(&encoded).expect("an encoded subscription decodes");
+            assert_eq!(encode_subscription(&again), encoded);
+        }
+    } else if let Ok(assignment) = decode_assignment(input) {
+        let encoded = encode_assignment(&assignment);
+        let again = decode_assignment(&encoded).expect("an encoded assignment decodes");
+        assert_eq!(encode_assignment(&again), encoded);
     }
 }
