@@ -14,7 +14,8 @@
 # 4. node-metadata: the same decoder reads the metadata log of a live node (broker
 #    registration, topic, partitions, config) written through the admin API.
 # 5. offsets-records: Kafka's DumpLogSegments --offsets-decoder reads that node's
-#    __consumer_offsets partition: a librdkafka group's metadata and committed offset.
+#    __consumer_offsets partitions: a librdkafka classic group's metadata and committed
+#    offset, and a librdkafka KIP-848 group's member, epoch and assignment records.
 #
 # Expects the debug build (`cargo test --workspace` builds it); builds what is missing.
 set -euo pipefail
@@ -97,6 +98,15 @@ while not consumer.assignment() and time.time() < deadline:
 assert consumer.assignment(), "the consumer joined its group"
 consumer.commit(offsets=[TopicPartition("decoded", 1, 7, "note")], asynchronous=False)
 consumer.close()
+# And a KIP-848 member (librdkafka's group.protocol=consumer): its group's records.
+modern = Consumer({"bootstrap.servers": sys.argv[1], "group.id": "decoded-848",
+                   "group.protocol": "consumer", "enable.auto.commit": False})
+modern.subscribe(["decoded"])
+deadline = time.time() + 20
+while not modern.assignment() and time.time() < deadline:
+    modern.poll(0.2)
+assert modern.assignment(), "the KIP-848 member got an assignment"
+modern.close()
 PY
 kill -TERM "$node_pid"
 wait "$node_pid"
@@ -127,27 +137,36 @@ failed=$((failed + node_failed))
 #    __consumer_offsets partition of the group (Kafka's partitionFor: the Java hash of the
 #    group id modulo 50) as the node wrote it. (librdkafka's Python binding sends the
 #    commit metadata with its C string's NUL: "note\u0000", stored as sent.)
-partition="$(python3 -c '
-units = "decoded-group".encode("utf-16-be")
+partition_of() {
+  python3 -c '
+import sys
+units = sys.argv[1].encode("utf-16-be")
 h = 0
 for i in range(0, len(units), 2):
     h = (31 * h + int.from_bytes(units[i:i + 2], "big")) & 0xffffffff
-print((h & 0x7fffffff) % 50)')"
-java -cp "$libs/*" kafka.tools.DumpLogSegments --offsets-decoder \
-  --files "$node_dir/data/__consumer_offsets-$partition/00000000000000000000.log" 2>/dev/null \
-  > "$node_dir/offsets.txt"
+print((h & 0x7fffffff) % 50)' "$1"
+}
+for group in decoded-group decoded-848; do
+  java -cp "$libs/*" kafka.tools.DumpLogSegments --offsets-decoder \
+    --files "$node_dir/data/__consumer_offsets-$(partition_of "$group")/00000000000000000000.log" \
+    2>/dev/null
+done > "$node_dir/offsets.txt"
 offsets_failed=0
 for expected in \
   'key: {"type":"1","data":{"group":"decoded-group","topic":"decoded","partition":1}} payload: {"version":"3","data":{"offset":7,"leaderEpoch":-1,"metadata":"note' \
   'key: {"type":"2","data":{"group":"decoded-group"}} payload: {"version":"3","data":{"protocolType":"consumer","generation":1,"protocol":"range",' \
   '"subscription":{"topics":["decoded"]' \
-  '"assignment":{"assignedPartitions":[{"topic":"decoded","partitions":[0,1]}]'; do
+  '"assignment":{"assignedPartitions":[{"topic":"decoded","partitions":[0,1]}]' \
+  'key: {"type":"5","data":{"groupId":"decoded-848",' \
+  '"clientId":"rdkafka","clientHost":"/127.0.0.1","subscribedTopicNames":["decoded"]' \
+  'key: {"type":"3","data":{"groupId":"decoded-848"}} payload: {"version":"0","data":{"epoch":1' \
+  '"memberEpoch":1,"previousMemberEpoch":0,"state":0,"assignedPartitions":[{"topicId":'; do
   if ! grep -qF "$expected" "$node_dir/offsets.txt"; then
     echo "FAIL offsets-records: Kafka's offsets decoder did not print $expected" >&2
     offsets_failed=$((offsets_failed + 1))
   fi
 done
-echo "offsets-records: $((4 - offsets_failed)) passed, $offsets_failed failed"
+echo "offsets-records: $((8 - offsets_failed)) passed, $offsets_failed failed"
 failed=$((failed + offsets_failed))
 
 [[ "$failed" == 0 ]]

@@ -879,8 +879,7 @@ mod tests {
             EMBEDDED_SERVER_PROPERTIES,
             &[("group.consumer.heartbeat.interval.ms", "100")],
         )
-        .err()
-        .expect("below group.consumer.min.heartbeat.interval.ms");
+        .expect_err("below group.consumer.min.heartbeat.interval.ms");
         assert!(
             error.to_string().contains(
                 "group.consumer.heartbeat.interval.ms must be greater than or equal to group.consumer.min.heartbeat.interval.ms"
@@ -905,8 +904,7 @@ mod tests {
             EMBEDDED_SERVER_PROPERTIES,
             &[("group.min.session.timeout.ms", "2000000")],
         )
-        .err()
-        .expect("min above max");
+        .expect_err("min above max");
         assert!(
             error.to_string().contains("group.max.session.timeout.ms"),
             "{error}"

@@ -971,3 +971,84 @@ async fn classic_group_upgrades_online_and_downgrades_when_the_new_member_leaves
     assert_eq!(rejoined.members.len(), 1);
     node.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumer_groups_are_stored_and_their_members_keep_their_epochs_across_a_restart() {
+    let node = TestNode::start(GROUP_SETTINGS).await;
+    create_topic(node.address, "kept", 4, 1).await;
+    let (_, address) = coordinator(node.address, "stored").await;
+    let member_id = uuid::Uuid::from_bytes(rand::random()).to_string();
+    let beat = |epoch: i32, full: bool| {
+        let mut request = ConsumerGroupHeartbeatRequest::default()
+            .with_group_id(gid("stored"))
+            .with_member_id(s(&member_id))
+            .with_member_epoch(epoch);
+        if full {
+            request = request
+                .with_rebalance_timeout_ms(5_000)
+                .with_subscribed_topic_names(Some(vec![TopicName(s("kept"))]))
+                .with_topic_partitions(Some(vec![]));
+        }
+        request
+    };
+    let mut wire = Wire::connect(address).await;
+    let joined = wire.call(&beat(0, true), 1).await;
+    assert_eq!(joined.error_code, 0, "{joined:?}");
+    let epoch = joined.member_epoch;
+    assert_eq!(
+        joined
+            .assignment
+            .map(|a| a.topic_partitions[0].partitions.len()),
+        Some(4)
+    );
+    drop(wire);
+
+    let dir = node.stop().await;
+    let node = TestNode::start_in(dir, GROUP_SETTINGS).await;
+    let (_, address) = coordinator(node.address, "stored").await;
+    let mut wire = Wire::connect(address).await;
+    let described = wire
+        .call(
+            &ConsumerGroupDescribeRequest::default().with_group_ids(vec![gid("stored")]),
+            1,
+        )
+        .await;
+    let group = &described.groups[0];
+    assert_eq!(group.error_code, 0, "the group was loaded: {group:?}");
+    assert_eq!(group.group_epoch, epoch);
+    assert_eq!(group.members.len(), 1);
+    assert_eq!(group.members[0].member_id.as_str(), member_id);
+    assert_eq!(group.members[0].member_epoch, epoch);
+    let mut owned: Vec<i32> = group.members[0].assignment.topic_partitions[0]
+        .partitions
+        .clone();
+    owned.sort();
+    assert_eq!(owned, vec![0, 1, 2, 3]);
+    // The member goes on heartbeating with its epoch: no rejoin needed.
+    let again = wire.call(&beat(epoch, false), 1).await;
+    assert_eq!(again.error_code, 0, "{again:?}");
+    assert_eq!(again.member_epoch, epoch);
+    // Deleted once empty: its records are tombstoned, a restart does not bring it back.
+    let left = wire.call(&beat(-1, false), 1).await;
+    assert_eq!(left.error_code, 0);
+    let deleted = wire
+        .call(
+            &DeleteGroupsRequest::default().with_groups_names(vec![gid("stored")]),
+            2,
+        )
+        .await;
+    assert_eq!(deleted.results[0].error_code, 0);
+    drop(wire);
+    let dir = node.stop().await;
+    let node = TestNode::start_in(dir, GROUP_SETTINGS).await;
+    let (_, address) = coordinator(node.address, "stored").await;
+    let mut wire = Wire::connect(address).await;
+    let described = wire
+        .call(
+            &ConsumerGroupDescribeRequest::default().with_group_ids(vec![gid("stored")]),
+            1,
+        )
+        .await;
+    assert_eq!(described.groups[0].error_code, GROUP_ID_NOT_FOUND);
+    node.stop().await;
+}

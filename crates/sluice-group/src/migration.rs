@@ -976,4 +976,67 @@ mod tests {
         assert_eq!(protocol_version(&[0, 2, 9]), 2);
         assert_eq!(protocol_version(&[1]), 0);
     }
+
+    #[test]
+    fn classic_members_persist_through_their_member_metadata() {
+        use crate::records::{self, OffsetsKey};
+        let classic = stable_classic();
+        let mut g = ConsumerGroup::from_classic("g".into(), &classic, &topics(), 0).unwrap();
+        let mut log = g.take_records();
+        // Kafka's createConsumerGroupRecords: metadata, epoch, targets, assignment
+        // epoch, current assignments.
+        let types: Vec<i16> = log
+            .iter()
+            .map(|(k, _)| match records::decode_key(k).unwrap() {
+                OffsetsKey::ConsumerGroupMemberMetadata { .. } => 5,
+                OffsetsKey::ConsumerGroupMetadata { .. } => 3,
+                OffsetsKey::ConsumerGroupTargetAssignmentMember { .. } => 7,
+                OffsetsKey::ConsumerGroupTargetAssignmentMetadata { .. } => 6,
+                OffsetsKey::ConsumerGroupCurrentMemberAssignment { .. } => 8,
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect();
+        assert_eq!(types, vec![5, 5, 3, 7, 7, 6, 8, 8]);
+        // The classic metadata is in the member metadata value.
+        let value =
+            records::decode_consumer_group_member_metadata_value(log[0].1.as_deref().unwrap())
+                .unwrap();
+        let metadata = value.classic_member_metadata.unwrap();
+        assert_eq!(metadata.session_timeout_ms, 10_000);
+        assert_eq!(
+            metadata.supported_protocols,
+            classic_member("a", None, &[0, 1]).protocols
+        );
+
+        // A consumer member joins, a classic member rejoins; then replay.
+        hb(&mut g, &cg_join("c"), 100);
+        g.classic_join(&join("a", &[0, 1], 5), &topics(), &config(), 200);
+        log.extend(g.take_records());
+        let mut replayed = ConsumerGroup::replayed("g", &log, 200);
+        assert_eq!(replayed.persisted_state(), g.persisted_state());
+        assert_eq!(replayed.describe(&topics()), g.describe(&topics()));
+        // Classic sessions restart with the members' own session timeout.
+        assert_eq!(replayed.next_deadline_ms(), Some(200 + 10_000));
+        // The classic members carry on against the replayed group.
+        replayed.refresh_topics(&topics());
+        let epoch_a = g
+            .members()
+            .find(|m| m.member_id == "a")
+            .unwrap()
+            .member_epoch;
+        assert_eq!(
+            replayed.classic_sync("a", None, epoch_a, None, None, 300),
+            g.classic_sync("a", None, epoch_a, None, None, 300)
+        );
+        assert_eq!(
+            replayed.classic_heartbeat("b", None, 5, 300),
+            g.classic_heartbeat("b", None, 5, 300)
+        );
+        // The consumer member leaves: both downgrade to the same classic group.
+        hb(&mut g, &cg_beat("c", -1, &[]), 400);
+        hb(&mut replayed, &cg_beat("c", -1, &[]), 400);
+        assert_eq!(replayed.take_records(), g.take_records());
+        assert!(g.to_classic().is_some());
+        assert_eq!(replayed.to_classic(), g.to_classic());
+    }
 }

@@ -5,25 +5,45 @@
 //! A key is a big-endian `i16` record type (Kafka calls it the key "version") followed by
 //! the key's fields; a value is an `i16` version followed by its fields. Types 0 and 1 are
 //! committed offsets ([`OffsetsKey::Offset`]), 2 is classic group metadata
-//! ([`OffsetsKey::GroupMetadata`]); every other type (KIP-848 consumer groups from 3, share
-//! and streams groups above) decodes to [`OffsetsKey::Other`], which a loader skips as
-//! Kafka's does. Tombstones (null values) are the caller's concern.
+//! ([`OffsetsKey::GroupMetadata`]), 3 to 8 are the records of KIP-848 consumer groups
+//! ([`OffsetsKey::ConsumerGroupMetadata`] and the other `ConsumerGroup*` variants); every
+//! other type (share and streams groups, regular expressions) decodes to
+//! [`OffsetsKey::Other`], which a loader skips. Tombstones (null values) are the caller's
+//! concern.
 //!
-//! Values are read at any version from 0 up; versions from 4 are flexible (compact
-//! lengths, tagged fields) and, as KIP-915 specifies, a version above the highest known is
-//! read as that flexible layout, its unknown tagged fields skipped. Like Kafka, readers
-//! ignore bytes after the last field. Writers use the versions Kafka 4.1 writes.
+//! Offset and classic group values are read at any version from 0 up; versions from 4 are
+//! flexible (compact lengths, tagged fields) and, as KIP-915 specifies, a version above
+//! the highest known is read as that flexible layout, its unknown tagged fields skipped.
+//! The KIP-848 values are flexible from version 0 (the only one) and read likewise. Like
+//! Kafka, readers ignore bytes after the last field. Writers use the versions Kafka 4.1
+//! writes.
+//!
+//! Kafka 4.1 no longer writes `ConsumerGroupPartitionMetadata` (type 4) values, only their
+//! tombstones: it replaced the subscribed topics' metadata by the `MetadataHash` of the
+//! group metadata value. Older logs still hold such values; they are decoded
+//! ([`decode_consumer_group_partition_metadata_value`]) but a group only notes their
+//! presence, to tombstone them later as Kafka does.
 //!
 //! Decoding never panics and never allocates from a count the input has not backed with
 //! bytes.
 
 use bytes::Bytes;
 use sluice_protocol::schema::{MAX_BYTES_LEN, SchemaError, SchemaReader, SchemaWriter};
+use uuid::Uuid;
 
 /// Key type (version) Kafka 4.1 writes for committed offsets; 0 is the older, identical form.
 const OFFSET_KEY_VERSION: i16 = 1;
 /// Key type of classic group metadata.
 const GROUP_KEY_VERSION: i16 = 2;
+/// Key types of the KIP-848 consumer group records.
+const CONSUMER_GROUP_METADATA_KEY: i16 = 3;
+const CONSUMER_GROUP_PARTITION_METADATA_KEY: i16 = 4;
+const CONSUMER_GROUP_MEMBER_METADATA_KEY: i16 = 5;
+const CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY: i16 = 6;
+const CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY: i16 = 7;
+const CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY: i16 = 8;
+/// The version Kafka 4.1 writes of every KIP-848 value (flexible).
+const CONSUMER_GROUP_VALUE_VERSION: i16 = 0;
 /// First flexible version of both value records.
 const FIRST_FLEXIBLE_VERSION: i16 = 4;
 /// Fewest bytes a member takes in any version (lengths of its five strings and byte
@@ -44,9 +64,61 @@ pub enum OffsetsKey {
     },
     /// The metadata of a classic group (GroupMetadataKey, type 2).
     GroupMetadata { group: String },
-    /// Any other record type (KIP-848, share or streams groups): not decoded, skipped by
-    /// the loader. Encodes as the bare type.
+    /// The epoch (and metadata hash) of a consumer group (ConsumerGroupMetadataKey, type
+    /// 3); value [`ConsumerGroupMetadataValue`]. Its tombstone deletes the group.
+    ConsumerGroupMetadata { group: String },
+    /// The subscribed topics' metadata of a consumer group (ConsumerGroupPartitionMetadataKey,
+    /// type 4), deprecated: Kafka 4.1 writes only its tombstone; value
+    /// [`ConsumerGroupPartitionMetadataValue`].
+    ConsumerGroupPartitionMetadata { group: String },
+    /// A consumer group member's metadata and subscription (ConsumerGroupMemberMetadataKey,
+    /// type 5); value [`ConsumerGroupMemberMetadataValue`].
+    ConsumerGroupMemberMetadata { group: String, member: String },
+    /// The epoch of a consumer group's target assignment
+    /// (ConsumerGroupTargetAssignmentMetadataKey, type 6); value
+    /// [`ConsumerGroupTargetAssignmentMetadataValue`].
+    ConsumerGroupTargetAssignmentMetadata { group: String },
+    /// One member's target assignment (ConsumerGroupTargetAssignmentMemberKey, type 7);
+    /// value [`ConsumerGroupTargetAssignmentMemberValue`].
+    ConsumerGroupTargetAssignmentMember { group: String, member: String },
+    /// One member's current assignment and epochs (ConsumerGroupCurrentMemberAssignmentKey,
+    /// type 8); value [`ConsumerGroupCurrentMemberAssignmentValue`].
+    ConsumerGroupCurrentMemberAssignment { group: String, member: String },
+    /// Any other record type (share or streams groups, regular expressions): not decoded,
+    /// skipped by the loader. Encodes as the bare type (types 0..=8 do not decode back to
+    /// `Other`).
     Other { version: i16 },
+}
+
+impl OffsetsKey {
+    /// The group the record belongs to; `None` for [`OffsetsKey::Other`].
+    pub fn group_id(&self) -> Option<&str> {
+        match self {
+            OffsetsKey::Offset { group, .. }
+            | OffsetsKey::GroupMetadata { group }
+            | OffsetsKey::ConsumerGroupMetadata { group }
+            | OffsetsKey::ConsumerGroupPartitionMetadata { group }
+            | OffsetsKey::ConsumerGroupMemberMetadata { group, .. }
+            | OffsetsKey::ConsumerGroupTargetAssignmentMetadata { group }
+            | OffsetsKey::ConsumerGroupTargetAssignmentMember { group, .. }
+            | OffsetsKey::ConsumerGroupCurrentMemberAssignment { group, .. } => Some(group),
+            OffsetsKey::Other { .. } => None,
+        }
+    }
+
+    /// Whether the record is one of a KIP-848 consumer group's (types 3 to 8), to be
+    /// replayed with [`crate::consumer::ConsumerGroup::replay`].
+    pub fn is_consumer_group_record(&self) -> bool {
+        matches!(
+            self,
+            OffsetsKey::ConsumerGroupMetadata { .. }
+                | OffsetsKey::ConsumerGroupPartitionMetadata { .. }
+                | OffsetsKey::ConsumerGroupMemberMetadata { .. }
+                | OffsetsKey::ConsumerGroupTargetAssignmentMetadata { .. }
+                | OffsetsKey::ConsumerGroupTargetAssignmentMember { .. }
+                | OffsetsKey::ConsumerGroupCurrentMemberAssignment { .. }
+        )
+    }
 }
 
 /// A committed offset (OffsetCommitValue).
@@ -91,7 +163,8 @@ pub struct GroupMetadataValue {
     pub members: Vec<MemberMetadata>,
 }
 
-/// Encodes a key: offsets as type 1 and group metadata as type 2, as Kafka 4.1 does.
+/// Encodes a key: offsets as type 1, group metadata as type 2 and the consumer group
+/// records as types 3 to 8, as Kafka 4.1 does.
 pub fn encode_key(key: &OffsetsKey) -> Vec<u8> {
     let mut w = SchemaWriter::new(false);
     match key {
@@ -109,12 +182,39 @@ pub fn encode_key(key: &OffsetsKey) -> Vec<u8> {
             w.i16(GROUP_KEY_VERSION);
             w.string(group);
         }
+        OffsetsKey::ConsumerGroupMetadata { group } => {
+            w.i16(CONSUMER_GROUP_METADATA_KEY);
+            w.string(group);
+        }
+        OffsetsKey::ConsumerGroupPartitionMetadata { group } => {
+            w.i16(CONSUMER_GROUP_PARTITION_METADATA_KEY);
+            w.string(group);
+        }
+        OffsetsKey::ConsumerGroupMemberMetadata { group, member } => {
+            w.i16(CONSUMER_GROUP_MEMBER_METADATA_KEY);
+            w.string(group);
+            w.string(member);
+        }
+        OffsetsKey::ConsumerGroupTargetAssignmentMetadata { group } => {
+            w.i16(CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY);
+            w.string(group);
+        }
+        OffsetsKey::ConsumerGroupTargetAssignmentMember { group, member } => {
+            w.i16(CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY);
+            w.string(group);
+            w.string(member);
+        }
+        OffsetsKey::ConsumerGroupCurrentMemberAssignment { group, member } => {
+            w.i16(CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY);
+            w.string(group);
+            w.string(member);
+        }
         OffsetsKey::Other { version } => w.i16(*version),
     }
     w.finish()
 }
 
-/// Decodes a key; record types other than 0..=2 become [`OffsetsKey::Other`].
+/// Decodes a key; record types other than 0..=8 become [`OffsetsKey::Other`].
 pub fn decode_key(bytes: &[u8]) -> Result<OffsetsKey, RecordError> {
     let mut r = SchemaReader::new(bytes);
     let version = r.i16("key version")?;
@@ -127,6 +227,33 @@ pub fn decode_key(bytes: &[u8]) -> Result<OffsetsKey, RecordError> {
         GROUP_KEY_VERSION => Ok(OffsetsKey::GroupMetadata {
             group: r.string("group")?,
         }),
+        CONSUMER_GROUP_METADATA_KEY => Ok(OffsetsKey::ConsumerGroupMetadata {
+            group: r.string("group")?,
+        }),
+        CONSUMER_GROUP_PARTITION_METADATA_KEY => Ok(OffsetsKey::ConsumerGroupPartitionMetadata {
+            group: r.string("group")?,
+        }),
+        CONSUMER_GROUP_MEMBER_METADATA_KEY => Ok(OffsetsKey::ConsumerGroupMemberMetadata {
+            group: r.string("group")?,
+            member: r.string("member")?,
+        }),
+        CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY => {
+            Ok(OffsetsKey::ConsumerGroupTargetAssignmentMetadata {
+                group: r.string("group")?,
+            })
+        }
+        CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY => {
+            Ok(OffsetsKey::ConsumerGroupTargetAssignmentMember {
+                group: r.string("group")?,
+                member: r.string("member")?,
+            })
+        }
+        CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY => {
+            Ok(OffsetsKey::ConsumerGroupCurrentMemberAssignment {
+                group: r.string("group")?,
+                member: r.string("member")?,
+            })
+        }
         _ => Ok(OffsetsKey::Other { version }),
     }
 }
@@ -276,6 +403,459 @@ pub fn decode_group_value(bytes: &[u8]) -> Result<GroupMetadataValue, RecordErro
     })
 }
 
+/// A consumer group's epoch (ConsumerGroupMetadataValue).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ConsumerGroupMetadataValue {
+    /// The group epoch.
+    pub epoch: i32,
+    /// Kafka 4.1's hash of the subscribed topics' metadata (tagged field 0, default 0,
+    /// written only when not 0). A reader comparing it with its own computation only
+    /// learns whether the topics changed; 0 means unknown.
+    pub metadata_hash: i64,
+}
+
+/// One topic of a [`ConsumerGroupPartitionMetadataValue`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionMetadataTopic {
+    pub topic_id: Uuid,
+    pub topic_name: String,
+    pub num_partitions: i32,
+    /// (partition, racks); deprecated since Kafka 4.0, usually empty.
+    pub partition_metadata: Vec<(i32, Vec<String>)>,
+}
+
+/// The subscribed topics' metadata of a consumer group (ConsumerGroupPartitionMetadataValue),
+/// which Kafka 4.1 no longer writes.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ConsumerGroupPartitionMetadataValue {
+    pub topics: Vec<PartitionMetadataTopic>,
+}
+
+/// What a member using the classic protocol inside a consumer group sent in its last
+/// JoinGroup (ConsumerGroupMemberMetadataValue.ClassicMemberMetadata).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClassicMemberMetadata {
+    pub session_timeout_ms: i32,
+    /// (protocol name, ConsumerProtocolSubscription bytes), in the member's order.
+    pub supported_protocols: Vec<(String, Bytes)>,
+}
+
+/// A consumer group member's metadata (ConsumerGroupMemberMetadataValue).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsumerGroupMemberMetadataValue {
+    pub instance_id: Option<String>,
+    pub rack_id: Option<String>,
+    pub client_id: String,
+    pub client_host: String,
+    pub subscribed_topic_names: Vec<String>,
+    pub subscribed_topic_regex: Option<String>,
+    pub rebalance_timeout_ms: i32,
+    pub server_assignor: Option<String>,
+    /// Tagged field 0; set for a member of the classic protocol.
+    pub classic_member_metadata: Option<ClassicMemberMetadata>,
+}
+
+/// The epoch of a consumer group's target assignment
+/// (ConsumerGroupTargetAssignmentMetadataValue).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ConsumerGroupTargetAssignmentMetadataValue {
+    pub assignment_epoch: i32,
+}
+
+/// One member's target assignment (ConsumerGroupTargetAssignmentMemberValue): partitions
+/// by topic id.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ConsumerGroupTargetAssignmentMemberValue {
+    pub topic_partitions: Vec<(Uuid, Vec<i32>)>,
+}
+
+/// One member's current assignment (ConsumerGroupCurrentMemberAssignmentValue).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ConsumerGroupCurrentMemberAssignmentValue {
+    pub member_epoch: i32,
+    pub previous_member_epoch: i32,
+    /// Kafka's `MemberState` byte: 0 STABLE, 1 UNREVOKED_PARTITIONS, 2
+    /// UNRELEASED_PARTITIONS (127 UNKNOWN).
+    pub state: i8,
+    pub assigned_partitions: Vec<(Uuid, Vec<i32>)>,
+    pub partitions_pending_revocation: Vec<(Uuid, Vec<i32>)>,
+}
+
+/// Fewest bytes a topic's partitions take in the flexible layout: a uuid, a compact
+/// array length and a tagged-field count.
+const MIN_TOPIC_PARTITIONS_LEN: usize = 18;
+
+/// A writer of a KIP-848 value: its version, flexible.
+fn consumer_group_value_writer() -> SchemaWriter {
+    let mut w = SchemaWriter::new(true);
+    w.i16(CONSUMER_GROUP_VALUE_VERSION);
+    w
+}
+
+/// A reader of a KIP-848 value after its version (any non-negative one, read as the
+/// flexible layout of version 0).
+fn consumer_group_value_reader<'a>(
+    bytes: &'a [u8],
+    record: &'static str,
+) -> Result<SchemaReader<'a>, RecordError> {
+    let mut r = SchemaReader::new(bytes);
+    r.version(record)?;
+    r.set_flexible(true);
+    Ok(r)
+}
+
+fn write_uuid(w: &mut SchemaWriter, id: &Uuid) {
+    let (msb, lsb) = id.as_u64_pair();
+    w.i64(msb as i64);
+    w.i64(lsb as i64);
+}
+
+fn read_uuid(r: &mut SchemaReader<'_>, field: &'static str) -> Result<Uuid, RecordError> {
+    let msb = r.i64(field)? as u64;
+    let lsb = r.i64(field)? as u64;
+    Ok(Uuid::from_u64_pair(msb, lsb))
+}
+
+fn write_string_array(w: &mut SchemaWriter, strings: &[String]) {
+    let strings = &strings[..strings.len().min(MAX_BYTES_LEN)];
+    w.array_len(strings.len());
+    for s in strings {
+        w.string(s);
+    }
+}
+
+fn read_string_array(
+    r: &mut SchemaReader<'_>,
+    field: &'static str,
+) -> Result<Vec<String>, RecordError> {
+    let count = r.array_len(field, 1)?;
+    let mut strings = Vec::with_capacity(count);
+    for _ in 0..count {
+        strings.push(r.string(field)?);
+    }
+    Ok(strings)
+}
+
+/// Writes a flexible `[]TopicPartitions` ({topicId uuid, partitions []int32}).
+fn write_topic_partitions(w: &mut SchemaWriter, topics: &[(Uuid, Vec<i32>)]) {
+    let topics = &topics[..topics.len().min(MAX_BYTES_LEN)];
+    w.array_len(topics.len());
+    for (topic_id, partitions) in topics {
+        write_uuid(w, topic_id);
+        let partitions = &partitions[..partitions.len().min(MAX_BYTES_LEN)];
+        w.array_len(partitions.len());
+        for partition in partitions {
+            w.i32(*partition);
+        }
+        w.tagged_fields();
+    }
+}
+
+fn read_topic_partitions(
+    r: &mut SchemaReader<'_>,
+    field: &'static str,
+) -> Result<Vec<(Uuid, Vec<i32>)>, RecordError> {
+    let count = r.array_len(field, MIN_TOPIC_PARTITIONS_LEN)?;
+    let mut topics = Vec::with_capacity(count);
+    for _ in 0..count {
+        let topic_id = read_uuid(r, field)?;
+        let partition_count = r.array_len(field, 4)?;
+        let mut partitions = Vec::with_capacity(partition_count);
+        for _ in 0..partition_count {
+            partitions.push(r.i32(field)?);
+        }
+        r.tagged_fields()?;
+        topics.push((topic_id, partitions));
+    }
+    Ok(topics)
+}
+
+/// Appends a tagged-field section holding `fields` (tag, already encoded data), in
+/// increasing tag order.
+fn append_tagged_fields(out: &mut Vec<u8>, fields: &[(u32, Vec<u8>)]) {
+    let mut w = SchemaWriter::new(true);
+    w.uvarint(fields.len() as u32);
+    let mut header = w.finish();
+    out.append(&mut header);
+    for (tag, data) in fields {
+        let mut w = SchemaWriter::new(true);
+        w.uvarint(*tag);
+        w.uvarint(u32::try_from(data.len()).unwrap_or(u32::MAX));
+        out.append(&mut w.finish());
+        out.extend_from_slice(data);
+    }
+}
+
+/// Reads a tagged-field section, handing each field's tag and data to `field`.
+fn read_tagged_fields<'a>(
+    r: &mut SchemaReader<'a>,
+    mut field: impl FnMut(u32, &'a [u8]) -> Result<(), RecordError>,
+) -> Result<(), RecordError> {
+    let count = r.uvarint("tagged field count")?;
+    for _ in 0..count {
+        let tag = r.uvarint("tag")?;
+        let size = r.uvarint("tagged field size")?;
+        let data = r.take(size as usize, "tagged field")?;
+        field(tag, data)?;
+    }
+    Ok(())
+}
+
+/// Encodes a ConsumerGroupMetadataValue at version 0.
+pub fn encode_consumer_group_metadata_value(value: &ConsumerGroupMetadataValue) -> Vec<u8> {
+    let mut w = consumer_group_value_writer();
+    w.i32(value.epoch);
+    let mut out = w.finish();
+    let mut tagged = Vec::new();
+    if value.metadata_hash != 0 {
+        tagged.push((0, value.metadata_hash.to_be_bytes().to_vec()));
+    }
+    append_tagged_fields(&mut out, &tagged);
+    out
+}
+
+/// Decodes a ConsumerGroupMetadataValue.
+pub fn decode_consumer_group_metadata_value(
+    bytes: &[u8],
+) -> Result<ConsumerGroupMetadataValue, RecordError> {
+    let mut r = consumer_group_value_reader(bytes, "ConsumerGroupMetadataValue")?;
+    let epoch = r.i32("epoch")?;
+    let mut metadata_hash = 0;
+    read_tagged_fields(&mut r, |tag, data| {
+        if tag == 0 {
+            metadata_hash = SchemaReader::new(data).i64("metadataHash")?;
+        }
+        Ok(())
+    })?;
+    Ok(ConsumerGroupMetadataValue {
+        epoch,
+        metadata_hash,
+    })
+}
+
+/// Encodes a ConsumerGroupPartitionMetadataValue at version 0 (Kafka 4.1 writes none;
+/// for tests and tools).
+pub fn encode_consumer_group_partition_metadata_value(
+    value: &ConsumerGroupPartitionMetadataValue,
+) -> Vec<u8> {
+    let mut w = consumer_group_value_writer();
+    let topics = &value.topics[..value.topics.len().min(MAX_BYTES_LEN)];
+    w.array_len(topics.len());
+    for topic in topics {
+        write_uuid(&mut w, &topic.topic_id);
+        w.string(&topic.topic_name);
+        w.i32(topic.num_partitions);
+        let partitions =
+            &topic.partition_metadata[..topic.partition_metadata.len().min(MAX_BYTES_LEN)];
+        w.array_len(partitions.len());
+        for (partition, racks) in partitions {
+            w.i32(*partition);
+            write_string_array(&mut w, racks);
+            w.tagged_fields();
+        }
+        w.tagged_fields();
+    }
+    w.tagged_fields();
+    w.finish()
+}
+
+/// Decodes a ConsumerGroupPartitionMetadataValue.
+pub fn decode_consumer_group_partition_metadata_value(
+    bytes: &[u8],
+) -> Result<ConsumerGroupPartitionMetadataValue, RecordError> {
+    let mut r = consumer_group_value_reader(bytes, "ConsumerGroupPartitionMetadataValue")?;
+    // A topic takes at least its uuid, name, partition count, array length and tags.
+    let count = r.array_len("topics", 23)?;
+    let mut topics = Vec::with_capacity(count);
+    for _ in 0..count {
+        let topic_id = read_uuid(&mut r, "topicId")?;
+        let topic_name = r.string("topicName")?;
+        let num_partitions = r.i32("numPartitions")?;
+        let partition_count = r.array_len("partitionMetadata", 6)?;
+        let mut partition_metadata = Vec::with_capacity(partition_count);
+        for _ in 0..partition_count {
+            let partition = r.i32("partition")?;
+            let racks = read_string_array(&mut r, "racks")?;
+            r.tagged_fields()?;
+            partition_metadata.push((partition, racks));
+        }
+        r.tagged_fields()?;
+        topics.push(PartitionMetadataTopic {
+            topic_id,
+            topic_name,
+            num_partitions,
+            partition_metadata,
+        });
+    }
+    r.tagged_fields()?;
+    Ok(ConsumerGroupPartitionMetadataValue { topics })
+}
+
+/// Encodes a ConsumerGroupMemberMetadataValue at version 0; the classic member metadata,
+/// when set, as tagged field 0.
+pub fn encode_consumer_group_member_metadata_value(
+    value: &ConsumerGroupMemberMetadataValue,
+) -> Vec<u8> {
+    let mut w = consumer_group_value_writer();
+    w.nullable_string(value.instance_id.as_deref());
+    w.nullable_string(value.rack_id.as_deref());
+    w.string(&value.client_id);
+    w.string(&value.client_host);
+    write_string_array(&mut w, &value.subscribed_topic_names);
+    w.nullable_string(value.subscribed_topic_regex.as_deref());
+    w.i32(value.rebalance_timeout_ms);
+    w.nullable_string(value.server_assignor.as_deref());
+    let mut out = w.finish();
+    let mut tagged = Vec::new();
+    if let Some(classic) = &value.classic_member_metadata {
+        let mut c = SchemaWriter::new(true);
+        c.i32(classic.session_timeout_ms);
+        let protocols =
+            &classic.supported_protocols[..classic.supported_protocols.len().min(MAX_BYTES_LEN)];
+        c.array_len(protocols.len());
+        for (name, metadata) in protocols {
+            c.string(name);
+            c.bytes(metadata);
+            c.tagged_fields();
+        }
+        c.tagged_fields();
+        tagged.push((0, c.finish()));
+    }
+    append_tagged_fields(&mut out, &tagged);
+    out
+}
+
+fn decode_classic_member_metadata(data: &[u8]) -> Result<ClassicMemberMetadata, RecordError> {
+    let mut r = SchemaReader::new(data);
+    r.set_flexible(true);
+    let session_timeout_ms = r.i32("sessionTimeoutMs")?;
+    // A protocol takes at least its name's and metadata's lengths and its tags.
+    let count = r.array_len("supportedProtocols", 3)?;
+    let mut supported_protocols = Vec::with_capacity(count);
+    for _ in 0..count {
+        let name = r.string("name")?;
+        let metadata = r.bytes("metadata")?;
+        r.tagged_fields()?;
+        supported_protocols.push((name, metadata));
+    }
+    r.tagged_fields()?;
+    Ok(ClassicMemberMetadata {
+        session_timeout_ms,
+        supported_protocols,
+    })
+}
+
+/// Decodes a ConsumerGroupMemberMetadataValue.
+pub fn decode_consumer_group_member_metadata_value(
+    bytes: &[u8],
+) -> Result<ConsumerGroupMemberMetadataValue, RecordError> {
+    let mut r = consumer_group_value_reader(bytes, "ConsumerGroupMemberMetadataValue")?;
+    let instance_id = r.nullable_string("instanceId")?;
+    let rack_id = r.nullable_string("rackId")?;
+    let client_id = r.string("clientId")?;
+    let client_host = r.string("clientHost")?;
+    let subscribed_topic_names = read_string_array(&mut r, "subscribedTopicNames")?;
+    let subscribed_topic_regex = r.nullable_string("subscribedTopicRegex")?;
+    let rebalance_timeout_ms = r.i32("rebalanceTimeoutMs")?;
+    let server_assignor = r.nullable_string("serverAssignor")?;
+    let mut classic_member_metadata = None;
+    read_tagged_fields(&mut r, |tag, data| {
+        if tag == 0 {
+            classic_member_metadata = Some(decode_classic_member_metadata(data)?);
+        }
+        Ok(())
+    })?;
+    Ok(ConsumerGroupMemberMetadataValue {
+        instance_id,
+        rack_id,
+        client_id,
+        client_host,
+        subscribed_topic_names,
+        subscribed_topic_regex,
+        rebalance_timeout_ms,
+        server_assignor,
+        classic_member_metadata,
+    })
+}
+
+/// Encodes a ConsumerGroupTargetAssignmentMetadataValue at version 0.
+pub fn encode_consumer_group_target_assignment_metadata_value(
+    value: &ConsumerGroupTargetAssignmentMetadataValue,
+) -> Vec<u8> {
+    let mut w = consumer_group_value_writer();
+    w.i32(value.assignment_epoch);
+    w.tagged_fields();
+    w.finish()
+}
+
+/// Decodes a ConsumerGroupTargetAssignmentMetadataValue.
+pub fn decode_consumer_group_target_assignment_metadata_value(
+    bytes: &[u8],
+) -> Result<ConsumerGroupTargetAssignmentMetadataValue, RecordError> {
+    let mut r = consumer_group_value_reader(bytes, "ConsumerGroupTargetAssignmentMetadataValue")?;
+    let assignment_epoch = r.i32("assignmentEpoch")?;
+    r.tagged_fields()?;
+    Ok(ConsumerGroupTargetAssignmentMetadataValue { assignment_epoch })
+}
+
+/// Encodes a ConsumerGroupTargetAssignmentMemberValue at version 0.
+pub fn encode_consumer_group_target_assignment_member_value(
+    value: &ConsumerGroupTargetAssignmentMemberValue,
+) -> Vec<u8> {
+    let mut w = consumer_group_value_writer();
+    write_topic_partitions(&mut w, &value.topic_partitions);
+    w.tagged_fields();
+    w.finish()
+}
+
+/// Decodes a ConsumerGroupTargetAssignmentMemberValue.
+pub fn decode_consumer_group_target_assignment_member_value(
+    bytes: &[u8],
+) -> Result<ConsumerGroupTargetAssignmentMemberValue, RecordError> {
+    let mut r = consumer_group_value_reader(bytes, "ConsumerGroupTargetAssignmentMemberValue")?;
+    let topic_partitions = read_topic_partitions(&mut r, "topicPartitions")?;
+    r.tagged_fields()?;
+    Ok(ConsumerGroupTargetAssignmentMemberValue { topic_partitions })
+}
+
+/// Encodes a ConsumerGroupCurrentMemberAssignmentValue at version 0.
+pub fn encode_consumer_group_current_member_assignment_value(
+    value: &ConsumerGroupCurrentMemberAssignmentValue,
+) -> Vec<u8> {
+    let mut w = consumer_group_value_writer();
+    w.i32(value.member_epoch);
+    w.i32(value.previous_member_epoch);
+    let mut out = w.finish();
+    out.push(value.state as u8);
+    let mut w = SchemaWriter::new(true);
+    write_topic_partitions(&mut w, &value.assigned_partitions);
+    write_topic_partitions(&mut w, &value.partitions_pending_revocation);
+    w.tagged_fields();
+    out.append(&mut w.finish());
+    out
+}
+
+/// Decodes a ConsumerGroupCurrentMemberAssignmentValue.
+pub fn decode_consumer_group_current_member_assignment_value(
+    bytes: &[u8],
+) -> Result<ConsumerGroupCurrentMemberAssignmentValue, RecordError> {
+    let mut r = consumer_group_value_reader(bytes, "ConsumerGroupCurrentMemberAssignmentValue")?;
+    let member_epoch = r.i32("memberEpoch")?;
+    let previous_member_epoch = r.i32("previousMemberEpoch")?;
+    let state = r.take(1, "state")?.first().map_or(0, |byte| *byte as i8);
+    let assigned_partitions = read_topic_partitions(&mut r, "assignedPartitions")?;
+    let partitions_pending_revocation =
+        read_topic_partitions(&mut r, "partitionsPendingRevocation")?;
+    r.tagged_fields()?;
+    Ok(ConsumerGroupCurrentMemberAssignmentValue {
+        member_epoch,
+        previous_member_epoch,
+        state,
+        assigned_partitions,
+        partitions_pending_revocation,
+    })
+}
+
 /// The `__consumer_offsets` partition that owns `group`: Kafka's
 /// `Utils.abs(groupId.hashCode()) % partitions`, with Java's `String.hashCode` over UTF-16
 /// code units and `Utils.abs(n) = n & 0x7fffffff`. Returns 0 when `partitions` is 0.
@@ -367,12 +947,13 @@ mod tests {
 
     #[test]
     fn newer_record_types_are_other() {
-        // A ConsumerGroupMetadataKey (type 3, group "g") and types beyond KIP-848.
+        // ConsumerGroupRegularExpressionKey (type 16, group "g", regex "a.*"), and
+        // share and streams group types.
         assert_eq!(
-            decode_key(&hex("0003 0001 67")).unwrap(),
-            OffsetsKey::Other { version: 3 }
+            decode_key(&hex("0010 0001 67 0003 612e2a")).unwrap(),
+            OffsetsKey::Other { version: 16 }
         );
-        for version in [8i16, 15, 200] {
+        for version in [9i16, 15, 200] {
             let key = OffsetsKey::Other { version };
             assert_eq!(decode_key(&encode_key(&key)).unwrap(), key);
         }
@@ -674,7 +1255,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn keys_round_trip(group in string(), topic in string(), partition: i32, other in 3i16..) {
+        fn keys_round_trip(group in string(), topic in string(), partition: i32, other in 9i16..) {
             for key in [
                 OffsetsKey::Offset { group: group.clone(), topic, partition },
                 OffsetsKey::GroupMetadata { group },
@@ -719,6 +1300,382 @@ mod tests {
             let position = position % bytes.len();
             bytes[position] = byte;
             let _ = decode_group_value(&bytes);
+        }
+    }
+
+    // ---- KIP-848 consumer group records ----
+
+    const U1: Uuid = Uuid::from_bytes([1; 16]);
+    const U2: Uuid = Uuid::from_bytes([2; 16]);
+
+    fn sample_member(classic: bool) -> ConsumerGroupMemberMetadataValue {
+        ConsumerGroupMemberMetadataValue {
+            instance_id: None,
+            rack_id: None,
+            client_id: "c".into(),
+            client_host: "/h".into(),
+            subscribed_topic_names: vec!["foo".into()],
+            subscribed_topic_regex: None,
+            rebalance_timeout_ms: 30_000,
+            server_assignor: Some("uniform".into()),
+            classic_member_metadata: classic.then(|| ClassicMemberMetadata {
+                session_timeout_ms: 45_000,
+                supported_protocols: vec![("range".into(), Bytes::from_static(&[1, 2]))],
+            }),
+        }
+    }
+
+    #[test]
+    fn consumer_group_key_bytes() {
+        let cases = [
+            (
+                OffsetsKey::ConsumerGroupMetadata { group: "g".into() },
+                "0003 0001 67",
+            ),
+            (
+                OffsetsKey::ConsumerGroupPartitionMetadata { group: "g".into() },
+                "0004 0001 67",
+            ),
+            (
+                OffsetsKey::ConsumerGroupMemberMetadata {
+                    group: "g".into(),
+                    member: "m".into(),
+                },
+                "0005 0001 67 0001 6d",
+            ),
+            (
+                OffsetsKey::ConsumerGroupTargetAssignmentMetadata { group: "g".into() },
+                "0006 0001 67",
+            ),
+            (
+                OffsetsKey::ConsumerGroupTargetAssignmentMember {
+                    group: "g".into(),
+                    member: "m".into(),
+                },
+                "0007 0001 67 0001 6d",
+            ),
+            (
+                OffsetsKey::ConsumerGroupCurrentMemberAssignment {
+                    group: "g".into(),
+                    member: "m".into(),
+                },
+                "0008 0001 67 0001 6d",
+            ),
+        ];
+        for (key, bytes) in cases {
+            assert_eq!(encode_key(&key), hex(bytes), "{key:?}");
+            assert_eq!(decode_key(&hex(bytes)).unwrap(), key);
+            assert_eq!(key.group_id(), Some("g"));
+            assert!(key.is_consumer_group_record());
+        }
+        let offset = OffsetsKey::Offset {
+            group: "g".into(),
+            topic: "t".into(),
+            partition: 0,
+        };
+        assert_eq!(offset.group_id(), Some("g"));
+        assert!(!offset.is_consumer_group_record());
+        assert!(!OffsetsKey::GroupMetadata { group: "g".into() }.is_consumer_group_record());
+        assert_eq!(OffsetsKey::Other { version: 9 }.group_id(), None);
+    }
+
+    #[test]
+    fn consumer_group_metadata_value_bytes() {
+        let plain = ConsumerGroupMetadataValue {
+            epoch: 5,
+            metadata_hash: 0,
+        };
+        let bytes = hex("0000 00000005 00");
+        assert_eq!(encode_consumer_group_metadata_value(&plain), bytes);
+        assert_eq!(decode_consumer_group_metadata_value(&bytes).unwrap(), plain);
+        // Kafka 4.1's MetadataHash: tagged field 0, an int64, written when not 0.
+        let hashed = ConsumerGroupMetadataValue {
+            epoch: 5,
+            metadata_hash: 0x0102_0304_0506_0708,
+        };
+        let bytes = hex("0000 00000005 01 00 08 0102030405060708");
+        assert_eq!(encode_consumer_group_metadata_value(&hashed), bytes);
+        assert_eq!(
+            decode_consumer_group_metadata_value(&bytes).unwrap(),
+            hashed
+        );
+        // An unknown tag (1, two bytes) before it is skipped.
+        let bytes = hex("0000 00000005 02 01 02 abcd 00 08 0102030405060708");
+        assert_eq!(
+            decode_consumer_group_metadata_value(&bytes).unwrap(),
+            hashed
+        );
+    }
+
+    #[test]
+    fn consumer_group_member_metadata_value_bytes() {
+        let bytes = hex("0000  00  00  02 63  03 2f68  02 04 666f6f  00  00007530
+             08 756e69666f726d  00");
+        assert_eq!(
+            encode_consumer_group_member_metadata_value(&sample_member(false)),
+            bytes
+        );
+        assert_eq!(
+            decode_consumer_group_member_metadata_value(&bytes).unwrap(),
+            sample_member(false)
+        );
+        // ClassicMemberMetadata is tagged field 0: a 16-byte struct.
+        let bytes = hex("0000  00  00  02 63  03 2f68  02 04 666f6f  00  00007530
+             08 756e69666f726d
+             01 00 10  0000afc8 02 06 72616e6765 03 0102 00 00");
+        assert_eq!(
+            encode_consumer_group_member_metadata_value(&sample_member(true)),
+            bytes
+        );
+        assert_eq!(
+            decode_consumer_group_member_metadata_value(&bytes).unwrap(),
+            sample_member(true)
+        );
+    }
+
+    #[test]
+    fn consumer_group_assignment_value_bytes() {
+        let current = ConsumerGroupCurrentMemberAssignmentValue {
+            member_epoch: 3,
+            previous_member_epoch: 2,
+            state: 1,
+            assigned_partitions: vec![(U1, vec![0, 1])],
+            partitions_pending_revocation: vec![(U2, vec![2])],
+        };
+        let bytes = hex("0000 00000003 00000002 01
+             02 01010101010101010101010101010101 03 00000000 00000001 00
+             02 02020202020202020202020202020202 02 00000002 00
+             00");
+        assert_eq!(
+            encode_consumer_group_current_member_assignment_value(&current),
+            bytes
+        );
+        assert_eq!(
+            decode_consumer_group_current_member_assignment_value(&bytes).unwrap(),
+            current
+        );
+
+        let target = ConsumerGroupTargetAssignmentMemberValue {
+            topic_partitions: vec![(U1, vec![5])],
+        };
+        let bytes = hex("0000 02 01010101010101010101010101010101 02 00000005 00 00");
+        assert_eq!(
+            encode_consumer_group_target_assignment_member_value(&target),
+            bytes
+        );
+        assert_eq!(
+            decode_consumer_group_target_assignment_member_value(&bytes).unwrap(),
+            target
+        );
+
+        let epoch = ConsumerGroupTargetAssignmentMetadataValue {
+            assignment_epoch: 7,
+        };
+        let bytes = hex("0000 00000007 00");
+        assert_eq!(
+            encode_consumer_group_target_assignment_metadata_value(&epoch),
+            bytes
+        );
+        assert_eq!(
+            decode_consumer_group_target_assignment_metadata_value(&bytes).unwrap(),
+            epoch
+        );
+    }
+
+    #[test]
+    fn consumer_group_partition_metadata_value_bytes() {
+        let value = ConsumerGroupPartitionMetadataValue {
+            topics: vec![PartitionMetadataTopic {
+                topic_id: U1,
+                topic_name: "foo".into(),
+                num_partitions: 2,
+                partition_metadata: vec![(0, vec!["r".into()])],
+            }],
+        };
+        let bytes = hex("0000 02 01010101010101010101010101010101 04 666f6f 00000002
+             02 00000000 02 02 72 00
+             00
+             00");
+        assert_eq!(
+            encode_consumer_group_partition_metadata_value(&value),
+            bytes
+        );
+        assert_eq!(
+            decode_consumer_group_partition_metadata_value(&bytes).unwrap(),
+            value
+        );
+    }
+
+    #[test]
+    fn consumer_group_value_truncations_fail() {
+        let values = [
+            encode_consumer_group_metadata_value(&ConsumerGroupMetadataValue {
+                epoch: 1,
+                metadata_hash: 9,
+            }),
+            encode_consumer_group_member_metadata_value(&sample_member(true)),
+            encode_consumer_group_current_member_assignment_value(
+                &ConsumerGroupCurrentMemberAssignmentValue {
+                    member_epoch: 1,
+                    previous_member_epoch: 0,
+                    state: 0,
+                    assigned_partitions: vec![(U1, vec![0])],
+                    partitions_pending_revocation: vec![],
+                },
+            ),
+        ];
+        for len in 0..values[0].len() {
+            assert!(decode_consumer_group_metadata_value(&values[0][..len]).is_err());
+        }
+        for len in 0..values[1].len() {
+            assert!(decode_consumer_group_member_metadata_value(&values[1][..len]).is_err());
+        }
+        for len in 0..values[2].len() {
+            assert!(
+                decode_consumer_group_current_member_assignment_value(&values[2][..len]).is_err()
+            );
+        }
+        // A partition count the bytes cannot hold is refused before allocating.
+        assert!(matches!(
+            decode_consumer_group_target_assignment_member_value(&hex("0000 ffffffff0f")),
+            Err(RecordError::BadLength { .. })
+        ));
+        assert!(matches!(
+            decode_consumer_group_metadata_value(&hex("ffff 00000001 00")),
+            Err(RecordError::UnknownVersion { .. })
+        ));
+    }
+
+    fn pairs() -> impl Strategy<Value = Vec<(Uuid, Vec<i32>)>> {
+        proptest::collection::vec(
+            (
+                any::<u128>().prop_map(Uuid::from_u128),
+                proptest::collection::vec(any::<i32>(), 0..5),
+            ),
+            0..4,
+        )
+    }
+
+    fn member_value() -> impl Strategy<Value = ConsumerGroupMemberMetadataValue> {
+        (
+            (
+                proptest::option::of(string()),
+                proptest::option::of(string()),
+                string(),
+                string(),
+                proptest::collection::vec(string(), 0..4),
+            ),
+            (
+                proptest::option::of(string()),
+                any::<i32>(),
+                proptest::option::of(string()),
+                proptest::option::of((
+                    any::<i32>(),
+                    proptest::collection::vec(
+                        (string(), proptest::collection::vec(any::<u8>(), 0..8)),
+                        0..3,
+                    ),
+                )),
+            ),
+        )
+            .prop_map(
+                |(
+                    (instance_id, rack_id, client_id, client_host, subscribed_topic_names),
+                    (subscribed_topic_regex, rebalance_timeout_ms, server_assignor, classic),
+                )| ConsumerGroupMemberMetadataValue {
+                    instance_id,
+                    rack_id,
+                    client_id,
+                    client_host,
+                    subscribed_topic_names,
+                    subscribed_topic_regex,
+                    rebalance_timeout_ms,
+                    server_assignor,
+                    classic_member_metadata: classic.map(|(session_timeout_ms, protocols)| {
+                        ClassicMemberMetadata {
+                            session_timeout_ms,
+                            supported_protocols: protocols
+                                .into_iter()
+                                .map(|(name, metadata)| (name, Bytes::from(metadata)))
+                                .collect(),
+                        }
+                    }),
+                },
+            )
+    }
+
+    proptest! {
+        #[test]
+        fn consumer_group_keys_round_trip(group in string(), member in string()) {
+            for key in [
+                OffsetsKey::ConsumerGroupMetadata { group: group.clone() },
+                OffsetsKey::ConsumerGroupPartitionMetadata { group: group.clone() },
+                OffsetsKey::ConsumerGroupMemberMetadata { group: group.clone(), member: member.clone() },
+                OffsetsKey::ConsumerGroupTargetAssignmentMetadata { group: group.clone() },
+                OffsetsKey::ConsumerGroupTargetAssignmentMember { group: group.clone(), member: member.clone() },
+                OffsetsKey::ConsumerGroupCurrentMemberAssignment { group: group.clone(), member: member.clone() },
+            ] {
+                prop_assert_eq!(decode_key(&encode_key(&key)).unwrap(), key);
+            }
+        }
+
+        #[test]
+        fn consumer_group_values_round_trip(
+            epoch: i32,
+            hash: i64,
+            member in member_value(),
+            (assigned, pending) in (pairs(), pairs()),
+            previous: i32,
+            state: i8,
+        ) {
+            let metadata = ConsumerGroupMetadataValue { epoch, metadata_hash: hash };
+            prop_assert_eq!(
+                decode_consumer_group_metadata_value(&encode_consumer_group_metadata_value(&metadata)).unwrap(),
+                metadata
+            );
+            prop_assert_eq!(
+                decode_consumer_group_member_metadata_value(&encode_consumer_group_member_metadata_value(&member)).unwrap(),
+                member
+            );
+            let current = ConsumerGroupCurrentMemberAssignmentValue {
+                member_epoch: epoch,
+                previous_member_epoch: previous,
+                state,
+                assigned_partitions: assigned.clone(),
+                partitions_pending_revocation: pending,
+            };
+            prop_assert_eq!(
+                decode_consumer_group_current_member_assignment_value(&encode_consumer_group_current_member_assignment_value(&current)).unwrap(),
+                current
+            );
+            let target = ConsumerGroupTargetAssignmentMemberValue { topic_partitions: assigned };
+            prop_assert_eq!(
+                decode_consumer_group_target_assignment_member_value(&encode_consumer_group_target_assignment_member_value(&target)).unwrap(),
+                target
+            );
+            let assignment_epoch = ConsumerGroupTargetAssignmentMetadataValue { assignment_epoch: epoch };
+            prop_assert_eq!(
+                decode_consumer_group_target_assignment_metadata_value(&encode_consumer_group_target_assignment_metadata_value(&assignment_epoch)).unwrap(),
+                assignment_epoch
+            );
+        }
+
+        #[test]
+        fn consumer_group_garbage_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let _ = decode_consumer_group_metadata_value(&bytes);
+            let _ = decode_consumer_group_partition_metadata_value(&bytes);
+            let _ = decode_consumer_group_member_metadata_value(&bytes);
+            let _ = decode_consumer_group_target_assignment_metadata_value(&bytes);
+            let _ = decode_consumer_group_target_assignment_member_value(&bytes);
+            let _ = decode_consumer_group_current_member_assignment_value(&bytes);
+        }
+
+        #[test]
+        fn mutated_consumer_group_values_never_panic(member in member_value(), position: usize, byte: u8) {
+            let mut bytes = encode_consumer_group_member_metadata_value(&member);
+            let position = position % bytes.len();
+            bytes[position] = byte;
+            let _ = decode_consumer_group_member_metadata_value(&bytes);
         }
     }
 }

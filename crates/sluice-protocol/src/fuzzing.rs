@@ -476,6 +476,29 @@ pub fn builder_roundtrip_input(input: &BuilderInput) {
     }
 }
 
+/// Target `consumer_protocol`: byte 0 picks the format (even: a subscription, odd: an
+/// assignment), the rest is decoded. Decoding never panics; what decodes re-encodes to
+/// bytes that decode and re-encode to the same bytes (the encoding is a fixed point).
+pub fn consumer_protocol(data: &[u8]) {
+    use crate::consumer_protocol::{
+        decode_assignment, decode_subscription, encode_assignment, encode_subscription,
+    };
+    let Some((&selector, input)) = data.split_first() else {
+        return;
+    };
+    if selector % 2 == 0 {
+        if let Ok(subscription) = decode_subscription(input) {
+            let encoded = encode_subscription(&subscription);
+            let again = decode_subscription(&encoded).expect("an encoded subscription decodes");
+            assert_eq!(encode_subscription(&again), encoded);
+        }
+    } else if let Ok(assignment) = decode_assignment(input) {
+        let encoded = encode_assignment(&assignment);
+        let again = decode_assignment(&encoded).expect("an encoded assignment decodes");
+        assert_eq!(encode_assignment(&again), encoded);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -554,28 +577,5 @@ mod tests {
         let input = BuilderInput::parse(&[0; 15]);
         assert_eq!(input.records.len(), 1);
         assert_eq!(input.records[0], BuilderRecord::default());
-    }
-}
-
-/// Target `consumer_protocol`: byte 0 picks the format (even: a subscription, odd: an
-/// assignment), the rest is decoded. Decoding never panics; what decodes re-encodes to
-/// bytes that decode and re-encode to the same bytes (the encoding is a fixed point).
-pub fn consumer_protocol(data: &[u8]) {
-    use crate::consumer_protocol::{
-        decode_assignment, decode_subscription, encode_assignment, encode_subscription,
-    };
-    let Some((&selector, input)) = data.split_first() else {
-        return;
-    };
-    if selector % 2 == 0 {
-        if let Ok(subscription) = decode_subscription(input) {
-            let encoded = encode_subscription(&subscription);
-            let again = decode_subscription(&encoded).expect("an encoded subscription decodes");
-            assert_eq!(encode_subscription(&again), encoded);
-        }
-    } else if let Ok(assignment) = decode_assignment(input) {
-        let encoded = encode_assignment(&assignment);
-        let again = decode_assignment(&encoded).expect("an encoded assignment decodes");
-        assert_eq!(encode_assignment(&again), encoded);
     }
 }

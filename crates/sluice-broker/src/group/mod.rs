@@ -25,6 +25,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+use sluice_group::consumer::{ConsumerGroupConfig, Topics as ConsumerTopics};
 use sluice_group::records::{self, OffsetValue, OffsetsKey};
 use sluice_metadata::MetadataImage;
 use sluice_protocol::{Compression, NewRecord, RecordBatchBuilder, batches};
@@ -172,9 +173,7 @@ impl GroupCoordinator {
             let mut records = Vec::new();
             for group in state.groups.values_mut() {
                 group.tick(&config, now);
-                if let Some(record) = group.take_dirty_record() {
-                    records.push(record);
-                }
+                records.extend(group.take_records());
                 if expire_offsets {
                     records.extend(group.expire_offsets(retention_ms, now));
                 }
@@ -292,6 +291,40 @@ pub fn classic_config(broker: &Broker) -> ClassicConfig {
     }
 }
 
+/// The topics of the image as a consumer group sees them (internal topics left out).
+pub fn group_topics(broker: &Broker) -> ConsumerTopics {
+    let image = broker.image();
+    ConsumerTopics::new(
+        image
+            .topics()
+            .filter(|t| !crate::handlers::is_internal(&t.name))
+            .map(|t| {
+                (
+                    t.name.clone(),
+                    uuid::Uuid::from_bytes(t.topic_id),
+                    t.partitions.len() as i32,
+                )
+            }),
+    )
+}
+
+/// The `group.consumer.*` settings from the broker's config.
+pub fn consumer_config(broker: &Broker) -> ConsumerGroupConfig {
+    let config = &broker.config;
+    ConsumerGroupConfig {
+        session_timeout_ms: config.int_value("group.consumer.session.timeout.ms") as i32,
+        heartbeat_interval_ms: config.int_value("group.consumer.heartbeat.interval.ms") as i32,
+        max_size: config.int_value("group.consumer.max.size") as i32,
+        assignors: config
+            .get("group.consumer.assignors")
+            .unwrap_or("uniform,range")
+            .split(',')
+            .map(|a| a.trim().to_string())
+            .filter(|a| !a.is_empty())
+            .collect(),
+    }
+}
+
 /// Replays a partition of `__consumer_offsets` into its shard, once this node's replica
 /// is its leader.
 async fn load(broker: Arc<Broker>, shard: Arc<Shard>) {
@@ -331,6 +364,12 @@ async fn load(broker: Arc<Broker>, shard: Arc<Shard>) {
             return;
         }
     };
+    let mut state = state;
+    state.finish_load(
+        sluice_storage::now_ms(),
+        &consumer_config(&broker),
+        &group_topics(&broker),
+    );
     let groups = state.groups.len();
     *shard.lock() = state;
     shard.loaded.store(true, Ordering::Release);

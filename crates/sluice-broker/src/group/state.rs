@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use sluice_group::consumer::ConsumerGroup;
+use sluice_group::consumer::{ConsumerGroup, ConsumerGroupConfig, Topics};
 use sluice_group::records::{self, OffsetValue, OffsetsKey};
 
 use super::classic::{ClassicConfig, ClassicGroup};
@@ -33,6 +33,9 @@ pub struct Group {
     pub offsets: OffsetMap,
     /// Deleted (DeleteGroups, or every offset expired from an empty group).
     pub dead: bool,
+    /// Records to write before the group's own next ones (the tombstones of the kind it
+    /// was before a migration).
+    pub pending_records: Vec<OffsetsRecord>,
 }
 
 impl Group {
@@ -43,6 +46,7 @@ impl Group {
             kind: GroupKind::Classic(Box::new(ClassicGroup::new(group_id.to_string(), now))),
             offsets: OffsetMap::new(),
             dead: false,
+            pending_records: Vec::new(),
         }
     }
 
@@ -147,6 +151,12 @@ impl Group {
             return false;
         }
         tracing::info!(group = %self.group_id, members = snapshot.members.len(), "consumer group downgraded to a classic group");
+        if let GroupKind::Consumer(group) = &mut self.kind {
+            // Its records go: what changed, then its tombstones (Kafka's order).
+            self.pending_records.extend(group.take_records());
+            group.mark_dead();
+            self.pending_records.extend(group.take_records());
+        }
         self.kind = GroupKind::Classic(Box::new(ClassicGroup::from_downgrade(
             self.group_id.clone(),
             &snapshot,
@@ -156,16 +166,31 @@ impl Group {
         true
     }
 
-    /// The group metadata record when a classic group changed since it was stored.
-    pub fn take_dirty_record(&mut self) -> Option<OffsetsRecord> {
-        let GroupKind::Classic(group) = &mut self.kind else {
-            return None;
-        };
-        if !group.dirty {
-            return None;
+    /// The records of what changed in the group since the last call, in the order to
+    /// write them: a classic group's metadata when it changed, a consumer group's
+    /// member, epoch and assignment records (Kafka's), after any pending ones.
+    pub fn take_records(&mut self) -> Vec<OffsetsRecord> {
+        let mut records = std::mem::take(&mut self.pending_records);
+        match &mut self.kind {
+            GroupKind::Classic(group) => {
+                if group.dirty {
+                    group.dirty = false;
+                    records.push(group_record(&self.group_id, Some(&group.stored_value())));
+                }
+            }
+            GroupKind::Consumer(group) => records.extend(group.take_records()),
         }
-        group.dirty = false;
-        Some(group_record(&self.group_id, Some(&group.stored_value())))
+        records
+    }
+
+    /// Becomes a consumer group (KIP-848's upgrade, or an empty classic group taken
+    /// over): the classic group's metadata is tombstoned first.
+    pub fn become_consumer(&mut self, group: ConsumerGroup) {
+        if matches!(&self.kind, GroupKind::Classic(classic) if classic.generation > 0) {
+            self.pending_records
+                .push(group_record(&self.group_id, None));
+        }
+        self.kind = GroupKind::Consumer(Box::new(group));
     }
 
     /// Offsets retention (`offsets.retention.minutes`): an empty group's offsets expire
@@ -201,6 +226,10 @@ impl Group {
         // An empty group with nothing committed is forgotten (Kafka's cleanup).
         if self.offsets.is_empty() && empty_since.is_some() {
             self.dead = true;
+            if let GroupKind::Consumer(group) = &mut self.kind {
+                group.mark_dead();
+                records.extend(group.take_records());
+            }
             records.push(group_record(&self.group_id, None));
         }
         records
@@ -250,7 +279,11 @@ impl ShardState {
             OffsetsKey::GroupMetadata { group } => match value {
                 // The group's membership is gone; offsets have their own tombstones.
                 None => {
-                    if let Some(g) = self.groups.get_mut(&group) {
+                    if let Some(g) = self
+                        .groups
+                        .get_mut(&group)
+                        .filter(|g| matches!(g.kind, GroupKind::Classic(_)))
+                    {
                         if g.offsets.is_empty() {
                             self.groups.remove(&group);
                         } else {
@@ -276,7 +309,53 @@ impl ShardState {
                     }
                 },
             },
+            key if key.is_consumer_group_record() => self.replay_consumer_group(&key, value, now),
             _ => {}
+        }
+    }
+
+    /// Applies a KIP-848 record to its consumer group (created by the first value; its
+    /// ConsumerGroupMetadata tombstone, the last of a deleted group, removes it and
+    /// leaves only its offsets).
+    fn replay_consumer_group(&mut self, key: &OffsetsKey, value: Option<&[u8]>, now: i64) {
+        let Some(group_id) = key.group_id().map(str::to_string) else {
+            return;
+        };
+        if value.is_some() {
+            let group = self
+                .groups
+                .entry(group_id.clone())
+                .or_insert_with(|| Group::new(&group_id, now));
+            if !matches!(group.kind, GroupKind::Consumer(_)) {
+                group.kind = GroupKind::Consumer(Box::new(ConsumerGroup::new(group_id.clone())));
+            }
+        }
+        let Some(group) = self.groups.get_mut(&group_id) else {
+            return;
+        };
+        let GroupKind::Consumer(consumer) = &mut group.kind else {
+            return;
+        };
+        if let Err(error) = consumer.replay(key, value) {
+            tracing::warn!(group = %group_id, %error, "skipping an unreadable consumer group record");
+        }
+        if consumer.state() == sluice_group::consumer::ConsumerGroupState::Dead {
+            if group.offsets.is_empty() {
+                self.groups.remove(&group_id);
+            } else {
+                group.kind = GroupKind::Classic(Box::new(ClassicGroup::new(group_id, now)));
+            }
+        }
+    }
+
+    /// After a load: consumer groups start their members' session timers and resolve
+    /// their topics.
+    pub fn finish_load(&mut self, now: i64, config: &ConsumerGroupConfig, topics: &Topics) {
+        for group in self.groups.values_mut() {
+            if let GroupKind::Consumer(consumer) = &mut group.kind {
+                consumer.finish_load_with(now, config);
+                consumer.refresh_topics(topics);
+            }
         }
     }
 

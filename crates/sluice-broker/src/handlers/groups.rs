@@ -23,7 +23,7 @@ use kafka_protocol::messages::offset_fetch_response::{
 };
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
-use sluice_group::consumer::{ConsumerGroup, ConsumerGroupConfig, Topics as ConsumerTopics};
+use sluice_group::consumer::ConsumerGroup;
 use sluice_group::migration::CONSUMER_PROTOCOL_TYPE;
 use sluice_group::records::OffsetValue;
 
@@ -34,7 +34,7 @@ use crate::errors;
 use crate::group::classic::{JoinRequest, JoinResult, Reply, SyncOutcome, SyncResult};
 use crate::group::{
     self, GroupKind, OFFSETS_TOPIC, OffsetsRecord, Shard, await_commit, classic_config,
-    offset_record,
+    consumer_config, group_topics, offset_record,
 };
 
 fn group_id(id: &GroupId) -> String {
@@ -194,7 +194,7 @@ fn flush(broker: &std::sync::Arc<Broker>, shard: &Shard, groups: &mut crate::gro
     let records: Vec<OffsetsRecord> = groups
         .groups
         .values_mut()
-        .filter_map(|g| g.take_dirty_record())
+        .flat_map(|g| g.take_records())
         .collect();
     if !records.is_empty() {
         group::spawn_write(broker, shard, records);
@@ -1064,7 +1064,13 @@ async fn delete_group(
             .keys()
             .map(|(t, p)| offset_record(name, t, *p, None))
             .collect();
-        records.push(group::group_record(name, None));
+        match &mut group.kind {
+            GroupKind::Consumer(consumer) => {
+                consumer.mark_dead();
+                records.extend(consumer.take_records());
+            }
+            GroupKind::Classic(_) => records.push(group::group_record(name, None)),
+        }
         match broker.groups.append(broker, &shard, &records) {
             Ok(written) => {
                 group.dead = true;
@@ -1087,40 +1093,6 @@ async fn delete_group(
 }
 
 // -- The consumer protocol (KIP-848) -----------------------------------------------------
-
-/// The topics of the image as a consumer group sees them.
-fn group_topics(broker: &Broker) -> ConsumerTopics {
-    let image = broker.image();
-    ConsumerTopics::new(
-        image
-            .topics()
-            .filter(|t| !super::is_internal(&t.name))
-            .map(|t| {
-                (
-                    t.name.clone(),
-                    super::to_uuid(t.topic_id),
-                    t.partitions.len() as i32,
-                )
-            }),
-    )
-}
-
-/// The `group.consumer.*` settings from the broker's config.
-fn consumer_config(broker: &Broker) -> ConsumerGroupConfig {
-    let config = &broker.config;
-    ConsumerGroupConfig {
-        session_timeout_ms: config.int_value("group.consumer.session.timeout.ms") as i32,
-        heartbeat_interval_ms: config.int_value("group.consumer.heartbeat.interval.ms") as i32,
-        max_size: config.int_value("group.consumer.max.size") as i32,
-        assignors: config
-            .get("group.consumer.assignors")
-            .unwrap_or("uniform,range")
-            .split(',')
-            .map(|a| a.trim().to_string())
-            .filter(|a| !a.is_empty())
-            .collect(),
-    }
-}
 
 pub async fn consumer_group_heartbeat(
     context: &RequestContext,
@@ -1155,73 +1127,96 @@ pub async fn consumer_group_heartbeat(
     let topics = group_topics(broker);
     let config = consumer_config(broker);
     let now = sluice_storage::now_ms();
-    let mut state = shard.lock();
-    let group = state
-        .groups
-        .entry(group_id.clone())
-        .or_insert_with(|| group::Group::new(&group_id, now));
     let client_id = context.client_id.as_deref().unwrap_or("");
     let classic_settings = classic_config(broker);
-    if let GroupKind::Classic(classic) = &mut group.kind {
-        if classic.is_empty() {
+    let (response, written) = {
+        let mut state = shard.lock();
+        let group = state
+            .groups
+            .entry(group_id.clone())
+            .or_insert_with(|| group::Group::new(&group_id, now));
+        let response = match &mut group.kind {
             // An empty classic group (committed offsets only) is converted; its offsets
             // stay.
-            tracing::info!(group = %group_id, "empty classic group converted to a consumer group");
-            group.kind = GroupKind::Consumer(Box::new(ConsumerGroup::new(group_id.clone())));
-        } else {
+            GroupKind::Classic(classic) if classic.is_empty() => {
+                tracing::info!(group = %group_id, "empty classic group converted to a consumer group");
+                let mut consumer = ConsumerGroup::new(group_id.clone());
+                let response = consumer.heartbeat(
+                    context.version,
+                    &request,
+                    client_id,
+                    &context.client_host,
+                    &topics,
+                    &config,
+                    now,
+                );
+                group.become_consumer(consumer);
+                response
+            }
             // KIP-848's online upgrade: the classic members become classic members of
             // a consumer group, which assigns from now on.
-            let not_consumer = || {
-                error(
-                    errors::GROUP_ID_NOT_FOUND,
-                    &format!("Group {group_id} is not a consumer group."),
-                )
-            };
-            if !classic_settings.upgrade_allowed || request.member_epoch != 0 {
-                return not_consumer();
-            }
-            let snapshot = classic.snapshot();
-            if let Err((code, message)) =
-                ConsumerGroup::validate_online_upgrade(&group_id, &snapshot, &config)
-            {
-                return error(code, &message);
-            }
-            let mut upgraded =
-                match ConsumerGroup::from_classic(group_id.clone(), &snapshot, &topics, now) {
-                    Ok(upgraded) => upgraded,
-                    Err((code, message)) => return error(code, &message),
-                };
-            let response = upgraded.heartbeat(
-                context.version,
-                &request,
-                client_id,
-                &context.client_host,
-                &topics,
-                &config,
-                now,
-            );
-            if response.error_code == errors::NONE {
+            GroupKind::Classic(classic) => {
+                if !classic_settings.upgrade_allowed || request.member_epoch != 0 {
+                    return error(
+                        errors::GROUP_ID_NOT_FOUND,
+                        &format!("Group {group_id} is not a consumer group."),
+                    );
+                }
+                let snapshot = classic.snapshot();
+                if let Err((code, message)) =
+                    ConsumerGroup::validate_online_upgrade(&group_id, &snapshot, &config)
+                {
+                    return error(code, &message);
+                }
+                let mut upgraded =
+                    match ConsumerGroup::from_classic(group_id.clone(), &snapshot, &topics, now) {
+                        Ok(upgraded) => upgraded,
+                        Err((code, message)) => return error(code, &message),
+                    };
+                let response = upgraded.heartbeat(
+                    context.version,
+                    &request,
+                    client_id,
+                    &context.client_host,
+                    &topics,
+                    &config,
+                    now,
+                );
+                if response.error_code != errors::NONE {
+                    // Refused: the group stays classic, as if nothing happened.
+                    return response;
+                }
                 tracing::info!(group = %group_id, members = snapshot.members.len(), "classic group upgraded to a consumer group");
                 classic.fail_all(errors::REBALANCE_IN_PROGRESS);
-                group.kind = GroupKind::Consumer(Box::new(upgraded));
+                group.become_consumer(upgraded);
+                response
             }
-            return response;
-        }
-    }
-    let GroupKind::Consumer(consumer) = &mut group.kind else {
-        return error(errors::GROUP_ID_NOT_FOUND, "Not a consumer group.");
+            GroupKind::Consumer(consumer) => {
+                let response = consumer.heartbeat(
+                    context.version,
+                    &request,
+                    client_id,
+                    &context.client_host,
+                    &topics,
+                    &config,
+                    now,
+                );
+                group.maybe_downgrade(&classic_settings, now);
+                response
+            }
+        };
+        // What changed is stored before the member hears of it (Kafka's order).
+        let records = group.take_records();
+        let written = (!records.is_empty()).then(|| broker.groups.append(broker, &shard, &records));
+        (response, written)
     };
-    let response = consumer.heartbeat(
-        context.version,
-        &request,
-        client_id,
-        &context.client_host,
-        &topics,
-        &config,
-        now,
-    );
-    if group.maybe_downgrade(&classic_settings, now) {
-        flush(broker, &shard, &mut state);
+    let code = match written {
+        None => errors::NONE,
+        Some(Err(code)) => code,
+        Some(Ok((replica, required))) => await_commit(broker, &replica, required).await,
+    };
+    if code != errors::NONE {
+        return ConsumerGroupHeartbeatResponse::default().with_error_code(code);
     }
     response
 }
