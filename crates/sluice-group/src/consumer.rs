@@ -927,33 +927,13 @@ impl ConsumerGroup {
             updated.subscribed_topic_names != member.subscribed_topic_names || regex_changed;
 
         // Every check passed: apply.
-        if let Some(old_id) = &replaced {
-            tracing::info!(group = %self.group_id, member = %member_id, replaced = %old_id, "static member re-joins the consumer group");
-            self.replace_member(old_id, &member_id);
-        } else if !self.members.contains_key(&member_id) {
-            tracing::info!(group = %self.group_id, member = %member_id, "member joins the consumer group");
-        }
-        self.unindex(&member_id);
-        if let Some(instance_id) = &updated.instance_id {
-            self.static_members
-                .insert(instance_id.clone(), member_id.clone());
-        }
-        self.index(&updated);
-        self.put_member(updated);
-        self.prune_regexes();
-
-        let metadata = self.compute_subscription_metadata(topics);
-        let mut bump = self.group_epoch == 0 || subscription_changed;
-        if self.update_subscription_metadata(metadata) {
-            bump = true;
-        }
-        if bump {
-            self.group_epoch += 1;
-            tracing::info!(group = %self.group_id, epoch = self.group_epoch, "bumped group epoch");
-        }
-        if self.group_epoch > self.assignment_epoch {
-            self.update_target_assignment(topics);
-        }
+        self.apply_member(
+            &member_id,
+            replaced.as_deref(),
+            updated,
+            subscription_changed,
+            topics,
+        );
 
         // Reconcile the member toward its target.
         let current = self.members[&member_id].clone();
@@ -1652,33 +1632,13 @@ impl ConsumerGroup {
             || updated.subscribed_topic_regex != member.subscribed_topic_regex;
 
         // Apply.
-        if let Some(old_id) = &replaced {
-            tracing::info!(group = %self.group_id, member = %member_id, replaced = %old_id, "static member re-joins the consumer group using the classic protocol");
-            self.replace_member(old_id, &member_id);
-        } else if !self.members.contains_key(&member_id) {
-            tracing::info!(group = %self.group_id, member = %member_id, "member joins the consumer group using the classic protocol");
-        }
-        self.unindex(&member_id);
-        if let Some(instance_id) = &updated.instance_id {
-            self.static_members
-                .insert(instance_id.clone(), member_id.clone());
-        }
-        self.index(&updated);
-        self.put_member(updated);
-        self.prune_regexes();
-
-        let metadata = self.compute_subscription_metadata(topics);
-        let mut bump = self.group_epoch == 0 || subscription_changed;
-        if self.update_subscription_metadata(metadata) {
-            bump = true;
-        }
-        if bump {
-            self.group_epoch += 1;
-            tracing::info!(group = %self.group_id, epoch = self.group_epoch, "bumped group epoch");
-        }
-        if self.group_epoch > self.assignment_epoch {
-            self.update_target_assignment(topics);
-        }
+        self.apply_member(
+            &member_id,
+            replaced.as_deref(),
+            updated,
+            subscription_changed,
+            topics,
+        );
 
         // Reconcile with what the member says it owns.
         let owned: Vec<RequestTopicPartitions> =
@@ -2280,6 +2240,46 @@ impl ConsumerGroup {
     }
 
     /// Stores `member`, noting which of its records changed.
+    /// Applies a joining or updated member (in place of a static member's old
+    /// incarnation, `replaced`), then moves the group epoch on when its subscription or
+    /// the subscribed topics changed, and the target assignment with it.
+    fn apply_member(
+        &mut self,
+        member_id: &str,
+        replaced: Option<&str>,
+        updated: Member,
+        subscription_changed: bool,
+        topics: &Topics,
+    ) {
+        if let Some(old_id) = replaced {
+            tracing::info!(group = %self.group_id, member = %member_id, replaced = %old_id, "static member re-joins the consumer group");
+            self.replace_member(old_id, member_id);
+        } else if !self.members.contains_key(member_id) {
+            tracing::info!(group = %self.group_id, member = %member_id, "member joins the consumer group");
+        }
+        self.unindex(member_id);
+        if let Some(instance_id) = &updated.instance_id {
+            self.static_members
+                .insert(instance_id.clone(), member_id.to_string());
+        }
+        self.index(&updated);
+        self.put_member(updated);
+        self.prune_regexes();
+
+        let metadata = self.compute_subscription_metadata(topics);
+        let mut bump = self.group_epoch == 0 || subscription_changed;
+        if self.update_subscription_metadata(metadata) {
+            bump = true;
+        }
+        if bump {
+            self.group_epoch += 1;
+            tracing::info!(group = %self.group_id, epoch = self.group_epoch, "bumped group epoch");
+        }
+        if self.group_epoch > self.assignment_epoch {
+            self.update_target_assignment(topics);
+        }
+    }
+
     fn put_member(&mut self, member: Member) {
         let (metadata_changed, current_changed) = match self.members.get(&member.member_id) {
             None => (true, true),
