@@ -246,6 +246,25 @@ async fn fetch_offsets(address: SocketAddr, group: &str) -> Result<Vec<(String, 
     Ok(rows)
 }
 
+/// OffsetDelete of one partition's committed offset.
+async fn offset_delete(
+    wire: &mut Wire,
+    group: &str,
+    topic: &str,
+    partition: i32,
+) -> OffsetDeleteResponse {
+    let request = OffsetDeleteRequest::default()
+        .with_group_id(gid(group))
+        .with_topics(vec![
+            OffsetDeleteRequestTopic::default()
+                .with_name(TopicName(s(topic)))
+                .with_partitions(vec![
+                    OffsetDeleteRequestPartition::default().with_partition_index(partition),
+                ]),
+        ]);
+    wire.call(&request, 0).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn classic_group_joins_syncs_rebalances_and_expires() {
     let node = TestNode::start(GROUP_SETTINGS).await;
@@ -352,20 +371,7 @@ async fn classic_group_joins_syncs_rebalances_and_expires() {
         )
         .await;
     assert_eq!(deleted.results[0].error_code, NON_EMPTY_GROUP);
-    let refused = admin
-        .call(
-            &OffsetDeleteRequest::default()
-                .with_group_id(gid("g1"))
-                .with_topics(vec![
-                    OffsetDeleteRequestTopic::default()
-                        .with_name(TopicName(s("events")))
-                        .with_partitions(vec![
-                            OffsetDeleteRequestPartition::default().with_partition_index(0),
-                        ]),
-                ]),
-            0,
-        )
-        .await;
+    let refused = offset_delete(&mut admin, "g1", "events", 0).await;
     assert_eq!(refused.error_code, 0);
     assert_eq!(
         refused.topics[0].partitions[0].error_code,
@@ -540,20 +546,7 @@ async fn offsets_and_groups_survive_a_restart_and_expire_when_retained_too_long(
     );
     // OffsetDelete of one partition.
     let mut wire = Wire::connect(address).await;
-    let deleted = wire
-        .call(
-            &OffsetDeleteRequest::default()
-                .with_group_id(gid("keeper"))
-                .with_topics(vec![
-                    OffsetDeleteRequestTopic::default()
-                        .with_name(TopicName(s("orders")))
-                        .with_partitions(vec![
-                            OffsetDeleteRequestPartition::default().with_partition_index(2),
-                        ]),
-                ]),
-            0,
-        )
-        .await;
+    let deleted = offset_delete(&mut wire, "keeper", "orders", 2).await;
     assert_eq!(deleted.error_code, 0);
     assert_eq!(deleted.topics[0].partitions[0].error_code, 0);
     drop(wire);
@@ -765,20 +758,7 @@ async fn consumer_protocol_members_get_assignments_from_the_server() {
     let left = wire.call(&heartbeat(&a_id, -1, false), 1).await;
     assert_eq!(left.error_code, 0);
     assert_eq!(left.member_epoch, -1);
-    let deleted = wire
-        .call(
-            &OffsetDeleteRequest::default()
-                .with_group_id(gid("modern"))
-                .with_topics(vec![
-                    OffsetDeleteRequestTopic::default()
-                        .with_name(TopicName(s("stream")))
-                        .with_partitions(vec![
-                            OffsetDeleteRequestPartition::default().with_partition_index(0),
-                        ]),
-                ]),
-            0,
-        )
-        .await;
+    let deleted = offset_delete(&mut wire, "modern", "stream", 0).await;
     assert_eq!(deleted.topics[0].partitions[0].error_code, 0);
     node.stop().await;
 }
