@@ -52,20 +52,14 @@ if ! command -v kcat >/dev/null; then
 fi
 
 work="$(mktemp -d -t sluice-clients.XXXXXX)"
-broker_pid=""
-suite_pids=()
+name=clients
+source "$root/compat/lib/suites.sh"
 cleanup() {
-  for s in $suites; do
-    [[ -f "$work/$s.pid" && ! -f "$work/$s.rc" ]] && kill -TERM "$(cat "$work/$s.pid")" 2>/dev/null
-  done
-  for p in "${suite_pids[@]}"; do wait "$p" 2>/dev/null; done
+  stop_suites
   if [[ "$broker" == kafka ]]; then
     compat/kafka/run-kafka.sh stop "$work/kafka" >/dev/null 2>&1
-  elif [[ -n "$broker_pid" ]]; then
-    kill -TERM "$broker_pid" 2>/dev/null
-    for _ in $(seq 50); do kill -0 "$broker_pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$broker_pid" 2>/dev/null
-    wait "$broker_pid" 2>/dev/null
+  else
+    stop_sluice
   fi
   if [[ "$keep" == 1 ]]; then echo "clients: work dir kept: $work" >&2; else rm -rf "$work"; fi
 }
@@ -109,31 +103,10 @@ else
     cargo build -q -p sluice || { echo "run.sh: cargo build -p sluice failed" >&2; exit 1; }
   fi
   [[ -x "$sluice" ]] || { echo "run.sh: no $sluice (build it or set SLUICE)" >&2; exit 1; }
-  read -r port cport < <(python3 -c '
-import socket
-s1, s2 = socket.socket(), socket.socket()
-s1.bind(("127.0.0.1", 0)); s2.bind(("127.0.0.1", 0))
-print(s1.getsockname()[1], s2.getsockname()[1])')
+  read -r port cport < <(free_ports)
   mkdir -p "$work/data"
   broker_log="$work/sluice.err"
-  "$sluice" server \
-    --set "listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport" \
-    --set "advertised.listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport" \
-    --set "controller.quorum.bootstrap.servers=127.0.0.1:$cport" \
-    --set "log.dirs=$work/data" \
-    --set "group.initial.rebalance.delay.ms=0" \
-    > "$work/sluice.out" 2> "$broker_log" < /dev/null &
-  broker_pid=$!
-  for _ in $(seq 200); do
-    grep -q "^sluice: listening on PLAINTEXT://127.0.0.1:$port" "$broker_log" && break
-    kill -0 "$broker_pid" 2>/dev/null || break
-    sleep 0.05
-  done
-  if ! grep -q "^sluice: listening on PLAINTEXT://127.0.0.1:$port" "$broker_log"; then
-    echo "run.sh: sluice did not start listening on 127.0.0.1:$port:" >&2
-    tail -30 "$broker_log" >&2
-    exit 1
-  fi
+  start_sluice || exit 1
   bootstrap="127.0.0.1:$port"
   what="Sluice ($sluice)"
 fi
@@ -152,86 +125,9 @@ suite_cmd() { # sets cmd=(...) for suite $1
     *) cmd=(sh -c "echo 'FAIL $1: (suite) unknown suite'; exit 1") ;;
   esac
 }
-run_suite() {
-  local s="$1" cmd
-  suite_cmd "$s"
-  # timeout(1) passes a SIGTERM on to the check, which cleanup() relies on
-  (cd "$here" && exec "${cmd[@]}") > "$work/$s.out" 2> "$work/$s.err" < /dev/null &
-  echo $! > "$work/$s.pid"
-  wait $!
-  echo $? > "$work/$s.rc"
-}
-for s in $suites; do
-  if [[ "$serial" == 1 ]]; then
-    run_suite "$s"
-    cat "$work/$s.out"
-  else
-    run_suite "$s" &
-    suite_pids+=($!)
-  fi
-done
-# wait for the suites; if the broker dies, stop them at once (their checks would only
-# time out one by one)
-broker_alive() {
-  if [[ "$broker" == kafka ]]; then kill -0 "$(cat "$work/kafka/kafka.pid" 2>/dev/null)" 2>/dev/null
-  else kill -0 "$broker_pid" 2>/dev/null; fi
-}
-broker_died=0
-while :; do
-  left=0
-  for s in $suites; do [[ -f "$work/$s.rc" ]] || left=1; done
-  [[ "$left" == 0 ]] && break
-  if ! broker_alive; then
-    broker_died=1
-    for s in $suites; do
-      [[ -f "$work/$s.pid" && ! -f "$work/$s.rc" ]] && kill -TERM "$(cat "$work/$s.pid")" 2>/dev/null
-    done
-    break
-  fi
-  sleep 0.2
-done
-for p in "${suite_pids[@]}"; do wait "$p"; done
-suite_pids=()
-
-passed=0 failed=0
+run_suites
 for s in $suites; do
   [[ "$serial" == 1 ]] || cat "$work/$s.out"
-  rc="$(cat "$work/$s.rc" 2>/dev/null || echo '?')"
-  p=$(grep -c '^PASS ' "$work/$s.out")
-  f=$(grep -c '^FAIL ' "$work/$s.out")
-  if [[ "$rc" != 0 && "$f" == 0 ]] || [[ "$rc" == 0 && "$f" != 0 ]] || [[ "$p$f" == 00 ]]; then
-    # the script died (timeout: 124) or its exit code disagrees with its lines
-    why="exit $rc"; [[ "$rc" == 124 ]] && why="timed out"; [[ "$rc" == 143 ]] && why="stopped"
-    echo "FAIL $s: (suite) $why: $(grep -v '^\s*at ' "$work/$s.err" | tail -c 400 | tr '\n' ' ')"
-    f=$((f + 1))
-  fi
-  passed=$((passed + p)); failed=$((failed + f))
+  tally_suite "$s"
 done
-
-if [[ "$broker" == sluice ]]; then
-  if broker_alive; then
-    passed=$((passed + 1)); echo "PASS broker: sluice still running after all suites"
-  else
-    wait "$broker_pid"; rc=$?
-    failed=$((failed + 1))
-    echo "FAIL broker: sluice exited (code $rc) during the run (the suites were stopped): $(tail -c 600 "$broker_log" | tr '\n' ' ')"
-    broker_pid=""
-  fi
-elif [[ "$broker_died" == 1 ]]; then
-  failed=$((failed + 1)); echo "FAIL broker: Kafka exited during the run (the suites were stopped)"
-fi
-if [[ "$failed" != 0 ]]; then
-  if [[ "$broker" == sluice ]] && grep -qv '^sluice: listening on' "$broker_log"; then
-    echo "clients: the broker's log (last lines):"
-    grep -v '^sluice: listening on' "$broker_log" | tail -n 15 | sed 's/^/  /'
-  fi
-  if [[ "$keep" == 1 ]]; then
-    echo "clients: each suite's stderr is in $work/SUITE.err, the broker's log in $broker_log"
-  else
-    echo "clients: rerun with --keep to keep each suite's stderr and the broker's log"
-  fi
-fi
-elapsed_ms=$((($(date +%s%N) - started) / 1000000))
-printf 'clients: ran against %s in %d.%ds\n' "$what" $((elapsed_ms / 1000)) $((elapsed_ms % 1000 / 100))
-echo "clients: $passed passed, $failed failed"
-[[ "$failed" == 0 ]]
+finish_suites

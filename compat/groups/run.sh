@@ -55,13 +55,11 @@ python3 -c 'import kafka' 2>/dev/null || python3 -m pip install -q kafka-python 
 python3 -c 'import confluent_kafka' 2>/dev/null || python3 -m pip install -q confluent-kafka >&2
 
 work="$(mktemp -d -t sluice-groups.XXXXXX)"
-broker_pid=""
-suite_pids=()
+name=groups
+deferred_output=restart  # printed after the restart phase
+source "$root/compat/lib/suites.sh"
 cleanup() {
-  for s in $suites; do
-    [[ -f "$work/$s.pid" && ! -f "$work/$s.rc" ]] && kill -TERM "$(cat "$work/$s.pid")" 2>/dev/null
-  done
-  for p in "${suite_pids[@]}"; do wait "$p" 2>/dev/null; done
+  stop_suites
   if [[ "$broker" == kafka ]]; then
     python3 "$here/kafka_ctl.py" stop "$work/kafka" >/dev/null 2>&1
   else
@@ -73,36 +71,6 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # -- broker ------------------------------------------------------------------------------
-start_sluice() { # on $port/$cport with log dir $work/data; returns 1 if it does not listen
-  local from=0
-  [[ -f "$broker_log" ]] && from=$(wc -l < "$broker_log")
-  "$sluice" server \
-    --set "listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport" \
-    --set "advertised.listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport" \
-    --set "controller.quorum.bootstrap.servers=127.0.0.1:$cport" \
-    --set "log.dirs=$work/data" \
-    --set "group.initial.rebalance.delay.ms=0" \
-    >> "$work/sluice.out" 2>> "$broker_log" < /dev/null &
-  broker_pid=$!
-  for _ in $(seq 300); do
-    tail -n +$((from + 1)) "$broker_log" | grep -q "^sluice: listening on PLAINTEXT://127.0.0.1:$port" && return 0
-    kill -0 "$broker_pid" 2>/dev/null || break
-    sleep 0.05
-  done
-  echo "run.sh: sluice did not start listening on 127.0.0.1:$port:" >&2
-  tail -30 "$broker_log" >&2
-  return 1
-}
-stop_sluice() { # SIGTERM, SIGKILL after 5 s; returns the exit code
-  local rc=0
-  [[ -n "$broker_pid" ]] || return 0
-  kill -TERM "$broker_pid" 2>/dev/null
-  for _ in $(seq 50); do kill -0 "$broker_pid" 2>/dev/null || break; sleep 0.1; done
-  kill -KILL "$broker_pid" 2>/dev/null
-  wait "$broker_pid" 2>/dev/null; rc=$?
-  broker_pid=""
-  return $rc
-}
 if [[ "$broker" == kafka ]]; then
   mkdir -p "$work/kafka"
   # kafka_local.py's single-node KRaft Kafka with group.initial.rebalance.delay.ms=0 and
@@ -117,11 +85,7 @@ else
     cargo build -q -p sluice || { echo "run.sh: cargo build -p sluice failed" >&2; exit 1; }
   fi
   [[ -x "$sluice" ]] || { echo "run.sh: no $sluice (build it or set SLUICE)" >&2; exit 1; }
-  read -r port cport < <(python3 -c '
-import socket
-s1, s2 = socket.socket(), socket.socket()
-s1.bind(("127.0.0.1", 0)); s2.bind(("127.0.0.1", 0))
-print(s1.getsockname()[1], s2.getsockname()[1])')
+  read -r port cport < <(free_ports)
   mkdir -p "$work/data"
   broker_log="$work/sluice.err"
   start_sluice || exit 1
@@ -145,44 +109,7 @@ suite_cmd() { # sets cmd=(...) for suite $1
     *) cmd=(sh -c "echo 'FAIL $1: (suite) unknown suite'; exit 1") ;;
   esac
 }
-run_suite() {
-  local s="$1" cmd
-  suite_cmd "$s"
-  # timeout(1) passes a SIGTERM on to the check, which cleanup() relies on
-  (cd "$here" && exec "${cmd[@]}") > "$work/$s.out" 2> "$work/$s.err" < /dev/null &
-  echo $! > "$work/$s.pid"
-  wait $!
-  echo $? > "$work/$s.rc"
-}
-for s in $suites; do
-  if [[ "$serial" == 1 ]]; then
-    run_suite "$s"
-    [[ "$s" == restart ]] || cat "$work/$s.out"  # restart: printed after its 2nd phase
-  else
-    run_suite "$s" &
-    suite_pids+=($!)
-  fi
-done
-broker_alive() {
-  if [[ "$broker" == kafka ]]; then kill -0 "$(cat "$work/kafka/kafka.pid" 2>/dev/null)" 2>/dev/null
-  else [[ -n "$broker_pid" ]] && kill -0 "$broker_pid" 2>/dev/null; fi
-}
-broker_died=0
-while :; do
-  left=0
-  for s in $suites; do [[ -f "$work/$s.rc" ]] || left=1; done
-  [[ "$left" == 0 ]] && break
-  if ! broker_alive; then
-    broker_died=1
-    for s in $suites; do
-      [[ -f "$work/$s.pid" && ! -f "$work/$s.rc" ]] && kill -TERM "$(cat "$work/$s.pid")" 2>/dev/null
-    done
-    break
-  fi
-  sleep 0.2
-done
-for p in "${suite_pids[@]}"; do wait "$p"; done
-suite_pids=()
+run_suites
 
 # -- restart phase: after every other suite, restart the broker, read the offsets back --
 extra_pass=0 extra_fail=0
@@ -221,46 +148,11 @@ passed=$extra_pass failed=$extra_fail
 for s in $suites; do
   if [[ "$s" == restart ]]; then
     cat "$work/restart-prepare.out" "$work/restart-phase.out" "$work/restart.out" 2>/dev/null
-  elif [[ "$serial" != 1 ]]; then
-    cat "$work/$s.out"
+    tally_suite restart "$work/restart.out" \
+      "$(grep -c '^PASS ' "$work/restart-prepare.out" 2>/dev/null)"
+  else
+    [[ "$serial" == 1 ]] || cat "$work/$s.out"
+    tally_suite "$s"
   fi
-  rc="$(cat "$work/$s.rc" 2>/dev/null || echo '?')"
-  p=$(grep -c '^PASS ' "$work/$s.out")
-  f=$(grep -c '^FAIL ' "$work/$s.out")
-  if [[ "$s" == restart && -f "$work/restart-prepare.out" ]]; then
-    p=$((p + $(grep -c '^PASS ' "$work/restart-prepare.out")))
-  fi
-  if [[ "$rc" != 0 && "$f" == 0 ]] || [[ "$rc" == 0 && "$f" != 0 ]] || [[ "$p$f" == 00 ]]; then
-    why="exit $rc"; [[ "$rc" == 124 ]] && why="timed out"; [[ "$rc" == 143 ]] && why="stopped"
-    echo "FAIL $s: (suite) $why: $(grep -v '^\s*at ' "$work/$s.err" | tail -c 400 | tr '\n' ' ')"
-    f=$((f + 1))
-  fi
-  passed=$((passed + p)); failed=$((failed + f))
 done
-
-if [[ "$broker" == sluice ]]; then
-  if broker_alive; then
-    passed=$((passed + 1)); echo "PASS broker: sluice still running after all suites"
-  else
-    failed=$((failed + 1))
-    echo "FAIL broker: sluice exited during the run (the suites were stopped): $(tail -c 600 "$broker_log" | tr '\n' ' ')"
-    broker_pid=""
-  fi
-elif [[ "$broker_died" == 1 ]]; then
-  failed=$((failed + 1)); echo "FAIL broker: Kafka exited during the run (the suites were stopped)"
-fi
-if [[ "$failed" != 0 ]]; then
-  if [[ "$broker" == sluice ]] && grep -qv '^sluice: listening on' "$broker_log"; then
-    echo "groups: the broker's log (last lines):"
-    grep -v '^sluice: listening on' "$broker_log" | tail -n 15 | sed 's/^/  /'
-  fi
-  if [[ "$keep" == 1 ]]; then
-    echo "groups: each suite's stderr is in $work/SUITE.err, the broker's log in $broker_log"
-  else
-    echo "groups: rerun with --keep to keep each suite's stderr and the broker's log"
-  fi
-fi
-elapsed_ms=$((($(date +%s%N) - started) / 1000000))
-printf 'groups: ran against %s in %d.%ds\n' "$what" $((elapsed_ms / 1000)) $((elapsed_ms % 1000 / 100))
-echo "groups: $passed passed, $failed failed"
-[[ "$failed" == 0 ]]
+finish_suites
