@@ -33,6 +33,7 @@ import base64
 import os
 import shutil
 import signal
+import random
 import socket
 import struct
 import subprocess
@@ -170,12 +171,18 @@ def exit_on_signals():
 
 
 def free_port(avoid=()):
+    """A free port below Linux's ephemeral range (32768-60999): a node restarted on it
+    finds it free, since no outgoing connection takes it as its local port meanwhile."""
     while True:
+        port = random.randrange(20000, 32000)
+        if port in avoid:
+            continue
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port not in avoid:
-            return port
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
 
 
 def log(msg):

@@ -206,13 +206,19 @@ impl Wire {
     }
 }
 
-/// A free port on 127.0.0.1 (bound, read, released: the caller binds it again soon).
+/// A free port on 127.0.0.1 (bound, then released: the caller binds it again soon, and
+/// again when it restarts a node). Taken below Linux's ephemeral range (32768-60999),
+/// so that no outgoing connection (of another node, while this one is down) takes it
+/// as its local port in between.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    loop {
+        // std's hasher keys are random per instance: a random number without a crate.
+        let random = std::hash::BuildHasher::hash_one(&std::hash::RandomState::new(), 0u8);
+        let port = 20_000 + (random % 12_000) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
 
 /// One node of a [`TestCluster`].
