@@ -384,8 +384,70 @@ impl Collector for BrokerCollector {
             "Partitions in the cluster.",
             counts.partitions,
         )?;
+        self.encode_groups(e)?;
         self.encode_logs(e)?;
         self.encode_requests(e)
+    }
+}
+
+impl BrokerCollector {
+    /// The group coordinator's gauges, as Kafka 4.1 names them: the classic groups and
+    /// committed offsets of `kafka.coordinator.group<type=GroupMetadataManager>`
+    /// (`NumGroups`, `NumGroups<State>`, `NumOffsets`), and the per-protocol and
+    /// per-state counts of `kafka.server<type=group-coordinator-metrics>` — for the
+    /// partitions of `__consumer_offsets` this node leads.
+    fn encode_groups(&self, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let counts = self.broker.groups.counts();
+        gauge(
+            encoder,
+            "kafka_coordinator_group_groupmetadatamanager_numoffsets",
+            "Committed offsets held by this coordinator.",
+            counts.offsets,
+        )?;
+        gauge(
+            encoder,
+            "kafka_coordinator_group_groupmetadatamanager_numgroups",
+            "Classic groups held by this coordinator.",
+            counts.groups("classic", None),
+        )?;
+        for state in [
+            "PreparingRebalance",
+            "CompletingRebalance",
+            "Stable",
+            "Dead",
+            "Empty",
+        ] {
+            gauge(
+                encoder,
+                &format!(
+                    "kafka_coordinator_group_groupmetadatamanager_numgroups{}",
+                    state.to_lowercase()
+                ),
+                "Classic groups in this state.",
+                counts.groups("classic", Some(state)),
+            )?;
+        }
+        let mut family = encoder.encode_descriptor(
+            "kafka_server_group_coordinator_metrics_group_count",
+            "Groups held by this coordinator, by protocol.",
+            None,
+            prometheus_client::metrics::MetricType::Gauge,
+        )?;
+        for protocol in ["classic", "consumer"] {
+            ConstGauge::new(counts.groups(protocol, None))
+                .encode(family.encode_family(&[("protocol", protocol)])?)?;
+        }
+        let mut family = encoder.encode_descriptor(
+            "kafka_server_group_coordinator_metrics_consumer_group_count",
+            "Consumer (KIP-848) groups held by this coordinator, by state.",
+            None,
+            prometheus_client::metrics::MetricType::Gauge,
+        )?;
+        for state in ["Empty", "Assigning", "Reconciling", "Stable", "Dead"] {
+            ConstGauge::new(counts.groups("consumer", Some(state)))
+                .encode(family.encode_family(&[("state", state.to_lowercase())])?)?;
+        }
+        Ok(())
     }
 }
 

@@ -248,3 +248,135 @@ async fn an_explicit_metrics_listener_that_cannot_bind_fails_the_start() {
     assert!(error.to_string().contains("metrics.listener"), "{error}");
     assert!(error.to_string().contains(&address), "{error}");
 }
+
+/// FindCoordinator until the group's coordinator (this node) has loaded its partition.
+async fn wait_for_coordinator(address: SocketAddr, group: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let mut wire = Wire::connect(address).await;
+        let found = wire
+            .call(
+                &FindCoordinatorRequest::default()
+                    .with_coordinator_keys(vec![StrBytes::from_string(group.into())]),
+                6,
+            )
+            .await;
+        let described = wire
+            .call(
+                &DescribeGroupsRequest::default()
+                    .with_groups(vec![GroupId(StrBytes::from_string(group.into()))]),
+                5,
+            )
+            .await;
+        if found.coordinators[0].error_code == 0 && described.groups[0].error_code == 0 {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the coordinator loads"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_scrape_reports_the_group_coordinators_groups_and_offsets() {
+    use kafka_protocol::messages::offset_commit_request::{
+        OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+    };
+    let metrics = free_address();
+    let node = TestNode::start(&[("metrics.listener", &metrics.to_string())]).await;
+    let mut wire = Wire::connect(node.address).await;
+    let created = wire
+        .call(
+            &CreateTopicsRequest::default().with_topics(vec![
+                CreatableTopic::default()
+                    .with_name(name("grouped"))
+                    .with_num_partitions(3)
+                    .with_replication_factor(1),
+            ]),
+            7,
+        )
+        .await;
+    assert_eq!(created.topics[0].error_code, 0);
+    // Two groups with committed offsets (2 + 1), one a KIP-848 group with a member.
+    for (group, partitions) in [("counted-a", vec![0, 1]), ("counted-b", vec![2])] {
+        wait_for_coordinator(node.address, group).await;
+        let committed = wire
+            .call(
+                &OffsetCommitRequest::default()
+                    .with_group_id(GroupId(StrBytes::from_string(group.into())))
+                    .with_generation_id_or_member_epoch(-1)
+                    .with_topics(vec![
+                        OffsetCommitRequestTopic::default()
+                            .with_name(name("grouped"))
+                            .with_partitions(
+                                partitions
+                                    .iter()
+                                    .map(|p| {
+                                        OffsetCommitRequestPartition::default()
+                                            .with_partition_index(*p)
+                                            .with_committed_offset(1)
+                                    })
+                                    .collect(),
+                            ),
+                    ]),
+                9,
+            )
+            .await;
+        assert!(
+            committed.topics[0]
+                .partitions
+                .iter()
+                .all(|p| p.error_code == 0)
+        );
+    }
+    let joined = wire
+        .call(
+            &ConsumerGroupHeartbeatRequest::default()
+                .with_group_id(GroupId(StrBytes::from_static_str("counted-b")))
+                .with_member_id(StrBytes::from_static_str("member-of-counted-b-0001"))
+                .with_member_epoch(0)
+                .with_rebalance_timeout_ms(10_000)
+                .with_subscribed_topic_names(Some(vec![name("grouped")]))
+                .with_topic_partitions(Some(vec![])),
+            1,
+        )
+        .await;
+    assert_eq!(joined.error_code, 0, "{joined:?}");
+    let (status, text) = get(metrics, "/metrics").await;
+    assert_eq!(status, 200);
+    for (series, expected) in [
+        (
+            "kafka_coordinator_group_groupmetadatamanager_numoffsets",
+            3.0,
+        ),
+        (
+            "kafka_coordinator_group_groupmetadatamanager_numgroups",
+            1.0,
+        ),
+        (
+            "kafka_coordinator_group_groupmetadatamanager_numgroupsempty",
+            1.0,
+        ),
+        (
+            "kafka_coordinator_group_groupmetadatamanager_numgroupsstable",
+            0.0,
+        ),
+        (
+            r#"kafka_server_group_coordinator_metrics_group_count{protocol="classic"}"#,
+            1.0,
+        ),
+        (
+            r#"kafka_server_group_coordinator_metrics_group_count{protocol="consumer"}"#,
+            1.0,
+        ),
+        (
+            r#"kafka_server_group_coordinator_metrics_consumer_group_count{state="stable"}"#,
+            1.0,
+        ),
+    ] {
+        assert_eq!(sample(&text, series), Some(expected), "{series} in\n{text}");
+    }
+    node.stop().await;
+}

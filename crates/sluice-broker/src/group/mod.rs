@@ -69,6 +69,24 @@ pub struct GroupCoordinator {
     last_retention_check: Mutex<i64>,
 }
 
+/// Counts for the metrics ([`GroupCoordinator::counts`]).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct GroupCounts {
+    pub offsets: i64,
+    pub groups: Vec<(&'static str, &'static str, i64)>,
+}
+
+impl GroupCounts {
+    /// Groups of `protocol` ("classic" or "consumer"), in `state` when given.
+    pub fn groups(&self, protocol: &str, state: Option<&str>) -> i64 {
+        self.groups
+            .iter()
+            .filter(|(p, s, _)| *p == protocol && state.is_none_or(|state| *s == state))
+            .map(|(_, _, n)| n)
+            .sum()
+    }
+}
+
 /// A record for `__consumer_offsets`: key and value (None = tombstone).
 pub type OffsetsRecord = (Vec<u8>, Option<Vec<u8>>);
 
@@ -102,6 +120,25 @@ impl GroupCoordinator {
             .filter(|s| s.loaded.load(Ordering::Acquire))
             .cloned()
             .collect()
+    }
+
+    /// What the coordinator holds now, for the metrics: committed offsets, and groups
+    /// by protocol and state (`(protocol, state, count)`, states as DescribeGroups
+    /// names them).
+    pub fn counts(&self) -> GroupCounts {
+        let mut counts = GroupCounts::default();
+        for shard in self.loaded_shards() {
+            let state = shard.lock();
+            for group in state.groups.values().filter(|g| !g.is_dead()) {
+                counts.offsets += group.offsets.len() as i64;
+                let key = (group.type_name(), group.state_name());
+                match counts.groups.iter_mut().find(|(p, s, _)| (*p, *s) == key) {
+                    Some(entry) => entry.2 += 1,
+                    None => counts.groups.push((key.0, key.1, 1)),
+                }
+            }
+        }
+        counts
     }
 
     /// Follows leadership of `__consumer_offsets`: loads the partitions this node now
