@@ -1135,21 +1135,24 @@ pub async fn consumer_group_heartbeat(
             .groups
             .entry(group_id.clone())
             .or_insert_with(|| group::Group::new(&group_id, now));
+        let beat = |group: &mut ConsumerGroup| {
+            group.heartbeat(
+                context.version,
+                &request,
+                client_id,
+                &context.client_host,
+                &topics,
+                &config,
+                now,
+            )
+        };
         let response = match &mut group.kind {
             // An empty classic group (committed offsets only) is converted; its offsets
             // stay.
             GroupKind::Classic(classic) if classic.is_empty() => {
                 tracing::info!(group = %group_id, "empty classic group converted to a consumer group");
                 let mut consumer = ConsumerGroup::new(group_id.clone());
-                let response = consumer.heartbeat(
-                    context.version,
-                    &request,
-                    client_id,
-                    &context.client_host,
-                    &topics,
-                    &config,
-                    now,
-                );
+                let response = beat(&mut consumer);
                 group.become_consumer(consumer);
                 response
             }
@@ -1173,15 +1176,7 @@ pub async fn consumer_group_heartbeat(
                         Ok(upgraded) => upgraded,
                         Err((code, message)) => return error(code, &message),
                     };
-                let response = upgraded.heartbeat(
-                    context.version,
-                    &request,
-                    client_id,
-                    &context.client_host,
-                    &topics,
-                    &config,
-                    now,
-                );
+                let response = beat(&mut upgraded);
                 if response.error_code != errors::NONE {
                     // Refused: the group stays classic, as if nothing happened.
                     return response;
@@ -1192,15 +1187,7 @@ pub async fn consumer_group_heartbeat(
                 response
             }
             GroupKind::Consumer(consumer) => {
-                let response = consumer.heartbeat(
-                    context.version,
-                    &request,
-                    client_id,
-                    &context.client_host,
-                    &topics,
-                    &config,
-                    now,
-                );
+                let response = beat(consumer);
                 group.maybe_downgrade(&classic_settings, now);
                 response
             }
