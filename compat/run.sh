@@ -16,6 +16,8 @@
 # 5. offsets-records: Kafka's DumpLogSegments --offsets-decoder reads that node's
 #    __consumer_offsets partitions: a librdkafka classic group's metadata and committed
 #    offset, and a librdkafka KIP-848 group's member, epoch and assignment records.
+# 6. producer-snapshot: DumpLogSegments reads the producer state snapshot (`.snapshot`)
+#    the node wrote at its clean shutdown.
 #
 # Expects the debug build (`cargo test --workspace` builds it); builds what is missing.
 set -euo pipefail
@@ -86,6 +88,12 @@ import sys
 from confluent_kafka.admin import AdminClient, NewTopic, ConfigResource
 admin = AdminClient({"bootstrap.servers": sys.argv[1]})
 admin.create_topics([NewTopic("decoded", 2, 1, config={"retention.ms": "123456"})])["decoded"].result(10)
+# An idempotent producer: section 6 reads its state from the snapshot written at close.
+from confluent_kafka import Producer
+producer = Producer({"bootstrap.servers": sys.argv[1], "enable.idempotence": True})
+for i in range(5):
+    producer.produce("decoded", value=b"v%d" % i, partition=0)
+assert producer.flush(20) == 0, "the idempotent producer's records were acknowledged"
 # A consumer group that commits: what section 5 decodes from __consumer_offsets.
 import time
 from confluent_kafka import Consumer, TopicPartition
@@ -168,5 +176,17 @@ for expected in \
 done
 echo "offsets-records: $((8 - offsets_failed)) passed, $offsets_failed failed"
 failed=$((failed + offsets_failed))
+
+# 6. producer-snapshot: Kafka's DumpLogSegments reads the producer state snapshot the node
+#    wrote for decoded-0 at its clean shutdown (the idempotent producer's 5 records).
+snapshot="$(ls "$node_dir"/data/decoded-0/*.snapshot 2>/dev/null | tail -1)"
+if [[ -n "$snapshot" ]] && java -cp "$libs/*" kafka.tools.DumpLogSegments --files "$snapshot" 2>/dev/null \
+    | grep -q 'producerEpoch: 0 coordinatorEpoch: -1 .* firstSequence: 0 lastSequence: 4 lastOffset: 4 offsetDelta: 4'; then
+  echo "producer-snapshot: 1 passed, 0 failed"
+else
+  echo "FAIL producer-snapshot: Kafka's DumpLogSegments did not read the producer's state from ${snapshot:-(no snapshot)}" >&2
+  echo "producer-snapshot: 0 passed, 1 failed"
+  failed=$((failed + 1))
+fi
 
 [[ "$failed" == 0 ]]

@@ -392,6 +392,11 @@ const DEFINITIONS: &[Definition] = &[
         Kind::Int { min: 0 },
         Some("0"),
     ),
+    def(
+        "producer.id.expiration.ms",
+        Kind::Int { min: 1 },
+        Some("86400000"),
+    ),
     def("min.insync.replicas", Kind::Int { min: 1 }, Some("1")),
     def("log.cleaner.enable", Kind::Bool, Some("true")),
     def("unclean.leader.election.enable", Kind::Bool, Some("false")),
@@ -726,6 +731,7 @@ impl BrokerConfig {
                 .optional_int("log.flush.interval.ms")
                 .unwrap_or_else(|| self.int("log.flush.scheduler.interval.ms")),
             max_message_bytes: self.message_max_bytes(),
+            producer_id_expiration_ms: self.int("producer.id.expiration.ms"),
             message_timestamp_type: match self.get("log.message.timestamp.type") {
                 Some("LogAppendTime") => TimestampType::LogAppendTime,
                 _ => TimestampType::CreateTime,

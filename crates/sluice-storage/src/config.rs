@@ -34,6 +34,9 @@ pub struct LogConfig {
     pub max_message_bytes: u32,
     /// `message.timestamp.type`: CreateTime (default) or LogAppendTime.
     pub message_timestamp_type: TimestampType,
+    /// `producer.id.expiration.ms` (a broker key in Kafka): an idempotent producer
+    /// whose last batch is this old loses its state (default 1 day).
+    pub producer_id_expiration_ms: i64,
 }
 
 impl Default for LogConfig {
@@ -50,6 +53,7 @@ impl Default for LogConfig {
             flush_ms: i64::MAX,
             max_message_bytes: 1024 * 1024 + 12,
             message_timestamp_type: TimestampType::CreateTime,
+            producer_id_expiration_ms: crate::producer_state::DEFAULT_PRODUCER_ID_EXPIRATION_MS,
         }
     }
 }
@@ -113,6 +117,13 @@ impl LogConfig {
                 "max.message.bytes",
                 self.max_message_bytes,
                 "must hold a batch header (61 bytes)",
+            ));
+        }
+        if self.producer_id_expiration_ms < 1 {
+            return Err(invalid(
+                "producer.id.expiration.ms",
+                self.producer_id_expiration_ms,
+                "must be at least 1",
             ));
         }
         Ok(())

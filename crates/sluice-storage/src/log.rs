@@ -15,8 +15,25 @@
 //!
 //! Concurrency: appends, truncation and retention take `&mut self`; reads and lookups
 //! take `&self`. The broker serializes them per partition.
+//!
+//! Producer snapshots (Kafka's `{offset:020}.snapshot`, format in
+//! [`crate::producer_state`]):
+//! - written at each roll, as of the new segment's base offset (not fsynced then: the
+//!   deferred flush of the rolled segment fsyncs it), at a clean [`Log::close`] as of the
+//!   log end offset, and after an open or truncation had to replay batches, as of the
+//!   log end offset — each only when its offset is past the newest snapshot's;
+//! - read on open and on truncation: the newest snapshot at or below the log end offset
+//!   whose CRC and length hold (a corrupt one is logged, deleted, and the one before it
+//!   tried; with none the state starts empty at the log start offset), then the batches
+//!   from its offset to the log end are replayed;
+//! - deleted when they fall below the log start offset (retention, DeleteRecords), above
+//!   the log end (truncation), with every segment (a full truncation), and on open when
+//!   they match no segment base offset — except the newest such, above the last segment
+//!   base, which a clean close wrote (Kafka's `removeStraySnapshots`). So a partition
+//!   keeps at most one snapshot per segment plus one.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
@@ -30,8 +47,10 @@ use crate::checkpoint::{self, TopicId};
 use crate::config::LogConfig;
 use crate::error::{IoContext, Result, StorageError};
 use crate::leader_epoch::{LEADER_EPOCH_CHECKPOINT, LeaderEpochCache};
-use crate::producer_state::{self, BatchMetadata, ProducerStateManager, SequenceCheck};
-use crate::segment::{AppendedBatch, BatchHeader, LogSegment};
+use crate::producer_state::{
+    self, BatchMetadata, CorruptSnapshot, ProducerStateManager, SNAPSHOT_SUFFIX, SequenceCheck,
+};
+use crate::segment::{AppendedBatch, BatchHeader, LogSegment, segment_file_name};
 
 /// A stored batch's producer metadata.
 fn producer_batch(header: &BatchHeader) -> BatchMetadata {
@@ -43,6 +62,7 @@ fn producer_batch(header: &BatchHeader) -> BatchMetadata {
         ),
         first_offset: header.base_offset,
         last_offset: header.last_offset(),
+        timestamp: header.max_timestamp,
     }
 }
 
@@ -138,6 +158,10 @@ pub struct Log {
     rolled_unflushed: Vec<i64>,
     /// Idempotent producers' recent batches.
     producers: ProducerStateManager,
+    /// Offsets of the producer snapshot files in `dir`.
+    snapshots: BTreeSet<i64>,
+    /// Snapshots written at roll and not yet fsynced.
+    unflushed_snapshots: Vec<i64>,
 }
 
 impl Log {
@@ -149,7 +173,7 @@ impl Log {
         std::fs::create_dir_all(dir).at(dir)?;
         let now = options.now_ms;
         let topic_id = check_topic_id(dir, options.topic_id)?;
-        let base_offsets = list_segments(dir)?;
+        let (base_offsets, snapshots) = list_segments(dir)?;
         let mut segments = BTreeMap::new();
         let recover_from = if options.clean_shutdown {
             i64::MAX
@@ -224,16 +248,152 @@ impl Log {
             last_flush_ms: now,
             rolled_unflushed: Vec::new(),
             producers: ProducerStateManager::default(),
+            snapshots: snapshots.into_iter().collect(),
+            unflushed_snapshots: Vec::new(),
         };
-        log.rebuild_producer_state()?;
+        log.remove_stray_snapshots()?;
+        log.rebuild_producer_state(now, true)?;
         log.check_invariants();
         Ok(log)
     }
 
-    /// Rebuilds the producer state from the active segment's batches.
-    fn rebuild_producer_state(&mut self) -> Result<()> {
+    fn snapshot_path(&self, offset: i64) -> PathBuf {
+        self.dir.join(segment_file_name(offset, SNAPSHOT_SUFFIX))
+    }
+
+    /// Offsets of the producer snapshot files, oldest first.
+    pub fn producer_snapshot_offsets(&self) -> Vec<i64> {
+        self.snapshots.iter().copied().collect()
+    }
+
+    /// Whether a snapshot at `offset` would be newer than every snapshot kept (Kafka
+    /// takes one only past the last, counting from the log start offset).
+    fn snapshot_due(&self, offset: i64) -> bool {
+        offset
+            > self
+                .snapshots
+                .last()
+                .copied()
+                .unwrap_or(self.log_start_offset)
+    }
+
+    /// Writes the producer state as the snapshot at `offset`. Without `sync` it is
+    /// fsynced by the next [`Log::flush_rolled_segments`].
+    fn write_producer_snapshot(&mut self, offset: i64, sync: bool) -> Result<()> {
+        let path = self.snapshot_path(offset);
+        let bytes = self.producers.to_snapshot();
+        {
+            let mut file = std::fs::File::create(&path).at(&path)?;
+            file.write_all(&bytes).at(&path)?;
+            if sync {
+                file.sync_all().at(&path)?;
+            }
+        }
+        if sync {
+            checkpoint::sync_dir(&self.dir)?;
+        } else {
+            self.unflushed_snapshots.push(offset);
+        }
+        self.snapshots.insert(offset);
+        tracing::debug!(path = %path.display(), producers = self.producers.len(), "wrote a producer snapshot");
+        Ok(())
+    }
+
+    fn delete_snapshot(&mut self, offset: i64) -> Result<()> {
+        self.snapshots.remove(&offset);
+        let path = self.snapshot_path(offset);
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(source) => Err(StorageError::Io { path, source }),
+        }
+    }
+
+    /// Deletes the snapshots for which `doomed` holds.
+    fn delete_snapshots_where(&mut self, doomed: impl Fn(i64) -> bool) -> Result<()> {
+        let offsets: Vec<i64> = self
+            .snapshots
+            .iter()
+            .copied()
+            .filter(|o| doomed(*o))
+            .collect();
+        for offset in offsets {
+            self.delete_snapshot(offset)?;
+        }
+        Ok(())
+    }
+
+    /// Kafka's `removeStraySnapshots`: snapshots at no segment's base offset go, except
+    /// the newest of them when it is above the last segment's base (a clean close's).
+    fn remove_stray_snapshots(&mut self) -> Result<()> {
+        let last_base = *self
+            .segments
+            .keys()
+            .next_back()
+            .expect("a log always has a segment");
+        let strays: Vec<i64> = self
+            .snapshots
+            .iter()
+            .copied()
+            .filter(|offset| !self.segments.contains_key(offset))
+            .collect();
+        if let Some((&newest, older)) = strays.split_last() {
+            for offset in older {
+                self.delete_snapshot(*offset)?;
+            }
+            if newest < last_base {
+                self.delete_snapshot(newest)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Rebuilds the producer state: the newest usable snapshot at or below the log end
+    /// offset, then the batches after it (Kafka's `rebuildProducerState`). Snapshots out
+    /// of the log's range, and corrupt ones, are deleted. With `take_snapshot`, a
+    /// snapshot of the result is written at the log end when batches were replayed.
+    fn rebuild_producer_state(&mut self, now_ms: i64, take_snapshot: bool) -> Result<()> {
+        let (start, end) = (self.log_start_offset, self.log_end_offset());
+        self.delete_snapshots_where(|offset| offset > end || offset < start)?;
         self.producers.clear();
-        let mut offset = self.active().base_offset().max(self.log_start_offset);
+        let mut loaded = None;
+        while let Some(offset) = self.snapshots.last().copied() {
+            let path = self.snapshot_path(offset);
+            let decoded = match std::fs::read(&path) {
+                Ok(bytes) => producer_state::decode_snapshot(&bytes),
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                    Err(CorruptSnapshot("the file is gone".to_string()))
+                }
+                Err(source) => return Err(StorageError::Io { path, source }),
+            };
+            match decoded {
+                Ok(entries) => {
+                    self.producers.load_snapshot(
+                        &entries,
+                        now_ms,
+                        self.config.producer_id_expiration_ms,
+                    );
+                    loaded = Some(offset);
+                    break;
+                }
+                Err(error) => {
+                    tracing::warn!(path = %path.display(), %error, "skipping a corrupt producer snapshot");
+                    self.delete_snapshot(offset)?;
+                }
+            }
+        }
+        let from = loaded.unwrap_or(start).max(start);
+        tracing::debug!(dir = %self.dir.display(), snapshot = ?loaded, from, to = end, "rebuilding producer state");
+        self.replay_producer_batches(from)?;
+        if take_snapshot && end > from && self.snapshot_due(end) {
+            self.write_producer_snapshot(end, true)?;
+        }
+        Ok(())
+    }
+
+    /// Applies the producer batches from `from` to the log end to the state.
+    fn replay_producer_batches(&mut self, from: i64) -> Result<()> {
+        let mut offset = from;
         let end = self.log_end_offset();
         while offset < end {
             let data = self.read(offset, 1 << 20, None, true)?;
@@ -245,11 +405,15 @@ impl Log {
                 if header.size_bytes == 0 || position + header.size_bytes as usize > bytes.len() {
                     break;
                 }
-                self.producers.update(
-                    header.producer_id,
-                    header.producer_epoch,
-                    producer_batch(&header),
-                );
+                // The batch holding `from` may begin before it; one wholly before it is
+                // in the snapshot already.
+                if header.last_offset() >= from {
+                    self.producers.update(
+                        header.producer_id,
+                        header.producer_epoch,
+                        producer_batch(&header),
+                    );
+                }
                 offset = header.last_offset() + 1;
                 position += header.size_bytes as usize;
                 advanced = true;
@@ -401,6 +565,9 @@ impl Log {
             }
             let mut placed = header;
             placed.base_offset = next_offset;
+            if log_append_time_ms >= 0 {
+                placed.max_timestamp = log_append_time_ms;
+            }
             appended.push(placed);
             next_offset += i64::from(last_offset_delta) + 1;
             position += size;
@@ -589,6 +756,11 @@ impl Log {
         let segment = LogSegment::create(&self.dir, new_base, &self.config, now_ms)?;
         self.segments.insert(new_base, segment);
         tracing::debug!(dir = %self.dir.display(), base_offset = new_base, "rolled a new segment");
+        // The producer state as of the new segment's base, so that recovery can start
+        // from it and replay this segment only.
+        if self.snapshot_due(new_base) {
+            self.write_producer_snapshot(new_base, false)?;
+        }
         Ok(())
     }
 
@@ -691,8 +863,20 @@ impl Log {
     /// to the active segment (Kafka's flush scheduled at roll). Returns whether there
     /// was anything to flush. The log manager's scheduler calls this.
     pub fn flush_rolled_segments(&mut self) -> Result<bool> {
-        if self.rolled_unflushed.is_empty() {
+        if self.rolled_unflushed.is_empty() && self.unflushed_snapshots.is_empty() {
             return Ok(false);
+        }
+        for offset in std::mem::take(&mut self.unflushed_snapshots) {
+            // A snapshot deleted since it was written needs nothing.
+            if !self.snapshots.contains(&offset) {
+                continue;
+            }
+            let path = self.snapshot_path(offset);
+            match std::fs::File::open(&path).and_then(|file| file.sync_all()) {
+                Ok(()) => {}
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => return Err(StorageError::Io { path, source }),
+            }
         }
         for base in std::mem::take(&mut self.rolled_unflushed) {
             // A segment deleted or truncated away since its roll needs nothing.
@@ -758,9 +942,25 @@ impl Log {
                 .next()
                 .expect("the active segment remains");
             self.advance_log_start_offset(first)?;
+            let start = self.log_start_offset;
+            self.delete_snapshots_where(|offset| offset < start)?;
             checkpoint::sync_dir(&self.dir)?;
         }
         Ok(deleted)
+    }
+
+    /// Drops the idempotent producers whose last batch is older than
+    /// `producer.id.expiration.ms` (Kafka's `removeExpiredProducers`, which it runs
+    /// every `producer.id.expiration.check.interval.ms`). Returns how many were dropped.
+    /// [`crate::LogManager::run_periodic_tasks`] calls it.
+    pub fn remove_expired_producers(&mut self, now_ms: i64) -> usize {
+        let expired = self
+            .producers
+            .remove_expired(now_ms, self.config.producer_id_expiration_ms);
+        if expired > 0 {
+            tracing::debug!(dir = %self.dir.display(), expired, "expired idle producers");
+        }
+        expired
     }
 
     /// DeleteRecords: moves the log start offset to `offset` (which may not pass the log
@@ -794,6 +994,8 @@ impl Log {
                 segment.delete()?;
             }
         }
+        let start = self.log_start_offset;
+        self.delete_snapshots_where(|offset| offset < start)?;
         checkpoint::sync_dir(&self.dir)
     }
 
@@ -832,7 +1034,8 @@ impl Log {
         self.recovery_point = self.recovery_point.min(log_end_offset);
         self.log_start_offset = self.log_start_offset.min(log_end_offset);
         self.leader_epochs.truncate_from_end(log_end_offset)?;
-        self.producers.truncate(log_end_offset);
+        // Kafka reloads the state from the newest snapshot left and replays after it.
+        self.rebuild_producer_state(now_ms(), false)?;
         checkpoint::sync_dir(&self.dir)?;
         self.check_invariants();
         Ok(())
@@ -850,6 +1053,8 @@ impl Log {
         self.rolled_unflushed.clear();
         self.leader_epochs.clear()?;
         self.producers.clear();
+        self.delete_snapshots_where(|_| true)?;
+        self.unflushed_snapshots.clear();
         checkpoint::sync_dir(&self.dir)?;
         Ok(())
     }
@@ -858,6 +1063,10 @@ impl Log {
     /// stays usable for reads.
     pub fn close(&mut self) -> Result<()> {
         self.flush()?;
+        let end = self.log_end_offset();
+        if self.snapshot_due(end) {
+            self.write_producer_snapshot(end, true)?;
+        }
         self.active_mut().deactivate(true)?;
         let config = self.config.clone();
         self.active_mut().activate(&config)
@@ -931,10 +1140,12 @@ fn check_topic_id(dir: &Path, requested: Option<TopicId>) -> Result<Option<Topic
     }
 }
 
-/// Base offsets of the segments in `dir`, sorted. Leftovers of interrupted work
-/// (`.tmp`, `.cleaned`, `.deleted` files) are removed; index files without a log go too.
-fn list_segments(dir: &Path) -> Result<Vec<i64>> {
+/// Base offsets of the segments in `dir`, sorted, and the offsets of its producer
+/// snapshots. Leftovers of interrupted work (`.tmp`, `.cleaned`, `.deleted` files) are
+/// removed; index files without a log go too.
+fn list_segments(dir: &Path) -> Result<(Vec<i64>, Vec<i64>)> {
     let mut bases = Vec::new();
+    let mut snapshots = Vec::new();
     let mut indexes = Vec::new();
     for entry in std::fs::read_dir(dir).at(dir)? {
         let entry = entry.at(dir)?;
@@ -958,6 +1169,7 @@ fn list_segments(dir: &Path) -> Result<Vec<i64>> {
         match suffix {
             "log" => bases.push(base),
             "index" | "timeindex" => indexes.push((base, path)),
+            "snapshot" => snapshots.push(base),
             _ => {}
         }
     }
@@ -968,5 +1180,5 @@ fn list_segments(dir: &Path) -> Result<Vec<i64>> {
             std::fs::remove_file(&path).at(&path)?;
         }
     }
-    Ok(bases)
+    Ok((bases, snapshots))
 }

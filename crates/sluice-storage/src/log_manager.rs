@@ -209,13 +209,16 @@ impl LogManager {
         )
     }
 
-    /// Retention and time-based flushes for every log, then the checkpoints. Returns the
-    /// number of segments deleted.
+    /// Retention, producer expiry (`producer.id.expiration.ms`; Kafka checks it every
+    /// `producer.id.expiration.check.interval.ms`, 10 minutes, this at the retention
+    /// check's pace) and time-based flushes for every log, then the checkpoints. Returns
+    /// the number of segments deleted.
     pub fn run_periodic_tasks(&mut self, now_ms: i64) -> Result<usize> {
         let mut deleted = 0;
         for log in self.logs.values() {
             let mut log = lock(log);
             deleted += log.delete_old_segments(now_ms)?;
+            log.remove_expired_producers(now_ms);
             log.flush_rolled_segments()?;
             log.flush_if_due(now_ms)?;
         }

@@ -847,7 +847,10 @@ fn a_time_index_that_disagrees_with_the_log_does_not_break_appends_or_close() {
     );
 }
 
+/// A producer's batch stamped with the current time: a producer snapshot loaded on open
+/// leaves out producers idle for `producer.id.expiration.ms` (one day).
 fn producer_batch(producer_id: i64, epoch: i16, sequence: i32, count: usize) -> Vec<u8> {
+    let now = sluice_storage::now_ms();
     let mut builder = sluice_protocol::RecordBatchBuilder::new(Compression::None).producer(
         producer_id,
         epoch,
@@ -856,7 +859,7 @@ fn producer_batch(producer_id: i64, epoch: i16, sequence: i32, count: usize) -> 
     for i in 0..count {
         builder
             .append(&sluice_protocol::NewRecord {
-                timestamp: 1_000 + i as i64,
+                timestamp: now + i as i64,
                 key: None,
                 value: Some(bytes::Bytes::from(format!("v{sequence}-{i}"))),
                 headers: vec![],
