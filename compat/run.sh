@@ -179,9 +179,12 @@ failed=$((failed + offsets_failed))
 
 # 6. producer-snapshot: Kafka's DumpLogSegments reads the producer state snapshot the node
 #    wrote for decoded-0 at its clean shutdown (the idempotent producer's 5 records).
+#    `sluice dump-log` prints it exactly as Kafka's tool does.
 snapshot="$(ls "$node_dir"/data/decoded-0/*.snapshot 2>/dev/null | tail -1)"
 if [[ -n "$snapshot" ]] && java -cp "$libs/*" kafka.tools.DumpLogSegments --files "$snapshot" 2>/dev/null \
-    | grep -q 'producerEpoch: 0 coordinatorEpoch: -1 .* firstSequence: 0 lastSequence: 4 lastOffset: 4 offsetDelta: 4'; then
+    > "$node_dir/snapshot.kafka" \
+    && grep -q 'producerEpoch: 0 coordinatorEpoch: -1 .* firstSequence: 0 lastSequence: 4 lastOffset: 4 offsetDelta: 4' "$node_dir/snapshot.kafka" \
+    && diff <(target/debug/sluice dump-log --files "$snapshot") "$node_dir/snapshot.kafka" >&2; then
   echo "producer-snapshot: 1 passed, 0 failed"
 else
   echo "FAIL producer-snapshot: Kafka's DumpLogSegments did not read the producer's state from ${snapshot:-(no snapshot)}" >&2

@@ -1,5 +1,5 @@
-//! `sluice dump-log`: Kafka's DumpLogSegments output for Sluice's (and Kafka's) segment
-//! files, so an operator's scripts and habits carry over. The compat suite diffs this
+//! `sluice dump-log`: Kafka's DumpLogSegments output for Sluice's (and Kafka's) segment,
+//! index and producer snapshot files, so an operator's scripts and habits carry over. The compat suite diffs this
 //! output against Kafka's own tool on the same files.
 
 use std::io::Write;
@@ -53,6 +53,35 @@ pub fn dump(path: &Path, options: &Options, out: &mut impl Write) -> anyhow::Res
             }
             Ok(())
         }
+        "snapshot" => {
+            let entries = sluice_storage::producer_state::decode_snapshot(&bytes)
+                .map_err(|error| anyhow::anyhow!("{}: {error}", path.display()))?;
+            for entry in entries {
+                let current_txn_first_offset = if entry.current_txn_first_offset >= 0 {
+                    format!("OptionalLong[{}]", entry.current_txn_first_offset)
+                } else {
+                    "OptionalLong.empty".to_string()
+                };
+                write!(
+                    out,
+                    "producerId: {} producerEpoch: {} coordinatorEpoch: {} currentTxnFirstOffset: {current_txn_first_offset} lastTimestamp: {} ",
+                    entry.producer_id, entry.epoch, entry.coordinator_epoch, entry.timestamp
+                )?;
+                if entry.last_offset >= 0 {
+                    write!(
+                        out,
+                        "firstSequence: {} lastSequence: {} lastOffset: {} offsetDelta: {} timestamp: {}",
+                        decrement_sequence(entry.last_sequence, entry.offset_delta),
+                        entry.last_sequence,
+                        entry.last_offset,
+                        entry.offset_delta,
+                        entry.timestamp
+                    )?;
+                }
+                writeln!(out)?;
+            }
+            Ok(())
+        }
         other => bail!("unsupported file type .{other}"),
     }
 }
@@ -63,6 +92,15 @@ fn increment_sequence(sequence: i32, increment: i32) -> i32 {
         increment - (i32::MAX - sequence) - 1
     } else {
         sequence + increment
+    }
+}
+
+/// Kafka's `DefaultRecordBatch.decrementSequence`: the inverse of [`increment_sequence`].
+fn decrement_sequence(sequence: i32, decrement: i32) -> i32 {
+    if sequence < decrement {
+        i32::MAX - (decrement - sequence) + 1
+    } else {
+        sequence - decrement
     }
 }
 

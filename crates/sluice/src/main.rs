@@ -43,7 +43,7 @@ enum Command {
     /// Print the batches, records and index entries of segment files, in the format of
     /// Kafka's `kafka-dump-log.sh` (DumpLogSegments).
     DumpLog {
-        /// `.log`, `.index` or `.timeindex` files.
+        /// `.log`, `.index`, `.timeindex` or `.snapshot` (producer state) files.
         #[arg(long, required = true, num_args = 1.., value_delimiter = ',')]
         files: Vec<PathBuf>,
         /// Print every record, not only batch headers.

@@ -73,3 +73,47 @@ fn unreadable_input_is_an_error_not_a_panic() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("notes.txt"), "{stderr}");
 }
+
+/// A producer snapshot prints as Kafka's tool prints one (its line for an idempotent
+/// producer, seen on Kafka 4.1.1; `compat/run.sh` diffs the two tools on a live node's
+/// snapshot), and a corrupt one is an error.
+#[test]
+fn producer_snapshots_print_as_kafka_prints_them() {
+    use sluice_storage::producer_state::{SnapshotEntry, encode_snapshot};
+    let temp = tempfile::tempdir().unwrap();
+    let snapshot = temp.path().join("00000000000000000010.snapshot");
+    std::fs::write(
+        &snapshot,
+        encode_snapshot(&[SnapshotEntry {
+            producer_id: 7,
+            epoch: 2,
+            last_sequence: 9,
+            last_offset: 9,
+            offset_delta: 9,
+            timestamp: 1_795_996_359_818,
+            coordinator_epoch: -1,
+            current_txn_first_offset: -1,
+        }]),
+    )
+    .unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["dump-log", "--files"])
+        .arg(&snapshot)
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap(),
+        format!(
+            "Dumping {}\nproducerId: 7 producerEpoch: 2 coordinatorEpoch: -1 currentTxnFirstOffset: OptionalLong.empty lastTimestamp: 1795996359818 firstSequence: 0 lastSequence: 9 lastOffset: 9 offsetDelta: 9 timestamp: 1795996359818\n",
+            snapshot.display()
+        )
+    );
+    std::fs::write(&snapshot, [0u8, 1, 2]).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["dump-log", "--files"])
+        .arg(&snapshot)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+}
