@@ -10,6 +10,7 @@
 #   kafka-console-consumer org.apache.kafka.tools.consumer.ConsoleConsumer --partition 0 --offset earliest (no group)
 #   kafka-get-offsets     org.apache.kafka.tools.GetOffsetShell
 #   kafka-metadata-quorum org.apache.kafka.tools.MetadataQuorumCommand
+#   kafka-transactions    org.apache.kafka.tools.TransactionsCommand describe-producers
 #
 # Every output is compared exactly (a new topic's random TopicId and the broker-wide part
 # of the Configs: column excepted). One PASS/FAIL line per check; exits 1 if any failed.
@@ -139,6 +140,16 @@ run "kafka-get-offsets" "$partitions|$produce" "$topic:0:3
 $topic:1:0
 $topic:2:0
 " org.apache.kafka.tools.GetOffsetShell --topic "$topic"
+
+# kafka-transactions describe-producers (DescribeProducers): the console producer above
+# is idempotent (Kafka's default), so the leader has its state: epoch 0, last sequence 2
+# (3 records), no transaction. The producer id and timestamp vary and are left out.
+producers_filter() {
+  awk -F'\t' '{ for (i = 1; i <= NF; i++) gsub(/^ +| +$/, "", $i); print $2, $3, $4, $6 }'
+}
+FILTER=producers_filter run "kafka-transactions describe-producers" "$produce" "ProducerEpoch LatestCoordinatorEpoch LastSequence CurrentTransactionStartOffset
+0 -1 2 None
+" org.apache.kafka.tools.TransactionsCommand describe-producers --topic "$topic" --partition 0
 
 # The metadata quorum as Kafka's kafka-metadata-quorum tool sees it (DescribeQuorum):
 # a single node leads a quorum of one and has no observers.

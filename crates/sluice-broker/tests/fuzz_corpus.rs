@@ -441,6 +441,13 @@ fn request_frame(api_key: ApiKey, version: i16, correlation_id: i32) -> Result<V
             .with_subscribed_topic_names(Some(vec![TopicName(text("orders"))]))
             .with_topic_partitions(Some(vec![]))
             .encode(&mut out, v),
+        ApiKey::DescribeProducers => DescribeProducersRequest::default()
+            .with_topics(vec![
+                describe_producers_request::TopicRequest::default()
+                    .with_name(TopicName(text("orders")))
+                    .with_partition_indexes(vec![0, 1]),
+            ])
+            .encode(&mut out, v),
         ApiKey::ConsumerGroupDescribe => ConsumerGroupDescribeRequest::default()
             .with_group_ids(vec![GroupId(text("orders-group"))])
             .encode(&mut out, v),

@@ -1013,6 +1013,80 @@ async fn every_api_answers_at_every_advertised_version() {
         ApiKey::UnregisterBroker,
         UnregisterBrokerRequest::default().with_broker_id(BrokerId(7))
     );
+    // The group APIs that answer at once (JoinGroup and SyncGroup wait for a rebalance;
+    // tests/groups.rs drives them).
+    each_version!(ApiKey::FindCoordinator, FindCoordinatorRequest::default());
+    each_version!(ApiKey::Heartbeat, HeartbeatRequest::default());
+    each_version!(ApiKey::LeaveGroup, LeaveGroupRequest::default());
+    each_version!(ApiKey::OffsetCommit, OffsetCommitRequest::default());
+    each_version!(ApiKey::OffsetFetch, OffsetFetchRequest::default());
+    each_version!(ApiKey::OffsetDelete, OffsetDeleteRequest::default());
+    each_version!(ApiKey::ListGroups, ListGroupsRequest::default());
+    each_version!(ApiKey::DescribeGroups, DescribeGroupsRequest::default());
+    each_version!(ApiKey::DeleteGroups, DeleteGroupsRequest::default());
+    each_version!(
+        ApiKey::ConsumerGroupDescribe,
+        ConsumerGroupDescribeRequest::default()
+    );
+    each_version!(
+        ApiKey::DescribeProducers,
+        DescribeProducersRequest::default()
+    );
+    node.stop().await;
+}
+
+/// DescribeProducers (`kafka-transactions.sh describe-producers`): the idempotent
+/// producers the leader has state for, with their epoch and last sequence; the
+/// partitions it cannot answer for get Kafka's errors.
+#[tokio::test]
+async fn describe_producers_lists_the_idempotent_producers_of_a_partition() {
+    use kafka_protocol::messages::describe_producers_request::TopicRequest;
+    let node = TestNode::start(&[]).await;
+    let mut wire = Wire::connect(node.address).await;
+    create(&mut wire, "produced", 1, &[]).await;
+    let init: InitProducerIdResponse = wire
+        .call(
+            &InitProducerIdRequest::default().with_transactional_id(None),
+            4,
+        )
+        .await;
+    assert_eq!(init.error_code, 0);
+    let mut builder = RecordBatchBuilder::new(Compression::None).producer(
+        init.producer_id.0,
+        init.producer_epoch,
+        0,
+    );
+    for i in 0..3 {
+        builder
+            .append(&NewRecord {
+                timestamp: now_ms(),
+                key: None,
+                value: Some(Bytes::from(format!("v{i}"))),
+                headers: Vec::new(),
+            })
+            .unwrap();
+    }
+    let (code, _) = produce(&mut wire, "produced", 0, builder.build()).await;
+    assert_eq!(code, 0);
+    let response: DescribeProducersResponse = wire
+        .call(
+            &DescribeProducersRequest::default().with_topics(vec![
+                TopicRequest::default()
+                    .with_name(name("produced"))
+                    .with_partition_indexes(vec![0, 5]),
+            ]),
+            0,
+        )
+        .await;
+    let partitions = &response.topics[0].partitions;
+    assert_eq!(partitions[0].error_code, 0);
+    assert_eq!(partitions[0].active_producers.len(), 1);
+    let producer = &partitions[0].active_producers[0];
+    assert_eq!(producer.producer_id, init.producer_id);
+    assert_eq!(producer.producer_epoch, i32::from(init.producer_epoch));
+    assert_eq!(producer.last_sequence, 2);
+    assert_eq!(producer.current_txn_start_offset, -1);
+    assert_eq!(partitions[1].error_code, 3, "UNKNOWN_TOPIC_OR_PARTITION");
     node.stop().await;
 }
 

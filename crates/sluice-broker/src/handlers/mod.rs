@@ -89,6 +89,9 @@ pub async fn handle(context: RequestContext, api_key: ApiKey, mut body: Bytes) -
             metadata::describe_topic_partitions
         ),
         ApiKey::FindCoordinator => serve!(FindCoordinatorRequest, groups::find_coordinator),
+        ApiKey::DescribeProducers => {
+            serve!(DescribeProducersRequest, producer_id::describe_producers)
+        }
         ApiKey::JoinGroup => serve!(JoinGroupRequest, groups::join_group),
         ApiKey::SyncGroup => serve!(SyncGroupRequest, groups::sync_group),
         ApiKey::Heartbeat => serve!(HeartbeatRequest, groups::heartbeat),
@@ -161,6 +164,7 @@ pub fn decode_request(api_key: ApiKey, version: i16, body: &mut Bytes) -> Result
             check::<DescribeTopicPartitionsRequest>(api_key, version, body)
         }
         ApiKey::FindCoordinator => check::<FindCoordinatorRequest>(api_key, version, body),
+        ApiKey::DescribeProducers => check::<DescribeProducersRequest>(api_key, version, body),
         ApiKey::JoinGroup => check::<JoinGroupRequest>(api_key, version, body),
         ApiKey::SyncGroup => check::<SyncGroupRequest>(api_key, version, body),
         ApiKey::Heartbeat => check::<HeartbeatRequest>(api_key, version, body),

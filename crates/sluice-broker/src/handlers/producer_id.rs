@@ -2,16 +2,93 @@
 //! (blocks are taken through the metadata log, so ids are unique across restarts) and
 //! epoch 0. Transactional ids come with the transaction coordinator (issue 6); until
 //! then a request with one gets COORDINATOR_NOT_AVAILABLE, as from a Kafka broker whose
-//! transaction coordinator is not loaded. (Clients find no coordinator first anyway:
-//! FindCoordinator is not served yet.)
+//! transaction coordinator is not loaded (FindCoordinator for a transactional id answers
+//! the same).
+//!
+//! DescribeProducers (`kafka-transactions.sh describe-producers`): the producers a
+//! partition's leader has state for (the idempotent producers' dedup state).
 
+use kafka_protocol::messages::describe_producers_response::{
+    PartitionResponse, ProducerState, TopicResponse,
+};
 use kafka_protocol::messages::*;
 
+use super::str_bytes;
 use crate::apis::RequestContext;
 use crate::errors;
 
 /// Kafka's COORDINATOR_NOT_AVAILABLE.
-const COORDINATOR_NOT_AVAILABLE: i16 = 15;
+const COORDINATOR_NOT_AVAILABLE: i16 = errors::COORDINATOR_NOT_AVAILABLE;
+
+pub async fn describe_producers(
+    context: &RequestContext,
+    request: DescribeProducersRequest,
+) -> DescribeProducersResponse {
+    let broker = &context.broker;
+    let image = broker.image();
+    let topics = request
+        .topics
+        .iter()
+        .map(|topic| {
+            let name = topic.name.0.to_string();
+            let partitions = topic
+                .partition_indexes
+                .iter()
+                .map(|&index| {
+                    let response = PartitionResponse::default().with_partition_index(index);
+                    let known = image
+                        .topic(&name)
+                        .is_some_and(|t| t.partitions.contains_key(&index));
+                    let refuse = |code: i16, message: &str| {
+                        response
+                            .clone()
+                            .with_error_code(code)
+                            .with_error_message(Some(str_bytes(message)))
+                    };
+                    if !known {
+                        return refuse(
+                            errors::UNKNOWN_TOPIC_OR_PARTITION,
+                            "This server does not host this topic-partition.",
+                        );
+                    }
+                    let Some(replica) = broker.replica(&name, index) else {
+                        return refuse(
+                            errors::NOT_LEADER_OR_FOLLOWER,
+                            "This server is not the leader for that topic-partition.",
+                        );
+                    };
+                    if !replica.state().is_leader() {
+                        return refuse(
+                            errors::NOT_LEADER_OR_FOLLOWER,
+                            "This server is not the leader for that topic-partition.",
+                        );
+                    }
+                    let entries = sluice_storage::lock(&replica.log)
+                        .producer_state()
+                        .snapshot_entries();
+                    response.with_active_producers(
+                        entries
+                            .into_iter()
+                            .map(|entry| {
+                                ProducerState::default()
+                                    .with_producer_id(ProducerId(entry.producer_id))
+                                    .with_producer_epoch(i32::from(entry.epoch))
+                                    .with_last_sequence(entry.last_sequence)
+                                    .with_last_timestamp(entry.timestamp)
+                                    .with_coordinator_epoch(entry.coordinator_epoch)
+                                    .with_current_txn_start_offset(entry.current_txn_first_offset)
+                            })
+                            .collect(),
+                    )
+                })
+                .collect();
+            TopicResponse::default()
+                .with_name(topic.name.clone())
+                .with_partitions(partitions)
+        })
+        .collect();
+    DescribeProducersResponse::default().with_topics(topics)
+}
 
 pub async fn init_producer_id(
     context: &RequestContext,
