@@ -1182,3 +1182,70 @@ async fn describe_quorum_reports_the_single_voter() {
     );
     node.stop().await;
 }
+
+/// An idempotent producer's retry over the wire, as after a lost response: the same
+/// batch (same producer id, epoch and sequence) is answered with its first offset and
+/// stored once; a sequence gap is OUT_OF_ORDER_SEQUENCE_NUMBER and an older epoch
+/// INVALID_PRODUCER_EPOCH, with nothing appended.
+#[tokio::test]
+async fn a_retried_idempotent_batch_is_stored_once_and_answered_with_its_first_offset() {
+    let node = TestNode::start(&[]).await;
+    let mut wire = Wire::connect(node.address).await;
+    create(&mut wire, "retried", 1, &[]).await;
+    let init: InitProducerIdResponse = wire
+        .call(
+            &InitProducerIdRequest::default().with_transactional_id(None),
+            4,
+        )
+        .await;
+    assert_eq!(init.error_code, 0);
+    let (id, epoch) = (init.producer_id.0, init.producer_epoch);
+    let batch = |epoch: i16, sequence: i32, prefix: &str| {
+        let mut builder = RecordBatchBuilder::new(Compression::None).producer(id, epoch, sequence);
+        for i in 0..3 {
+            builder
+                .append(&NewRecord {
+                    timestamp: now_ms(),
+                    key: None,
+                    value: Some(Bytes::from(format!("{prefix}-{i}"))),
+                    headers: Vec::new(),
+                })
+                .unwrap();
+        }
+        builder.build()
+    };
+    // Another producer's records first, so the batch does not start at offset 0.
+    assert_eq!(
+        produce(&mut wire, "retried", 0, batch_of_plain()).await.0,
+        0
+    );
+    let first = batch(epoch, 0, "a");
+    let (code, offset) = produce(&mut wire, "retried", 0, first.clone()).await;
+    assert_eq!((code, offset), (0, 2));
+    // The response was "lost": the producer sends the same batch again.
+    assert_eq!(produce(&mut wire, "retried", 0, first).await, (0, 2));
+    let (code, offset) = produce(&mut wire, "retried", 0, batch(epoch, 3, "b")).await;
+    assert_eq!((code, offset), (0, 5), "the next batch follows");
+    let (code, _) = produce(&mut wire, "retried", 0, batch(epoch, 9, "gap")).await;
+    assert_eq!(code, 45, "OUT_OF_ORDER_SEQUENCE_NUMBER");
+    // A bumped epoch starts again at sequence 0; the old epoch is then refused.
+    let (code, offset) = produce(&mut wire, "retried", 0, batch(epoch + 1, 0, "c")).await;
+    assert_eq!((code, offset), (0, 8));
+    let (code, _) = produce(&mut wire, "retried", 0, batch(epoch, 6, "old")).await;
+    assert_eq!(code, 47, "INVALID_PRODUCER_EPOCH");
+    let response: FetchResponse = wire.call(&fetch_request("retried", 0, 0), 12).await;
+    let records = response.responses[0].partitions[0].records.clone().unwrap();
+    assert_eq!(
+        values(&records),
+        vec![
+            "p-0", "p-1", "a-0", "a-1", "a-2", "b-0", "b-1", "b-2", "c-0", "c-1", "c-2"
+        ],
+        "the retried batch is in the log once; refused batches are not"
+    );
+    node.stop().await;
+}
+
+/// Two records of no producer.
+fn batch_of_plain() -> Bytes {
+    batch("p", 2, now_ms(), Compression::None)
+}
