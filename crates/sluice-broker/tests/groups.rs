@@ -246,6 +246,27 @@ async fn fetch_offsets(address: SocketAddr, group: &str) -> Result<Vec<(String, 
     Ok(rows)
 }
 
+/// A KIP-848 ConsumerGroupHeartbeat; `subscribe` (a topic) makes it a full one (a join
+/// or a changed subscription), else it only reports the member's epoch.
+fn member_heartbeat(
+    group: &str,
+    member_id: &str,
+    epoch: i32,
+    subscribe: Option<&str>,
+) -> ConsumerGroupHeartbeatRequest {
+    let request = ConsumerGroupHeartbeatRequest::default()
+        .with_group_id(gid(group))
+        .with_member_id(s(member_id))
+        .with_member_epoch(epoch);
+    match subscribe {
+        Some(topic) => request
+            .with_rebalance_timeout_ms(5_000)
+            .with_subscribed_topic_names(Some(vec![TopicName(s(topic))]))
+            .with_topic_partitions(Some(vec![])),
+        None => request,
+    }
+}
+
 /// OffsetDelete of one partition's committed offset.
 async fn offset_delete(
     wire: &mut Wire,
@@ -670,21 +691,10 @@ async fn consumer_protocol_members_get_assignments_from_the_server() {
     create_topic(node.address, "stream", 4, 1).await;
     let (_, address) = coordinator(node.address, "modern").await;
     let mut wire = Wire::connect(address).await;
-    let heartbeat = |member_id: &str, epoch: i32, full: bool| {
-        let mut request = ConsumerGroupHeartbeatRequest::default()
-            .with_group_id(gid("modern"))
-            .with_member_id(s(member_id))
-            .with_member_epoch(epoch);
-        if full {
-            request = request
-                .with_rebalance_timeout_ms(5_000)
-                .with_subscribed_topic_names(Some(vec![TopicName(s("stream"))]))
-                .with_topic_partitions(Some(vec![]));
-        }
-        request
-    };
     let a_id = uuid::Uuid::from_bytes(rand::random()).to_string();
-    let joined = wire.call(&heartbeat(&a_id, 0, true), 1).await;
+    let joined = wire
+        .call(&member_heartbeat("modern", &a_id, 0, Some("stream")), 1)
+        .await;
     assert_eq!(joined.error_code, 0, "{joined:?}");
     assert_eq!(joined.member_id.as_deref(), Some(a_id.as_str()));
     assert!(joined.member_epoch >= 1);
@@ -755,7 +765,9 @@ async fn consumer_protocol_members_get_assignments_from_the_server() {
         .await;
     assert_eq!(classic.error_code, MEMBER_ID_REQUIRED);
     // Leaving (epoch -1) empties it; OffsetDelete of its topic then works.
-    let left = wire.call(&heartbeat(&a_id, -1, false), 1).await;
+    let left = wire
+        .call(&member_heartbeat("modern", &a_id, -1, None), 1)
+        .await;
     assert_eq!(left.error_code, 0);
     assert_eq!(left.member_epoch, -1);
     let deleted = offset_delete(&mut wire, "modern", "stream", 0).await;
@@ -832,20 +844,9 @@ async fn classic_group_upgrades_online_and_downgrades_when_the_new_member_leaves
     // A consumer-protocol member joins: the group becomes a consumer group.
     let mut b = Wire::connect(address).await;
     let b_id = uuid::Uuid::from_bytes(rand::random()).to_string();
-    let b_heartbeat = |epoch: i32, full: bool| {
-        let mut request = ConsumerGroupHeartbeatRequest::default()
-            .with_group_id(gid("mixed"))
-            .with_member_id(s(&b_id))
-            .with_member_epoch(epoch);
-        if full {
-            request = request
-                .with_rebalance_timeout_ms(5_000)
-                .with_subscribed_topic_names(Some(vec![TopicName(s("migrate"))]))
-                .with_topic_partitions(Some(vec![]));
-        }
-        request
-    };
-    let upgraded = b.call(&b_heartbeat(0, true), 1).await;
+    let upgraded = b
+        .call(&member_heartbeat("mixed", &b_id, 0, Some("migrate")), 1)
+        .await;
     assert_eq!(upgraded.error_code, 0, "{upgraded:?}");
     let mut b_epoch = upgraded.member_epoch;
     assert!(
@@ -900,7 +901,9 @@ async fn classic_group_upgrades_online_and_downgrades_when_the_new_member_leaves
             assert_eq!(synced.error_code, 0);
             a_partitions = assigned(&synced.assignment, "migrate");
         }
-        let beat = b.call(&b_heartbeat(b_epoch, false), 1).await;
+        let beat = b
+            .call(&member_heartbeat("mixed", &b_id, b_epoch, None), 1)
+            .await;
         assert_eq!(beat.error_code, 0, "{beat:?}");
         b_epoch = beat.member_epoch;
         if let Some(assignment) = beat.assignment {
@@ -935,7 +938,7 @@ async fn classic_group_upgrades_online_and_downgrades_when_the_new_member_leaves
     );
 
     // The consumer-protocol member leaves: back to a classic group, which rebalances.
-    let left = b.call(&b_heartbeat(-1, false), 1).await;
+    let left = b.call(&member_heartbeat("mixed", &b_id, -1, None), 1).await;
     assert_eq!(left.error_code, 0);
     let classic = describe(address, "mixed").await;
     assert_eq!(classic.error_code, 0, "a classic group again");
@@ -958,21 +961,10 @@ async fn consumer_groups_are_stored_and_their_members_keep_their_epochs_across_a
     create_topic(node.address, "kept", 4, 1).await;
     let (_, address) = coordinator(node.address, "stored").await;
     let member_id = uuid::Uuid::from_bytes(rand::random()).to_string();
-    let beat = |epoch: i32, full: bool| {
-        let mut request = ConsumerGroupHeartbeatRequest::default()
-            .with_group_id(gid("stored"))
-            .with_member_id(s(&member_id))
-            .with_member_epoch(epoch);
-        if full {
-            request = request
-                .with_rebalance_timeout_ms(5_000)
-                .with_subscribed_topic_names(Some(vec![TopicName(s("kept"))]))
-                .with_topic_partitions(Some(vec![]));
-        }
-        request
-    };
     let mut wire = Wire::connect(address).await;
-    let joined = wire.call(&beat(0, true), 1).await;
+    let joined = wire
+        .call(&member_heartbeat("stored", &member_id, 0, Some("kept")), 1)
+        .await;
     assert_eq!(joined.error_code, 0, "{joined:?}");
     let epoch = joined.member_epoch;
     assert_eq!(
@@ -1005,11 +997,15 @@ async fn consumer_groups_are_stored_and_their_members_keep_their_epochs_across_a
     owned.sort();
     assert_eq!(owned, vec![0, 1, 2, 3]);
     // The member goes on heartbeating with its epoch: no rejoin needed.
-    let again = wire.call(&beat(epoch, false), 1).await;
+    let again = wire
+        .call(&member_heartbeat("stored", &member_id, epoch, None), 1)
+        .await;
     assert_eq!(again.error_code, 0, "{again:?}");
     assert_eq!(again.member_epoch, epoch);
     // Deleted once empty: its records are tombstoned, a restart does not bring it back.
-    let left = wire.call(&beat(-1, false), 1).await;
+    let left = wire
+        .call(&member_heartbeat("stored", &member_id, -1, None), 1)
+        .await;
     assert_eq!(left.error_code, 0);
     let deleted = wire
         .call(
