@@ -2,8 +2,9 @@
 //! lie on disk and an operator recognises every file.
 //!
 //! A [`Log`] is one partition: a directory `<topic>-<partition>/` of segments
-//! (`{base_offset:020}.log` + `.index` + `.timeindex`), a `leader-epoch-checkpoint` and a
-//! `partition.metadata`. A [`LogManager`] owns one log directory: it opens every
+//! (`{base_offset:020}.log` + `.index` + `.timeindex`, and `.txnindex` once a transaction
+//! aborted in it), producer snapshots (`{offset:020}.snapshot`), a
+//! `leader-epoch-checkpoint` and a `partition.metadata`. A [`LogManager`] owns one log directory: it opens every
 //! partition in it, keeps the per-directory `recovery-point-offset-checkpoint` and
 //! `log-start-offset-checkpoint`, and the clean-shutdown marker that decides whether the
 //! next start must recover.
@@ -15,6 +16,7 @@
 
 pub mod checkpoint;
 pub mod config;
+pub mod end_txn_marker;
 pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -26,10 +28,13 @@ mod offset_index;
 pub mod producer_state;
 mod segment;
 mod time_index;
+pub mod transaction_index;
 
 pub use checkpoint::TopicId;
 pub use config::LogConfig;
+pub use end_txn_marker::TxnMarker;
 pub use error::{Result, StorageError};
 pub use log::{FetchData, Log, LogAppendInfo, LogOpenOptions, SegmentInfo, now_ms};
 pub use log_manager::{LogManager, SharedLog, TopicPartition, lock};
 pub use segment::segment_file_name;
+pub use transaction_index::AbortedTxn;

@@ -31,6 +31,22 @@
 //!   they match no segment base offset — except the newest such, above the last segment
 //!   base, which a clean close wrote (Kafka's `removeStraySnapshots`). So a partition
 //!   keeps at most one snapshot per segment plus one.
+//!
+//! Transactions: the producer state tracks each producer's ongoing transaction (see
+//! [`crate::producer_state`]); [`Log::first_unstable_offset`] is the first offset of the
+//! earliest one, which bounds the last stable offset the broker serves to read_committed
+//! consumers. [`Log::append_control_marker`] appends a commit or abort marker
+//! ([`crate::end_txn_marker`]); an abort adds an entry to the `.txnindex` of the segment
+//! holding the marker ([`crate::transaction_index`]), which
+//! [`Log::collect_aborted_transactions`] reads for a read_committed fetch. Followers and
+//! replays after a restart apply markers the same way. The transaction index goes with
+//! its segment (retention, DeleteRecords, a full truncation), loses the entries at or
+//! after a truncation offset, is fsynced with its segment, and is rebuilt on open for
+//! every recovered segment holding a marker, and for every segment after it, as for one
+//! whose index fails its checks:
+//! the producer state is then rebuilt from the newest snapshot at or below the first such
+//! segment, and each abort marker replayed from there is indexed again (Kafka's
+//! `LogSegment.recover` with the producer state).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -45,12 +61,16 @@ use sluice_protocol::record_batch::{
 
 use crate::checkpoint::{self, TopicId};
 use crate::config::LogConfig;
+use crate::end_txn_marker;
+pub use crate::end_txn_marker::TxnMarker;
 use crate::error::{IoContext, Result, StorageError};
 use crate::leader_epoch::{LEADER_EPOCH_CHECKPOINT, LeaderEpochCache};
 use crate::producer_state::{
-    self, BatchMetadata, CorruptSnapshot, ProducerStateManager, SNAPSHOT_SUFFIX, SequenceCheck,
+    self, AppendOrigin, BatchMetadata, CompletedTxn, CorruptSnapshot, ProducerAppend,
+    ProducerStateManager, SNAPSHOT_SUFFIX, SequenceCheck,
 };
 use crate::segment::{AppendedBatch, BatchHeader, LogSegment, segment_file_name};
+pub use crate::transaction_index::AbortedTxn;
 
 /// A stored batch's producer metadata.
 fn producer_batch(header: &BatchHeader) -> BatchMetadata {
@@ -187,6 +207,11 @@ impl Log {
                 .unwrap_or(i64::MIN)
         };
         let mut cut_at = None;
+        // The first segment whose transaction index must be rebuilt (recovered with a
+        // control batch in it, or its index failed the checks): it and every later one
+        // are rebuilt. A recovered segment without markers has nothing to index, and
+        // skipping it keeps the replay starting at the newest snapshot.
+        let mut txn_rebuild_from: Option<i64> = None;
         for base in &base_offsets {
             let base = *base;
             if let Some(cut) = cut_at {
@@ -196,13 +221,20 @@ impl Log {
             }
             let segment = if base >= recover_from {
                 let (segment, truncated) = LogSegment::recover(dir, base, &config, now)?;
+                if segment.rescan_saw_control_batch() {
+                    txn_rebuild_from.get_or_insert(base);
+                }
                 if truncated > 0 {
                     tracing::warn!(dir = %dir.display(), segment = base, truncated_bytes = truncated, "recovery truncated a segment");
                     cut_at = Some(base);
                 }
                 segment
             } else {
-                LogSegment::open(dir, base, &config, now)?
+                let mut segment = LogSegment::open(dir, base, &config, now)?;
+                if !segment.open_txn_index()? {
+                    txn_rebuild_from.get_or_insert(base);
+                }
+                segment
             };
             segments.insert(base, segment);
         }
@@ -252,7 +284,16 @@ impl Log {
             unflushed_snapshots: Vec::new(),
         };
         log.remove_stray_snapshots()?;
-        log.rebuild_producer_state(now, true)?;
+        if let Some(from) = txn_rebuild_from {
+            for segment in log.segments.range_mut(from..).map(|(_, s)| s) {
+                segment.reset_txn_index()?;
+            }
+        }
+        log.rebuild_producer_state(now, true, txn_rebuild_from)?;
+        // The rebuilt indexes are as durable as the recovered segments.
+        for segment in log.segments.values_mut() {
+            segment.sync_txn_index()?;
+        }
         log.check_invariants();
         Ok(log)
     }
@@ -352,12 +393,22 @@ impl Log {
     /// offset, then the batches after it (Kafka's `rebuildProducerState`). Snapshots out
     /// of the log's range, and corrupt ones, are deleted. With `take_snapshot`, a
     /// snapshot of the result is written at the log end when batches were replayed.
-    fn rebuild_producer_state(&mut self, now_ms: i64, take_snapshot: bool) -> Result<()> {
+    ///
+    /// With `txn_index_from`, the snapshot is taken at or below that offset (newer ones
+    /// are kept), and every abort marker replayed at or after it is added to its
+    /// segment's transaction index (emptied by the caller).
+    fn rebuild_producer_state(
+        &mut self,
+        now_ms: i64,
+        take_snapshot: bool,
+        txn_index_from: Option<i64>,
+    ) -> Result<()> {
         let (start, end) = (self.log_start_offset, self.log_end_offset());
         self.delete_snapshots_where(|offset| offset > end || offset < start)?;
         self.producers.clear();
+        let limit = txn_index_from.map_or(end, |from| from.min(end));
         let mut loaded = None;
-        while let Some(offset) = self.snapshots.last().copied() {
+        while let Some(offset) = self.snapshots.range(..=limit).next_back().copied() {
             let path = self.snapshot_path(offset);
             let decoded = match std::fs::read(&path) {
                 Ok(bytes) => producer_state::decode_snapshot(&bytes),
@@ -384,15 +435,17 @@ impl Log {
         }
         let from = loaded.unwrap_or(start).max(start);
         tracing::debug!(dir = %self.dir.display(), snapshot = ?loaded, from, to = end, "rebuilding producer state");
-        self.replay_producer_batches(from)?;
+        self.replay_producer_batches(from, txn_index_from)?;
         if take_snapshot && end > from && self.snapshot_due(end) {
             self.write_producer_snapshot(end, true)?;
         }
         Ok(())
     }
 
-    /// Applies the producer batches from `from` to the log end to the state.
-    fn replay_producer_batches(&mut self, from: i64) -> Result<()> {
+    /// Applies the producer batches from `from` to the log end to the state (Kafka's
+    /// `loadProducersFromRecords`, nothing refused); aborts whose marker is at or after
+    /// `txn_index_from` are indexed.
+    fn replay_producer_batches(&mut self, from: i64, txn_index_from: Option<i64>) -> Result<()> {
         let mut offset = from;
         let end = self.log_end_offset();
         while offset < end {
@@ -407,12 +460,18 @@ impl Log {
                 }
                 // The batch holding `from` may begin before it; one wholly before it is
                 // in the snapshot already.
-                if header.last_offset() >= from {
-                    self.producers.update(
-                        header.producer_id,
-                        header.producer_epoch,
-                        producer_batch(&header),
-                    );
+                if header.last_offset() >= from && header.producer_id >= 0 {
+                    let batch = &bytes[position..position + header.size_bytes as usize];
+                    let mut append = self.producers.begin_append(AppendOrigin::Replication);
+                    self.check_producer_batch(&mut append, batch, &header)?;
+                    let completed = self.producers.complete_append(append);
+                    if let Some(index_from) = txn_index_from {
+                        let to_index: Vec<CompletedTxn> = completed
+                            .into_iter()
+                            .filter(|txn| txn.last_offset >= index_from)
+                            .collect();
+                        self.index_aborted_txns(&to_index)?;
+                    }
                 }
                 offset = header.last_offset() + 1;
                 position += header.size_bytes as usize;
@@ -428,6 +487,113 @@ impl Log {
     /// The idempotent producers' state (what the leader deduplicates with).
     pub fn producer_state(&self) -> &ProducerStateManager {
         &self.producers
+    }
+
+    /// Checks one batch's producer effect into `append`: an end-transaction marker for a
+    /// control batch, a data batch otherwise. Clients may not write control batches.
+    fn check_producer_batch(
+        &self,
+        append: &mut ProducerAppend,
+        batch: &[u8],
+        header: &BatchHeader,
+    ) -> Result<()> {
+        if header.producer_id < 0 {
+            return Ok(());
+        }
+        if !header.is_control() {
+            self.producers.append_data(
+                append,
+                header.producer_id,
+                header.producer_epoch,
+                producer_batch(header),
+                header.is_transactional(),
+            )?;
+            return Ok(());
+        }
+        if append.origin() == AppendOrigin::Client {
+            return Err(record_batch::BatchError::InvalidRecord {
+                index: 0,
+                reason: "clients may not write control batches".to_string(),
+            }
+            .into());
+        }
+        match end_txn_marker::read_marker(batch) {
+            Ok(Some((marker, timestamp))) => self.producers.append_marker(
+                append,
+                header.producer_id,
+                header.producer_epoch,
+                marker,
+                header.base_offset,
+                timestamp,
+            )?,
+            Ok(None) => {}
+            Err(error) if append.origin() == AppendOrigin::Replication => {
+                tracing::warn!(dir = %self.dir.display(), offset = header.base_offset, %error, "skipping an unreadable control batch");
+            }
+            Err(error) => return Err(error.into()),
+        }
+        Ok(())
+    }
+
+    /// Adds the aborted ones of `completed` to the transaction index of the segment
+    /// holding each marker.
+    fn index_aborted_txns(&mut self, completed: &[CompletedTxn]) -> Result<()> {
+        for txn in completed.iter().filter(|txn| txn.aborted) {
+            let aborted = AbortedTxn {
+                producer_id: txn.producer_id,
+                first_offset: txn.first_offset,
+                last_offset: txn.last_offset,
+                last_stable_offset: txn.last_stable_offset,
+            };
+            if let Some((_, segment)) = self.segments.range_mut(..=txn.last_offset).next_back() {
+                segment.append_aborted_txn(&aborted)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The first offset of the earliest ongoing transaction (Kafka's
+    /// `firstUnstableOffset`); `None` when none is ongoing. The broker's last stable
+    /// offset is the smaller of this and the high watermark.
+    pub fn first_unstable_offset(&self) -> Option<i64> {
+        self.producers.first_unstable_offset()
+    }
+
+    /// The aborted transactions a read_committed fetch of `[start_offset,
+    /// upper_bound_offset)` must return: every one whose marker is at or after
+    /// `start_offset` and whose first offset is before `upper_bound_offset`, read from
+    /// the transaction indexes of the segment holding `start_offset` and the later ones,
+    /// until an entry's last stable offset reaches the upper bound (Kafka's
+    /// `collectAbortedTransactions` / `addAbortedTransactions`). Ordered by marker.
+    pub fn collect_aborted_transactions(
+        &self,
+        start_offset: i64,
+        upper_bound_offset: i64,
+    ) -> Result<Vec<AbortedTxn>> {
+        let floor = self
+            .segments
+            .range(..=start_offset)
+            .next_back()
+            .map_or(i64::MIN, |(base, _)| *base);
+        let mut aborted = Vec::new();
+        for segment in self.segments.range(floor..).map(|(_, s)| s) {
+            let (found, complete) =
+                segment.collect_aborted_txns(start_offset, upper_bound_offset)?;
+            aborted.extend(found);
+            if complete {
+                break;
+            }
+        }
+        Ok(aborted)
+    }
+
+    /// The aborted transactions in the transaction index of the segment at
+    /// `base_offset` (empty when there is no such segment), for tools and tests.
+    pub fn segment_aborted_transactions(&self, base_offset: i64) -> Result<Vec<AbortedTxn>> {
+        match self.segments.get(&base_offset) {
+            Some(segment) => segment.aborted_txns(),
+            None => Ok(Vec::new()),
+        }
     }
 
     fn check_invariants(&self) {
@@ -504,12 +670,58 @@ impl Log {
     /// Appends producer batches as the leader: assigns consecutive offsets from the log
     /// end and the leader epoch in place (and, for LogAppendTime topics, the timestamp).
     /// `records` must be validated batches (the broker runs
-    /// [`RecordBatch::validate`]); this re-checks each header and CRC.
+    /// [`RecordBatch::validate`]); this re-checks each header and CRC. Producer epochs,
+    /// sequences and transaction state are checked before anything is written.
     pub fn append_as_leader(
         &mut self,
         records: &mut [u8],
         leader_epoch: i32,
         now_ms: i64,
+    ) -> Result<LogAppendInfo> {
+        self.append_as(records, leader_epoch, now_ms, AppendOrigin::Client)
+    }
+
+    /// Appends batches the broker writes itself as the leader, such as a group
+    /// coordinator's transactional offset commits (Kafka's `AppendOrigin.COORDINATOR`):
+    /// as [`Log::append_as_leader`], but sequences are not checked (these batches have
+    /// base sequence -1) and control batches are allowed; producer epochs and
+    /// transactions are tracked and checked as for a client.
+    pub fn append_as_coordinator(
+        &mut self,
+        records: &mut [u8],
+        leader_epoch: i32,
+        now_ms: i64,
+    ) -> Result<LogAppendInfo> {
+        self.append_as(records, leader_epoch, now_ms, AppendOrigin::Coordinator)
+    }
+
+    /// Appends a transaction marker as the leader (one entry of WriteTxnMarkers): a
+    /// control batch timestamped `now_ms`, with the producer's id and epoch, base
+    /// sequence -1. It ends the producer's transaction; an abort is added to the
+    /// transaction index. Refused when the producer epoch is older than the producer's
+    /// ([`SequenceError::StaleEpoch`], INVALID_PRODUCER_EPOCH) or the coordinator epoch
+    /// older than its last marker's ([`SequenceError::TransactionCoordinatorFenced`],
+    /// TRANSACTION_COORDINATOR_FENCED). A marker for a producer with no ongoing
+    /// transaction is appended and ends nothing.
+    ///
+    /// [`SequenceError::StaleEpoch`]: crate::producer_state::SequenceError::StaleEpoch
+    /// [`SequenceError::TransactionCoordinatorFenced`]: crate::producer_state::SequenceError::TransactionCoordinatorFenced
+    pub fn append_control_marker(
+        &mut self,
+        marker: &TxnMarker,
+        leader_epoch: i32,
+        now_ms: i64,
+    ) -> Result<LogAppendInfo> {
+        let mut batch = end_txn_marker::control_batch(marker, now_ms).to_vec();
+        self.append_as(&mut batch, leader_epoch, now_ms, AppendOrigin::Coordinator)
+    }
+
+    fn append_as(
+        &mut self,
+        records: &mut [u8],
+        leader_epoch: i32,
+        now_ms: i64,
+        origin: AppendOrigin,
     ) -> Result<LogAppendInfo> {
         let log_append_time_ms = match self.config.message_timestamp_type {
             TimestampType::LogAppendTime => now_ms,
@@ -518,17 +730,17 @@ impl Log {
         let mut next_offset = self.log_end_offset();
         let first_offset = next_offset;
         let mut position = 0usize;
-        let mut appended = Vec::new();
+        let mut producer_append = self.producers.begin_append(origin);
         let total = records.len();
         while position < total {
-            let size = self.check_batch_at(records, position, AppendOrigin::Client)?;
+            let size = self.check_batch_at(records, position, origin)?;
             let batch = &mut records[position..position + size];
             let header = BatchHeader::parse(batch);
             let last_offset_delta = header.last_offset_delta;
             // An idempotent producer's batch: a retry is answered with the original
             // offsets (when it is the whole append, as producers send it), a gap or a
             // stale epoch is refused.
-            if position == 0 {
+            if position == 0 && origin == AppendOrigin::Client {
                 let first_sequence = header.base_sequence;
                 let last = producer_state::last_sequence(first_sequence, last_offset_delta);
                 if let SequenceCheck::Duplicate(original) = self.producers.check(
@@ -568,19 +780,14 @@ impl Log {
             if log_append_time_ms >= 0 {
                 placed.max_timestamp = log_append_time_ms;
             }
-            appended.push(placed);
+            self.check_producer_batch(&mut producer_append, batch, &placed)?;
             next_offset += i64::from(last_offset_delta) + 1;
             position += size;
         }
         let info = self.append_batches(records, first_offset, log_append_time_ms, now_ms)?;
         debug_assert_eq!(info.last_offset + 1, next_offset);
-        for header in &appended {
-            self.producers.update(
-                header.producer_id,
-                header.producer_epoch,
-                producer_batch(header),
-            );
-        }
+        let completed = self.producers.complete_append(producer_append);
+        self.index_aborted_txns(&completed)?;
         if leader_epoch >= 0 {
             self.leader_epochs.assign(leader_epoch, first_offset)?;
         }
@@ -595,7 +802,7 @@ impl Log {
         let mut expected = self.log_end_offset();
         let mut first_offset = None;
         let mut epochs = Vec::new();
-        let mut replicated = Vec::new();
+        let mut producer_append = self.producers.begin_append(AppendOrigin::Replication);
         while position < records.len() {
             let size = self.check_batch_at(records, position, AppendOrigin::Replication)?;
             let header = BatchHeader::parse(&records[position..position + RECORD_BATCH_OVERHEAD]);
@@ -613,7 +820,11 @@ impl Log {
                 });
             }
             first_offset.get_or_insert(header.base_offset);
-            replicated.push(header);
+            self.check_producer_batch(
+                &mut producer_append,
+                &records[position..position + size],
+                &header,
+            )?;
             if header.partition_leader_epoch >= 0 {
                 epochs.push((header.partition_leader_epoch, header.base_offset));
             }
@@ -625,13 +836,8 @@ impl Log {
             available: 0,
         })?;
         let info = self.append_batches(records, first_offset, -1, now_ms)?;
-        for header in &replicated {
-            self.producers.update(
-                header.producer_id,
-                header.producer_epoch,
-                producer_batch(header),
-            );
-        }
+        let completed = self.producers.complete_append(producer_append);
+        self.index_aborted_txns(&completed)?;
         for (epoch, start_offset) in epochs {
             self.leader_epochs.assign(epoch, start_offset)?;
         }
@@ -656,7 +862,7 @@ impl Log {
             needed: LOG_OVERHEAD,
             available: rest.len(),
         })?;
-        if origin == AppendOrigin::Client && size > self.config.max_message_bytes as usize {
+        if origin != AppendOrigin::Replication && size > self.config.max_message_bytes as usize {
             return Err(StorageError::BatchTooLarge {
                 size_bytes: size,
                 max_bytes: self.config.max_message_bytes as usize,
@@ -670,7 +876,7 @@ impl Log {
             .into());
         }
         let check_crc = match origin {
-            AppendOrigin::Client => cfg!(debug_assertions),
+            AppendOrigin::Client | AppendOrigin::Coordinator => cfg!(debug_assertions),
             AppendOrigin::Replication => true,
         };
         BorrowedBatch(&rest[..size]).check(check_crc)?;
@@ -1035,7 +1241,7 @@ impl Log {
         self.log_start_offset = self.log_start_offset.min(log_end_offset);
         self.leader_epochs.truncate_from_end(log_end_offset)?;
         // Kafka reloads the state from the newest snapshot left and replays after it.
-        self.rebuild_producer_state(now_ms(), false)?;
+        self.rebuild_producer_state(now_ms(), false, None)?;
         checkpoint::sync_dir(&self.dir)?;
         self.check_invariants();
         Ok(())
@@ -1071,16 +1277,6 @@ impl Log {
         let config = self.config.clone();
         self.active_mut().activate(&config)
     }
-}
-
-/// Where appended bytes come from, which decides what the log re-checks (Kafka's
-/// `AppendOrigin`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum AppendOrigin {
-    /// A producer's batches, validated by the broker, appended by the leader.
-    Client,
-    /// Batches fetched from the leader by a follower.
-    Replication,
 }
 
 /// A header-level view of one batch in a mutable buffer, without copying it.
@@ -1168,7 +1364,7 @@ fn list_segments(dir: &Path) -> Result<(Vec<i64>, Vec<i64>)> {
         };
         match suffix {
             "log" => bases.push(base),
-            "index" | "timeindex" => indexes.push((base, path)),
+            "index" | "timeindex" | "txnindex" => indexes.push((base, path)),
             "snapshot" => snapshots.push(base),
             _ => {}
         }

@@ -1,5 +1,6 @@
-//! One segment of a partition log: `{base_offset:020}.log` with its `.index` and
-//! `.timeindex` (Kafka's `LogSegment`).
+//! One segment of a partition log: `{base_offset:020}.log` with its `.index`,
+//! `.timeindex` and, once a transaction aborts in it, `.txnindex` (Kafka's
+//! `LogSegment`; the transaction index is described in [`crate::transaction_index`]).
 //!
 //! The `.log` file is record batches back to back, byte for byte as they were appended.
 //! Only the active (last) segment is written; it keeps its file open and its indexes in
@@ -26,6 +27,7 @@ use crate::error::{IoContext, Result, StorageError};
 use crate::index::{self, Index, floor_in_file, floor_in_memory};
 use crate::offset_index::{OffsetEntry, check_offset_entries};
 use crate::time_index::{TimeEntry, check_time_entries};
+use crate::transaction_index::{AbortedTxn, TXN_INDEX_SUFFIX, TransactionIndex};
 
 /// `{offset:020}` + suffix, as Kafka names segment files.
 pub fn segment_file_name(base_offset: i64, suffix: &str) -> String {
@@ -43,6 +45,7 @@ pub(crate) struct BatchHeader {
     pub size_bytes: u64,
     pub partition_leader_epoch: i32,
     pub magic: i8,
+    pub attributes: i16,
     pub last_offset_delta: i32,
     pub max_timestamp: i64,
     pub producer_id: i64,
@@ -60,6 +63,7 @@ impl BatchHeader {
             size_bytes: (i64::from(i32_at(8)) + LOG_OVERHEAD as i64).max(0) as u64,
             partition_leader_epoch: i32_at(12),
             magic: bytes[16] as i8,
+            attributes: i16::from_be_bytes([bytes[21], bytes[22]]),
             last_offset_delta: i32_at(23),
             max_timestamp: i64_at(35),
             producer_id: i64_at(43),
@@ -72,6 +76,16 @@ impl BatchHeader {
     pub fn last_offset(&self) -> i64 {
         self.base_offset
             .saturating_add(i64::from(self.last_offset_delta))
+    }
+
+    /// Attribute bit 4: part of a transaction.
+    pub fn is_transactional(&self) -> bool {
+        self.attributes & 0x10 != 0
+    }
+
+    /// Attribute bit 5: a control batch (a transaction marker).
+    pub fn is_control(&self) -> bool {
+        self.attributes & 0x20 != 0
     }
 
     /// Magic 2 and offsets a log can hold (see [`offsets_fit`]).
@@ -105,6 +119,10 @@ pub(crate) struct LogSegment {
     log_path: PathBuf,
     index_path: PathBuf,
     time_index_path: PathBuf,
+    txn_index: TransactionIndex,
+    /// Whether the last full rescan ([`LogSegment::recover`]) met a control batch: only
+    /// then can its transaction index have entries to rebuild.
+    rescan_saw_control_batch: bool,
     size_bytes: u64,
     /// One past the last offset in the segment (`base_offset` when empty).
     next_offset: i64,
@@ -147,6 +165,10 @@ impl LogSegment {
         )
     }
 
+    fn txn_index_file(dir: &Path, base_offset: i64) -> PathBuf {
+        dir.join(segment_file_name(base_offset, TXN_INDEX_SUFFIX))
+    }
+
     /// Creates a new, empty, active segment (replacing stale files of that name).
     pub fn create(dir: &Path, base_offset: i64, config: &LogConfig, now_ms: i64) -> Result<Self> {
         let (log_path, index_path, time_index_path) = Self::paths(dir, base_offset);
@@ -160,7 +182,10 @@ impl LogSegment {
         for path in [&index_path, &time_index_path] {
             File::create(path).at(path)?;
         }
+        let txn_index = TransactionIndex::create(Self::txn_index_file(dir, base_offset))?;
         Ok(LogSegment {
+            txn_index,
+            rescan_saw_control_batch: false,
             base_offset,
             size_bytes: 0,
             next_offset: base_offset,
@@ -186,7 +211,11 @@ impl LogSegment {
     fn existing(dir: &Path, base_offset: i64, now_ms: i64) -> Result<Self> {
         let (log_path, index_path, time_index_path) = Self::paths(dir, base_offset);
         let size_bytes = std::fs::metadata(&log_path).at(&log_path)?.len();
+        // Loaded by `open_txn_index` once the segment's end is known.
+        let txn_index = TransactionIndex::unloaded(Self::txn_index_file(dir, base_offset));
         Ok(LogSegment {
+            txn_index,
+            rescan_saw_control_batch: false,
             base_offset,
             log_path,
             index_path,
@@ -277,6 +306,9 @@ impl LogSegment {
     ) -> Result<(Self, u64)> {
         let mut segment = Self::existing(dir, base_offset, now_ms)?;
         let truncated = segment.rebuild(config, true)?;
+        // Rebuilt by the log from the markers, with the producer state (Kafka's recover
+        // resets it too).
+        segment.txn_index.reset()?;
         Ok((segment, truncated))
     }
 
@@ -305,6 +337,7 @@ impl LogSegment {
         };
         let mut valid_bytes = 0u64;
         let mut buffer = Vec::new();
+        self.rescan_saw_control_batch = false;
         for item in HeaderScan::new(&scan_file, 0, file_size) {
             let (position, header) = item.at(&self.log_path)?;
             if let Err(reason) =
@@ -322,6 +355,7 @@ impl LogSegment {
                 header.max_timestamp,
             );
             self.next_offset = header.last_offset() + 1;
+            self.rescan_saw_control_batch |= header.is_control();
             valid_bytes = position + header.size_bytes;
             self.size_bytes = valid_bytes;
         }
@@ -474,8 +508,64 @@ impl LogSegment {
         for path in [&self.log_path, &self.index_path, &self.time_index_path] {
             File::open(path).and_then(|f| f.sync_data()).at(path)?;
         }
+        self.txn_index.sync()?;
         self.flushed_bytes = self.size_bytes;
         Ok(())
+    }
+
+    /// Loads the transaction index of an opened segment, checking it against the
+    /// segment's offsets. Returns false when it failed the checks: it is then empty and
+    /// the caller rebuilds it.
+    pub fn open_txn_index(&mut self) -> Result<bool> {
+        let (index, valid) = TransactionIndex::open(
+            self.txn_index.path().to_path_buf(),
+            self.base_offset,
+            self.next_offset,
+        )?;
+        self.txn_index = index;
+        Ok(valid)
+    }
+
+    /// Whether the last full rescan of the log file met a control batch.
+    pub fn rescan_saw_control_batch(&self) -> bool {
+        self.rescan_saw_control_batch
+    }
+
+    /// Empties the transaction index before it is rebuilt.
+    pub fn reset_txn_index(&mut self) -> Result<()> {
+        self.txn_index.reset()
+    }
+
+    /// Records a transaction aborted by a marker in this segment.
+    pub fn append_aborted_txn(&mut self, txn: &AbortedTxn) -> Result<()> {
+        debug_assert!(
+            (self.base_offset..self.next_offset.max(self.base_offset + 1))
+                .contains(&txn.last_offset),
+            "the marker must be in this segment"
+        );
+        self.txn_index.append(txn)
+    }
+
+    /// fsyncs the transaction index entries written since the last sync.
+    pub fn sync_txn_index(&mut self) -> Result<()> {
+        self.txn_index.sync()
+    }
+
+    /// See [`TransactionIndex::collect`].
+    pub fn collect_aborted_txns(
+        &self,
+        fetch_offset: i64,
+        upper_bound_offset: i64,
+    ) -> Result<(Vec<AbortedTxn>, bool)> {
+        if self.txn_index.is_empty() {
+            return Ok((Vec::new(), false));
+        }
+        self.txn_index.collect(fetch_offset, upper_bound_offset)
+    }
+
+    /// Every aborted transaction indexed in this segment.
+    pub fn aborted_txns(&self) -> Result<Vec<AbortedTxn>> {
+        self.txn_index.entries()
     }
 
     pub fn base_offset(&self) -> i64 {
@@ -582,6 +672,7 @@ impl LogSegment {
         }
         active.offset_index.persist(true)?;
         active.time_index.persist(true)?;
+        self.txn_index.sync()?;
         Ok(())
     }
 
@@ -786,6 +877,7 @@ impl LogSegment {
     /// `offset` goes whole). Returns the bytes removed. The segment becomes active.
     pub fn truncate_to(&mut self, config: &LogConfig, offset: i64) -> Result<u64> {
         self.activate(config)?;
+        self.txn_index.truncate_to(offset)?;
         let Some((cut, _)) = self.with_file(|file| self.translate_offset(file, offset))? else {
             return Ok(0);
         };
@@ -847,7 +939,8 @@ impl LogSegment {
     /// (they may be damaged).
     pub fn delete_files(dir: &Path, base_offset: i64) -> Result<()> {
         let (log_path, index_path, time_index_path) = Self::paths(dir, base_offset);
-        for path in [&log_path, &index_path, &time_index_path] {
+        let txn_index_path = Self::txn_index_file(dir, base_offset);
+        for path in [&log_path, &index_path, &time_index_path, &txn_index_path] {
             match std::fs::remove_file(path) {
                 Ok(()) => {}
                 Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}

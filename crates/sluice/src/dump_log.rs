@@ -1,5 +1,5 @@
 //! `sluice dump-log`: Kafka's DumpLogSegments output for Sluice's (and Kafka's) segment,
-//! index and producer snapshot files, so an operator's scripts and habits carry over. The compat suite diffs this
+//! index, transaction index and producer snapshot files, so an operator's scripts and habits carry over. The compat suite diffs this
 //! output against Kafka's own tool on the same files.
 
 use std::io::Write;
@@ -79,6 +79,24 @@ pub fn dump(path: &Path, options: &Options, out: &mut impl Write) -> anyhow::Res
                     )?;
                 }
                 writeln!(out)?;
+            }
+            Ok(())
+        }
+        "txnindex" => {
+            // Kafka's `dumpTxnIndex`: every whole 34-byte `AbortedTxn` entry.
+            for entry in bytes.chunks_exact(sluice_storage::transaction_index::ABORTED_TXN_BYTES) {
+                let version = i16::from_be_bytes(entry[0..2].try_into()?);
+                let field = |at: usize| -> anyhow::Result<i64> {
+                    Ok(i64::from_be_bytes(entry[at..at + 8].try_into()?))
+                };
+                writeln!(
+                    out,
+                    "version: {version} producerId: {} firstOffset: {} lastOffset: {} lastStableOffset: {}",
+                    field(2)?,
+                    field(10)?,
+                    field(18)?,
+                    field(26)?
+                )?;
             }
             Ok(())
         }
@@ -226,4 +244,46 @@ fn dump_records(
         writeln!(out)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod txn_index_tests {
+    use sluice_storage::AbortedTxn;
+
+    #[test]
+    fn txn_indexes_print_as_kafkas_dump_txn_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("00000000000000000005.txnindex");
+        let entries = [
+            AbortedTxn {
+                producer_id: 7,
+                first_offset: 5,
+                last_offset: 9,
+                last_stable_offset: 10,
+            },
+            AbortedTxn {
+                producer_id: 8,
+                first_offset: 6,
+                last_offset: 12,
+                last_stable_offset: 11,
+            },
+        ];
+        let bytes: Vec<u8> = entries.iter().flat_map(|e| e.encode()).collect();
+        std::fs::write(&path, bytes).unwrap();
+        let options = super::Options {
+            deep_iteration: false,
+            print_data: false,
+        };
+        let mut out = Vec::new();
+        super::dump(&path, &options, &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            format!(
+                "Dumping {}\n\
+                 version: 0 producerId: 7 firstOffset: 5 lastOffset: 9 lastStableOffset: 10\n\
+                 version: 0 producerId: 8 firstOffset: 6 lastOffset: 12 lastStableOffset: 11\n",
+                path.display()
+            )
+        );
+    }
 }
