@@ -44,6 +44,11 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteRecords, 0, 2),
     (ApiKey::InitProducerId, 0, 5),
     (ApiKey::OffsetForLeaderEpoch, 2, 4),
+    (ApiKey::AddPartitionsToTxn, 0, 5),
+    (ApiKey::AddOffsetsToTxn, 0, 4),
+    (ApiKey::EndTxn, 0, 5),
+    (ApiKey::WriteTxnMarkers, 1, 1),
+    (ApiKey::TxnOffsetCommit, 0, 5),
     (ApiKey::DescribeConfigs, 1, 4),
     (ApiKey::AlterConfigs, 0, 2),
     (ApiKey::DescribeLogDirs, 1, 4),
@@ -55,9 +60,12 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListPartitionReassignments, 0, 0),
     (ApiKey::OffsetDelete, 0, 0),
     (ApiKey::DescribeQuorum, 0, 2),
+    (ApiKey::UpdateFeatures, 0, 1),
     (ApiKey::DescribeCluster, 0, 2),
     (ApiKey::DescribeProducers, 0, 0),
     (ApiKey::UnregisterBroker, 0, 0),
+    (ApiKey::DescribeTransactions, 0, 0),
+    (ApiKey::ListTransactions, 0, 1),
     (ApiKey::ConsumerGroupHeartbeat, 0, 1),
     (ApiKey::ConsumerGroupDescribe, 0, 1),
     (ApiKey::DescribeTopicPartitions, 0, 0),
@@ -158,7 +166,7 @@ pub async fn dispatch(
     drop(header);
     if api_key == ApiKey::ApiVersions {
         let (min, max) = supported_versions(api_key).expect("ApiVersions is served");
-        return api_versions(version, min, max, &mut body);
+        return api_versions(&broker, version, min, max, &mut body);
     }
     if let Err(outcome) = check_version(api_key, version) {
         return outcome;
@@ -179,7 +187,7 @@ pub async fn dispatch(
 /// - v3+ checks the client software name and version (KIP-511's pattern) and answers
 ///   INVALID_REQUEST with no API list when they do not match;
 /// - a body that does not decode closes the connection.
-fn api_versions(version: i16, min: i16, max: i16, body: &mut Bytes) -> Outcome {
+fn api_versions(broker: &Broker, version: i16, min: i16, max: i16, body: &mut Bytes) -> Outcome {
     let entry = |key: ApiKey, min: i16, max: i16| {
         let mut entry = ApiVersion::default();
         entry.api_key = key as i16;
@@ -211,6 +219,12 @@ fn api_versions(version: i16, min: i16, max: i16, body: &mut Bytes) -> Outcome {
                 .iter()
                 .map(|(key, min, max)| entry(*key, *min, *max))
                 .collect();
+            if version >= 3 {
+                let epoch = broker
+                    .quorum()
+                    .map_or(-1, |quorum| quorum.applied_end_offset());
+                crate::features::describe(&mut response, &broker.image(), epoch);
+            }
         }
         version
     };

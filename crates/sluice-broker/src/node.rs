@@ -455,6 +455,14 @@ pub async fn run(
                     name: "metadata.version".into(),
                     level: METADATA_VERSION_LEVEL,
                 },
+                MetadataRecord::FeatureLevel {
+                    name: crate::features::BOOTSTRAP_LEVELS[0].0.into(),
+                    level: crate::features::BOOTSTRAP_LEVELS[0].1,
+                },
+                MetadataRecord::FeatureLevel {
+                    name: crate::features::BOOTSTRAP_LEVELS[1].0.into(),
+                    level: crate::features::BOOTSTRAP_LEVELS[1].1,
+                },
                 MetadataRecord::Config(sluice_metadata::ConfigRecord {
                     resource_type: crate::broker::BROKER_RESOURCE,
                     resource_name: String::new(),
@@ -492,6 +500,10 @@ pub async fn run(
             registration,
         )));
         tasks.push(tokio::spawn(crate::group::run(
+            broker.clone(),
+            shutdown.clone(),
+        )));
+        tasks.push(tokio::spawn(crate::txn::run(
             broker.clone(),
             shutdown.clone(),
         )));

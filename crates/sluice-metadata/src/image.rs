@@ -314,6 +314,13 @@ impl MetadataImage {
         self.features.get(name).copied()
     }
 
+    /// Every finalized feature and its level, by name.
+    pub fn features(&self) -> impl Iterator<Item = (&str, i16)> {
+        self.features
+            .iter()
+            .map(|(name, level)| (name.as_str(), *level))
+    }
+
     /// Records that replay into this image from an empty one, in an order replay
     /// accepts (features, brokers, topics with their partitions, configs, producer
     /// ids): the content of a metadata snapshot.

@@ -122,18 +122,21 @@ fn serves_api_versions_and_shuts_down_cleanly_on_sigterm() {
         );
     }
     // The metadata log (the Raft log, read here as Kafka's tools read it: metadata
-    // records) was bootstrapped (metadata.version, the cluster-wide min.insync.replicas)
+    // records) was bootstrapped (the feature levels, the cluster-wide min.insync.replicas)
     // and holds the node's registration; it was closed cleanly and is not listed among
     // the data logs.
     let metadata = sluice_metadata::MetadataLog::open(data.path(), true, 1).unwrap();
     assert_eq!(metadata.image().feature_level("metadata.version"), Some(27));
+    // Kafka 4.1's bootstrap levels for a new cluster.
+    assert_eq!(metadata.image().feature_level("transaction.version"), Some(2));
+    assert_eq!(metadata.image().feature_level("group.version"), Some(1));
     let registration = metadata.image().broker(1).expect("the node registered");
     assert!(!registration.fenced);
     assert_eq!(registration.endpoints[0].name, "PLAINTEXT");
     assert_eq!(
         metadata.end_offset(),
-        5,
-        "the quorum's membership and its leader's first entry (a NoOpRecord each), two bootstrap records, one registration"
+        7,
+        "the quorum's membership and its leader's first entry (a NoOpRecord each), four bootstrap records (metadata.version, group.version, transaction.version, min.insync.replicas), one registration"
     );
     let checkpoint =
         std::fs::read_to_string(data.path().join("recovery-point-offset-checkpoint")).unwrap();

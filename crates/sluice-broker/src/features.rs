@@ -1,0 +1,163 @@
+//! Feature flags (KIP-584): the versioned features this broker supports and the levels
+//! the cluster has finalized in the metadata log.
+//!
+//! ApiVersions v3+ lists both, as Kafka 4.1 does: clients read the finalized
+//! `transaction.version` from it (level 2 turns on transactions v2, KIP-890 part 2, in
+//! the Java client). UpdateFeatures (`kafka-features.sh upgrade|downgrade`) writes a
+//! FeatureLevelRecord through the metadata quorum; the bootstrap levels are those a
+//! `kafka-storage format` of Kafka 4.1 writes ([`BOOTSTRAP_LEVELS`]).
+
+use kafka_protocol::messages::api_versions_response::{FinalizedFeatureKey, SupportedFeatureKey};
+use kafka_protocol::messages::update_features_response::UpdatableFeatureResult;
+use kafka_protocol::messages::{
+    ApiVersionsResponse, UpdateFeaturesRequest, UpdateFeaturesResponse,
+};
+use kafka_protocol::protocol::StrBytes;
+use sluice_metadata::{MetadataImage, MetadataRecord};
+
+use crate::apis::RequestContext;
+use crate::errors;
+use crate::node::{METADATA_VERSION_LEVEL, MIN_METADATA_VERSION_LEVEL};
+
+/// `transaction.version`: 0 none, 1 flexible transaction state records, 2 transactions
+/// v2 (KIP-890 part 2: an epoch bump per transaction, partitions added by the leader).
+pub const TRANSACTION_VERSION: &str = "transaction.version";
+
+/// (feature, lowest supported level, highest supported level).
+pub const SUPPORTED: &[(&str, i16, i16)] = &[
+    (
+        "metadata.version",
+        MIN_METADATA_VERSION_LEVEL,
+        METADATA_VERSION_LEVEL,
+    ),
+    ("group.version", 0, 1),
+    (TRANSACTION_VERSION, 0, 2),
+];
+
+/// The levels written when a cluster is first formatted besides `metadata.version`
+/// (Kafka 4.1's defaults for a new cluster).
+pub const BOOTSTRAP_LEVELS: &[(&str, i16)] = &[("group.version", 1), (TRANSACTION_VERSION, 2)];
+
+/// The cluster's finalized `transaction.version` (0 when none is finalized).
+pub fn transaction_version(image: &MetadataImage) -> i16 {
+    image.feature_level(TRANSACTION_VERSION).unwrap_or(0)
+}
+
+/// Fills ApiVersions v3+'s feature fields.
+pub fn describe(response: &mut ApiVersionsResponse, image: &MetadataImage, epoch: i64) {
+    response.supported_features = SUPPORTED
+        .iter()
+        .map(|(name, min, max)| {
+            SupportedFeatureKey::default()
+                .with_name(StrBytes::from_static_str(name))
+                .with_min_version(*min)
+                .with_max_version(*max)
+        })
+        .collect();
+    response.finalized_features_epoch = epoch;
+    response.finalized_features = image
+        .features()
+        .filter(|(name, level)| *level > 0 && SUPPORTED.iter().any(|(n, _, _)| n == name))
+        .map(|(name, level)| {
+            FinalizedFeatureKey::default()
+                .with_name(StrBytes::from_string(name.to_string()))
+                .with_min_version_level(level)
+                .with_max_version_level(level)
+        })
+        .collect();
+}
+
+/// Kafka's upgrade types (UpdateFeatures v1+).
+const UPGRADE: i8 = 1;
+const SAFE_DOWNGRADE: i8 = 2;
+const UNSAFE_DOWNGRADE: i8 = 3;
+
+/// UpdateFeatures 0-1: validates every update as Kafka's controller does, then writes
+/// the valid ones as one batch of FeatureLevelRecords (all or nothing per request).
+pub async fn update_features(
+    context: &RequestContext,
+    request: UpdateFeaturesRequest,
+) -> UpdateFeaturesResponse {
+    let broker = &context.broker;
+    let image = broker.image();
+    let mut results = Vec::new();
+    let mut records = Vec::new();
+    let mut failed = false;
+    for update in &request.feature_updates {
+        let name = update.feature.to_string();
+        let level = update.max_version_level;
+        let upgrade_type = if context.version == 0 {
+            if update.allow_downgrade {
+                SAFE_DOWNGRADE
+            } else {
+                UPGRADE
+            }
+        } else {
+            update.upgrade_type
+        };
+        let current = image.feature_level(&name).unwrap_or(0);
+        let outcome = match SUPPORTED.iter().find(|(n, _, _)| *n == name) {
+            None => Err(format!(
+                "Invalid update version {level} for feature {name}. The controller does not support the given feature."
+            )),
+            Some((_, min, max)) if level != 0 && (level < *min || level > *max) => Err(format!(
+                "Invalid update version {level} for feature {name}. Broker {} only supports versions {min}-{max}",
+                broker.node_id
+            )),
+            Some(_) if name == "metadata.version" && level < current => Err(format!(
+                "Invalid metadata.version {level}. Refusing to perform the requested downgrade because it might delete metadata information."
+            )),
+            Some(_) if level < current && upgrade_type == UPGRADE => Err(format!(
+                "Invalid update version {level} for feature {name}. Can't downgrade the version of this feature without setting the upgrade type to either safe or unsafe downgrade."
+            )),
+            Some(_) if !matches!(upgrade_type, UPGRADE | SAFE_DOWNGRADE | UNSAFE_DOWNGRADE) => Err(
+                format!("Invalid upgrade type {upgrade_type} for feature {name}"),
+            ),
+            Some(_) => Ok(()),
+        };
+        let result = UpdatableFeatureResult::default().with_feature(update.feature.clone());
+        results.push(match outcome {
+            Ok(()) => {
+                records.push(MetadataRecord::FeatureLevel { name, level });
+                result
+            }
+            Err(message) => {
+                failed = true;
+                result
+                    .with_error_code(errors::INVALID_UPDATE_VERSION)
+                    .with_error_message(Some(StrBytes::from_string(message)))
+            }
+        });
+    }
+    let response = UpdateFeaturesResponse::default();
+    if failed {
+        // Kafka refuses the whole request when one update is invalid.
+        for result in &mut results {
+            if result.error_code == errors::NONE {
+                result.error_code = errors::FEATURE_UPDATE_FAILED;
+                result.error_message = Some(StrBytes::from_static_str(
+                    "Unable to update finalized features because another update failed.",
+                ));
+            }
+        }
+        return response.with_error_code(errors::NONE).with_results(results);
+    }
+    if request.validate_only || records.is_empty() {
+        return response.with_results(results);
+    }
+    match broker.write_metadata(&records).await {
+        Ok(()) => response.with_results(results),
+        Err(error) => {
+            tracing::warn!(%error, "feature update failed");
+            let message = StrBytes::from_string(error.to_string());
+            for result in &mut results {
+                result.error_code = errors::FEATURE_UPDATE_FAILED;
+                result.error_message = Some(message.clone());
+            }
+            response
+                .with_error_code(errors::FEATURE_UPDATE_FAILED)
+                .with_error_message(Some(message))
+                .with_results(results)
+        }
+    }
+}
