@@ -92,6 +92,7 @@ pub struct Broker {
     /// Consumer groups and committed offsets of the `__consumer_offsets` partitions
     /// this node leads.
     pub groups: crate::group::GroupCoordinator,
+    pub transactions: crate::txn::TransactionCoordinator,
 }
 
 impl std::fmt::Debug for Broker {
@@ -127,6 +128,7 @@ impl Broker {
             traffic: TopicTraffic::default(),
             replication: Default::default(),
             groups: Default::default(),
+            transactions: Default::default(),
             fetch_sessions: FetchSessions::new(
                 config
                     .get("max.incremental.fetch.session.cache.slots")
@@ -153,6 +155,7 @@ impl Broker {
         if let Some(this) = self.this.get().and_then(Weak::upgrade) {
             crate::replication::on_image_change(&this, &image);
             this.groups.on_image_change(&this, &image);
+            this.transactions.on_image_change(&this, &image);
         }
     }
 

@@ -287,6 +287,36 @@ const DEFINITIONS: &[Definition] = &[
         Some("50"),
     ),
     def(
+        "transaction.state.log.segment.bytes",
+        Kind::Int { min: 1 },
+        Some("104857600"),
+    ),
+    def(
+        "transaction.max.timeout.ms",
+        Kind::Int { min: 1 },
+        Some("900000"),
+    ),
+    def(
+        "transactional.id.expiration.ms",
+        Kind::Int { min: 1 },
+        Some("604800000"),
+    ),
+    def(
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+        Kind::Int { min: 1 },
+        Some("10000"),
+    ),
+    def(
+        "transaction.remove.expired.transaction.cleanup.interval.ms",
+        Kind::Int { min: 1 },
+        Some("3600000"),
+    ),
+    def(
+        "transaction.partition.verification.enable",
+        Kind::Bool,
+        Some("true"),
+    ),
+    def(
         "share.coordinator.state.topic.replication.factor",
         Kind::Int { min: 1 },
         Some("3"),
@@ -679,6 +709,10 @@ impl BrokerConfig {
     /// An integer key, validated at load (Kafka's default when not set).
     pub fn int_value(&self, key: &str) -> i64 {
         self.int(key)
+    }
+    /// A boolean key, validated at load (Kafka's default when not set).
+    pub fn bool_value(&self, key: &str) -> bool {
+        self.bool(key)
     }
     pub fn auto_create_topics(&self) -> bool {
         self.bool("auto.create.topics.enable")

@@ -14,6 +14,7 @@ pub mod broker;
 pub mod config;
 pub mod controller;
 pub mod errors;
+pub mod features;
 pub mod fetch_session;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -27,6 +28,7 @@ pub mod quorum;
 pub mod replica;
 pub mod replication;
 pub mod topic_config;
+pub mod txn;
 
 pub use config::{BrokerConfig, ConfigError, EMBEDDED_SERVER_PROPERTIES, Listener, Role};
 pub use handlers::decode_request;

@@ -712,15 +712,16 @@ pub(crate) fn submit_alter_partition(
 // The follower's fetcher.
 
 /// A connection to the leader: one request at a time (the fetcher waits for each
-/// answer before sending the next, as Kafka's fetcher thread does).
-struct LeaderConnection {
+/// answer before sending the next, as Kafka's fetcher thread does). The transaction
+/// coordinator uses it too, for WriteTxnMarkers to partition leaders.
+pub(crate) struct LeaderConnection {
     stream: TcpStream,
     next_correlation_id: i32,
     client_id: StrBytes,
 }
 
 impl LeaderConnection {
-    async fn connect(
+    pub(crate) async fn connect(
         host: &str,
         port: u16,
         timeout: Duration,
@@ -740,7 +741,7 @@ impl LeaderConnection {
 
     /// Sends `request` and reads its response, within `timeout`; frames larger than
     /// `frame_max_bytes` are refused (the connection is then dropped by the caller).
-    async fn call<R: Request>(
+    pub(crate) async fn call<R: Request>(
         &mut self,
         request: &R,
         version: i16,

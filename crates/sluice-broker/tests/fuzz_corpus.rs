@@ -451,6 +451,88 @@ fn request_frame(api_key: ApiKey, version: i16, correlation_id: i32) -> Result<V
         ApiKey::ConsumerGroupDescribe => ConsumerGroupDescribeRequest::default()
             .with_group_ids(vec![GroupId(text("orders-group"))])
             .encode(&mut out, v),
+        ApiKey::UpdateFeatures => UpdateFeaturesRequest::default()
+            .with_timeout_ms(10_000)
+            .with_feature_updates(vec![
+                update_features_request::FeatureUpdateKey::default()
+                    .with_feature(text("transaction.version"))
+                    .with_max_version_level(2),
+            ])
+            .with_validate_only(v >= 1)
+            .encode(&mut out, v),
+        ApiKey::AddPartitionsToTxn => if v >= 4 {
+            AddPartitionsToTxnRequest::default().with_transactions(vec![
+                add_partitions_to_txn_request::AddPartitionsToTxnTransaction::default()
+                    .with_transactional_id(TransactionalId(text("order-processor-1")))
+                    .with_producer_id(ProducerId(1000))
+                    .with_producer_epoch(0)
+                    .with_verify_only(true)
+                    .with_topics(vec![
+                        add_partitions_to_txn_request::AddPartitionsToTxnTopic::default()
+                            .with_name(topic("orders"))
+                            .with_partitions(vec![0, 1]),
+                    ]),
+            ])
+        } else {
+            AddPartitionsToTxnRequest::default()
+                .with_v3_and_below_transactional_id(TransactionalId(text("order-processor-1")))
+                .with_v3_and_below_producer_id(ProducerId(1000))
+                .with_v3_and_below_producer_epoch(0)
+                .with_v3_and_below_topics(vec![
+                    add_partitions_to_txn_request::AddPartitionsToTxnTopic::default()
+                        .with_name(topic("orders"))
+                        .with_partitions(vec![0, 1]),
+                ])
+        }
+        .encode(&mut out, v),
+        ApiKey::AddOffsetsToTxn => AddOffsetsToTxnRequest::default()
+            .with_transactional_id(TransactionalId(text("order-processor-1")))
+            .with_producer_id(ProducerId(1000))
+            .with_producer_epoch(0)
+            .with_group_id(GroupId(text("orders-group")))
+            .encode(&mut out, v),
+        ApiKey::EndTxn => EndTxnRequest::default()
+            .with_transactional_id(TransactionalId(text("order-processor-1")))
+            .with_producer_id(ProducerId(1000))
+            .with_producer_epoch(0)
+            .with_committed(true)
+            .encode(&mut out, v),
+        ApiKey::WriteTxnMarkers => WriteTxnMarkersRequest::default()
+            .with_markers(vec![
+                write_txn_markers_request::WritableTxnMarker::default()
+                    .with_producer_id(ProducerId(1000))
+                    .with_producer_epoch(0)
+                    .with_transaction_result(true)
+                    .with_coordinator_epoch(0)
+                    .with_topics(vec![
+                        write_txn_markers_request::WritableTxnMarkerTopic::default()
+                            .with_name(topic("orders"))
+                            .with_partition_indexes(vec![0]),
+                    ]),
+            ])
+            .encode(&mut out, v),
+        ApiKey::TxnOffsetCommit => TxnOffsetCommitRequest::default()
+            .with_transactional_id(TransactionalId(text("order-processor-1")))
+            .with_group_id(GroupId(text("orders-group")))
+            .with_producer_id(ProducerId(1000))
+            .with_producer_epoch(0)
+            .with_generation_id(-1)
+            .with_topics(vec![
+                txn_offset_commit_request::TxnOffsetCommitRequestTopic::default()
+                    .with_name(topic("orders"))
+                    .with_partitions(vec![
+                        txn_offset_commit_request::TxnOffsetCommitRequestPartition::default()
+                            .with_partition_index(0)
+                            .with_committed_offset(42),
+                    ]),
+            ])
+            .encode(&mut out, v),
+        ApiKey::ListTransactions => ListTransactionsRequest::default()
+            .with_state_filters(vec![text("Ongoing")])
+            .encode(&mut out, v),
+        ApiKey::DescribeTransactions => DescribeTransactionsRequest::default()
+            .with_transactional_ids(vec![TransactionalId(text("order-processor-1"))])
+            .encode(&mut out, v),
         other => {
             return Err(format!(
                 "no seed request for {other:?}: add one to crates/sluice-broker/tests/fuzz_corpus.rs"

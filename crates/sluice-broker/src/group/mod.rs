@@ -35,7 +35,7 @@ use crate::errors;
 use crate::handlers::produce;
 
 pub use classic::{ClassicConfig, ClassicGroup, ClassicState};
-pub use state::{Committed, Group, GroupKind, ShardState};
+pub use state::{Committed, Group, GroupKind, PendingTxnOffset, ShardState};
 
 /// Kafka's internal topic for committed offsets and group metadata.
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
@@ -231,6 +231,46 @@ impl GroupCoordinator {
         shard: &Shard,
         records: &[OffsetsRecord],
     ) -> Result<(Arc<Replica>, i64), i16> {
+        self.append_batch(broker, shard, records, None)
+    }
+
+    /// Appends a transaction's offset commits (TxnOffsetCommit) as a transactional batch
+    /// of `producer`: they count once the transaction's COMMIT marker reaches the
+    /// partition. Returns what [`GroupCoordinator::append`] returns.
+    pub fn append_transactional(
+        &self,
+        broker: &Broker,
+        shard: &Shard,
+        records: &[OffsetsRecord],
+        producer: (i64, i16),
+    ) -> Result<(Arc<Replica>, i64), i16> {
+        self.append_batch(broker, shard, records, Some(producer))
+    }
+
+    /// A transaction's marker was written to `__consumer_offsets-{partition}`: its
+    /// pending offset commits there are applied (commit) or dropped (abort).
+    pub fn complete_transaction(&self, partition: i32, producer_id: i64, commit: bool) {
+        let shard = guard(&self.shards).get(&partition).cloned();
+        if let Some(shard) = shard {
+            let now = sluice_storage::now_ms();
+            let count = shard.lock().complete_txn(producer_id, commit, now);
+            tracing::debug!(
+                partition,
+                producer_id,
+                commit,
+                count,
+                "transactional offsets completed"
+            );
+        }
+    }
+
+    fn append_batch(
+        &self,
+        broker: &Broker,
+        shard: &Shard,
+        records: &[OffsetsRecord],
+        producer: Option<(i64, i16)>,
+    ) -> Result<(Arc<Replica>, i64), i16> {
         let replica = broker
             .replica(OFFSETS_TOPIC, shard.partition)
             .ok_or(errors::NOT_COORDINATOR)?;
@@ -239,6 +279,10 @@ impl GroupCoordinator {
         }
         let now = sluice_storage::now_ms();
         let mut builder = RecordBatchBuilder::new(Compression::None);
+        if let Some((producer_id, epoch)) = producer {
+            // Kafka's coordinator writes transactional offsets without a sequence.
+            builder = builder.producer(producer_id, epoch, -1).transactional(true);
+        }
         for (key, value) in records {
             builder
                 .append(&NewRecord {
@@ -250,7 +294,12 @@ impl GroupCoordinator {
                 .map_err(|_| errors::INVALID_COMMIT_OFFSET_SIZE)?;
         }
         let bytes = BytesMut::from(&builder.build()[..]);
-        let required = produce::append_internal(broker, &replica, bytes).map_err(write_error)?;
+        let required = if producer.is_some() {
+            produce::append_internal_as_coordinator(broker, &replica, bytes)
+        } else {
+            produce::append_internal(broker, &replica, bytes)
+        }
+        .map_err(write_error)?;
         Ok((replica, required))
     }
 }
@@ -437,9 +486,16 @@ fn read_partition(replica: &Replica) -> Result<ShardState, String> {
         for batch in batches(data.records) {
             let batch = batch.map_err(|e| e.to_string())?;
             next = batch.next_offset();
-            if batch.is_control() || batch.next_offset() <= offset {
+            if batch.next_offset() <= offset {
                 continue;
             }
+            if batch.is_control() {
+                if let Some(commit) = control_marker(&batch) {
+                    state.complete_txn(batch.producer_id(), commit, now);
+                }
+                continue;
+            }
+            let transactional = batch.is_transactional().then(|| batch.producer_id());
             let Ok(records) = batch.records() else {
                 tracing::warn!(
                     offset = batch.base_offset(),
@@ -452,8 +508,17 @@ fn read_partition(replica: &Replica) -> Result<ShardState, String> {
                     break;
                 };
                 let log_offset = batch.base_offset() + i64::from(record.offset_delta);
-                if let Some(key) = record.key {
-                    state.replay(&key, record.value.as_deref(), log_offset, now);
+                match (record.key, transactional) {
+                    (Some(key), Some(producer_id)) => state.replay_transactional(
+                        producer_id,
+                        &key,
+                        record.value.as_deref(),
+                        log_offset,
+                    ),
+                    (Some(key), None) => {
+                        state.replay(&key, record.value.as_deref(), log_offset, now)
+                    }
+                    (None, _) => {}
                 }
             }
         }
@@ -463,6 +528,18 @@ fn read_partition(replica: &Replica) -> Result<ShardState, String> {
         offset = next;
     }
     Ok(state)
+}
+
+/// The marker a control batch carries: Some(true) COMMIT, Some(false) ABORT, None for
+/// anything else (Kafka's EndTransactionMarker key: version i16, type i16).
+pub fn control_marker(batch: &sluice_protocol::RecordBatch) -> Option<bool> {
+    let record = batch.records().ok()?.next()?.ok()?;
+    let key = record.key?;
+    match key.get(2..4)? {
+        [0, 0] => Some(false),
+        [0, 1] => Some(true),
+        _ => None,
+    }
 }
 
 /// The record of a committed offset.

@@ -236,10 +236,23 @@ impl Group {
     }
 }
 
+/// A transactional offset commit (TxnOffsetCommit) waiting for its transaction's
+/// marker: it counts only once the transaction commits.
+#[derive(Debug, Clone)]
+pub struct PendingTxnOffset {
+    pub group: String,
+    pub topic: String,
+    pub partition: i32,
+    pub value: OffsetValue,
+    pub log_offset: i64,
+}
+
 /// A shard's groups.
 #[derive(Debug, Default)]
 pub struct ShardState {
     pub groups: HashMap<String, Group>,
+    /// Transactional offset commits by producer id, until their COMMIT or ABORT marker.
+    pub pending_txn: HashMap<i64, Vec<PendingTxnOffset>>,
 }
 
 impl ShardState {
@@ -359,8 +372,99 @@ impl ShardState {
         }
     }
 
+    /// Applies a record of a transactional batch (loading): an offset commit waits for
+    /// its producer's marker.
+    pub fn replay_transactional(
+        &mut self,
+        producer_id: i64,
+        key: &[u8],
+        value: Option<&[u8]>,
+        log_offset: i64,
+    ) {
+        let (
+            Ok(OffsetsKey::Offset {
+                group,
+                topic,
+                partition,
+            }),
+            Some(bytes),
+        ) = (records::decode_key(key), value)
+        else {
+            return;
+        };
+        match records::decode_offset_value(bytes) {
+            Ok(value) => self.add_pending_txn(
+                producer_id,
+                group,
+                vec![((topic, partition), value)],
+                log_offset,
+            ),
+            Err(error) => {
+                tracing::warn!(log_offset, %error, "skipping an unreadable transactional offset in __consumer_offsets")
+            }
+        }
+    }
+
+    /// Records transactional offset commits of `producer_id` (written at `log_offset`).
+    pub fn add_pending_txn(
+        &mut self,
+        producer_id: i64,
+        group: String,
+        offsets: Vec<((String, i32), OffsetValue)>,
+        log_offset: i64,
+    ) {
+        let pending = self.pending_txn.entry(producer_id).or_default();
+        for ((topic, partition), value) in offsets {
+            pending.push(PendingTxnOffset {
+                group: group.clone(),
+                topic,
+                partition,
+                value,
+                log_offset,
+            });
+        }
+    }
+
+    /// A transaction's marker reached this partition: its offsets become committed
+    /// (COMMIT; a later record still wins) or are dropped (ABORT). Returns how many.
+    pub fn complete_txn(&mut self, producer_id: i64, commit: bool, now: i64) -> usize {
+        let Some(pending) = self.pending_txn.remove(&producer_id) else {
+            return 0;
+        };
+        let count = pending.len();
+        if commit {
+            for offset in pending {
+                self.apply_offsets(
+                    &offset.group,
+                    vec![((offset.topic, offset.partition), Some(offset.value))],
+                    offset.log_offset,
+                    now,
+                );
+            }
+        }
+        count
+    }
+
+    /// Whether a transaction still pending holds an offset for the partition (OffsetFetch
+    /// with `require_stable` answers UNSTABLE_OFFSET_COMMIT then).
+    pub fn has_pending_txn(&self, group: &str, topic: &str, partition: i32) -> bool {
+        self.pending_txn
+            .values()
+            .flatten()
+            .any(|p| p.group == group && p.topic == topic && p.partition == partition)
+    }
+
+    /// Whether a transaction still pending holds an offset of the group.
+    pub fn group_has_pending_txn(&self, group: &str) -> bool {
+        self.pending_txn
+            .values()
+            .flatten()
+            .any(|p| p.group == group)
+    }
+
     /// This node stopped coordinating the shard: waiting requests get NOT_COORDINATOR.
     pub fn unload(&mut self) {
+        self.pending_txn.clear();
         for group in self.groups.values_mut() {
             if let GroupKind::Classic(classic) = &mut group.kind {
                 classic.fail_all(errors::NOT_COORDINATOR);

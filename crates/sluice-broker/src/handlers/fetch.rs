@@ -26,7 +26,8 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use kafka_protocol::messages::fetch_response::{
-    EpochEndOffset, FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint, PartitionData,
+    AbortedTransaction, EpochEndOffset, FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint,
+    PartitionData,
 };
 use kafka_protocol::messages::*;
 use sluice_metadata::MetadataImage;
@@ -43,8 +44,14 @@ use crate::{errors, replication};
 struct Fetched {
     error_code: i16,
     high_watermark: i64,
+    /// The last stable offset: the high watermark, or the first offset of the earliest
+    /// open transaction below it.
+    last_stable_offset: i64,
     log_start_offset: i64,
     records: Bytes,
+    /// read_committed: the aborted transactions (producer id, first offset) overlapping
+    /// the records returned.
+    aborted: Vec<(i64, i64)>,
     /// The leader's (epoch, end offset) when the fetcher's log diverges from it.
     diverging_epoch: Option<(i32, i64)>,
 }
@@ -54,8 +61,10 @@ impl Fetched {
         Fetched {
             error_code,
             high_watermark: -1,
+            last_stable_offset: -1,
             log_start_offset: -1,
             records: Bytes::new(),
+            aborted: Vec::new(),
             diverging_epoch: None,
         }
     }
@@ -69,6 +78,9 @@ struct Fetcher {
     /// The follower's broker epoch (v15+; -1 when not sent).
     replica_epoch: i64,
     version: i16,
+    /// A consumer with isolation.level=read_committed: reads stop at the last stable
+    /// offset and the response lists aborted transactions.
+    read_committed: bool,
 }
 
 impl Fetcher {
@@ -102,6 +114,7 @@ pub async fn fetch(context: &RequestContext, request: FetchRequest) -> FetchResp
             -1
         },
         version,
+        read_committed,
     };
     // Per-partition fields the session does not keep (only this request's partitions
     // have them; the others fetch without a divergence check).
@@ -256,9 +269,19 @@ pub async fn fetch(context: &RequestContext, request: FetchRequest) -> FetchResp
             .with_partition_index(*partition)
             .with_error_code(fetched.error_code)
             .with_high_watermark(fetched.high_watermark)
-            .with_last_stable_offset(fetched.high_watermark)
+            .with_last_stable_offset(fetched.last_stable_offset)
             .with_log_start_offset(fetched.log_start_offset)
-            .with_aborted_transactions(read_committed.then(Vec::new))
+            .with_aborted_transactions(read_committed.then(|| {
+                fetched
+                    .aborted
+                    .iter()
+                    .map(|(producer_id, first_offset)| {
+                        AbortedTransaction::default()
+                            .with_producer_id(ProducerId(*producer_id))
+                            .with_first_offset(*first_offset)
+                    })
+                    .collect()
+            }))
             .with_records(Some(fetched.records.clone()));
         if let Some((epoch, end_offset)) = fetched.diverging_epoch {
             data.diverging_epoch = EpochEndOffset::default()
@@ -477,11 +500,16 @@ fn read_partition(
     let log = sluice_storage::lock(&replica.log);
     let log_end_offset = log.log_end_offset();
     let log_start_offset = log.log_start_offset();
+    let last_stable_offset = log
+        .first_unstable_offset()
+        .map_or(high_watermark, |first| first.min(high_watermark));
     let answer = |error_code: i16, records: Bytes, diverging_epoch| Fetched {
         error_code,
         high_watermark,
+        last_stable_offset,
         log_start_offset,
         records,
+        aborted: Vec::new(),
         diverging_epoch,
     };
     if extra.last_fetched_epoch >= 0 {
@@ -509,6 +537,8 @@ fn read_partition(
     }
     let max_offset = if fetcher.is_follower() {
         None
+    } else if fetcher.read_committed {
+        Some(last_stable_offset)
     } else {
         Some(high_watermark)
     };
@@ -526,6 +556,21 @@ fn read_partition(
             tracing::error!(%error, partition = %topic, "fetch read failed");
             return answer(errors::KAFKA_STORAGE_ERROR, Bytes::new(), None);
         }
+    };
+    let aborted = if fetcher.read_committed && !records.is_empty() {
+        let upper_bound = last_batch_end(&records).unwrap_or(last_stable_offset);
+        match log.collect_aborted_transactions(request.fetch_offset, upper_bound) {
+            Ok(list) => list
+                .into_iter()
+                .map(|txn| (txn.producer_id, txn.first_offset))
+                .collect(),
+            Err(error) => {
+                tracing::error!(%error, partition = %topic, "reading the transaction index failed");
+                return answer(errors::KAFKA_STORAGE_ERROR, Bytes::new(), None);
+            }
+        }
+    } else {
+        Vec::new()
     };
     drop(log);
     if fetcher.is_follower() && record_fetch {
@@ -552,5 +597,25 @@ fn read_partition(
             replication::submit_alter_partition(broker, &tp, &replica, proposal);
         }
     }
-    answer(errors::NONE, records, None)
+    Fetched {
+        aborted,
+        ..answer(errors::NONE, records, None)
+    }
+}
+
+/// The offset after the last batch in `records` (whole batches, as read).
+fn last_batch_end(records: &Bytes) -> Option<i64> {
+    let mut position = 0usize;
+    let mut end = None;
+    while let Some(size) = sluice_protocol::record_batch::batch_size_at(&records[position..]) {
+        if position + size > records.len() || size < 61 {
+            break;
+        }
+        let header = &records[position..position + size];
+        let base = i64::from_be_bytes(header[0..8].try_into().ok()?);
+        let delta = i32::from_be_bytes(header[23..27].try_into().ok()?);
+        end = Some(base + i64::from(delta) + 1);
+        position += size;
+    }
+    end
 }

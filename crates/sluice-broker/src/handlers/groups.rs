@@ -36,6 +36,7 @@ use crate::group::{
     self, GroupKind, OFFSETS_TOPIC, OffsetsRecord, Shard, await_commit, classic_config,
     consumer_config, group_topics, offset_record,
 };
+use crate::txn::TRANSACTION_STATE_TOPIC;
 
 fn group_id(id: &GroupId) -> String {
     id.0.to_string()
@@ -57,7 +58,7 @@ fn shard(context: &RequestContext, group: &str) -> Result<std::sync::Arc<Shard>,
 // -- FindCoordinator ---------------------------------------------------------------------
 
 /// Makes sure `__consumer_offsets` exists (Kafka creates it on the first FindCoordinator).
-async fn ensure_offsets_topic(broker: &Broker) -> Result<(), String> {
+pub(crate) async fn ensure_offsets_topic(broker: &Broker) -> Result<(), String> {
     if broker.image().topic(OFFSETS_TOPIC).is_some() {
         return Ok(());
     }
@@ -75,6 +76,46 @@ async fn ensure_offsets_topic(broker: &Broker) -> Result<(), String> {
     topics::create_internal(broker, OFFSETS_TOPIC, partitions, factor, &configs).await
 }
 
+/// Makes sure `__transaction_state` exists (Kafka creates it on the first
+/// FindCoordinator for a transactional id), with Kafka's settings for it.
+pub(crate) async fn ensure_transaction_topic(broker: &Broker) -> Result<(), String> {
+    if broker.image().topic(TRANSACTION_STATE_TOPIC).is_some() {
+        return Ok(());
+    }
+    let config = &broker.config;
+    let partitions = config.int_value("transaction.state.log.num.partitions") as i32;
+    let factor = config.int_value("transaction.state.log.replication.factor") as i16;
+    let configs = [
+        ("cleanup.policy", "compact".to_string()),
+        ("compression.type", "uncompressed".to_string()),
+        ("unclean.leader.election.enable", "false".to_string()),
+        (
+            "min.insync.replicas",
+            config
+                .int_value("transaction.state.log.min.isr")
+                .to_string(),
+        ),
+        (
+            "segment.bytes",
+            config
+                .int_value("transaction.state.log.segment.bytes")
+                .to_string(),
+        ),
+    ];
+    topics::create_internal(
+        broker,
+        TRANSACTION_STATE_TOPIC,
+        partitions,
+        factor,
+        &configs,
+    )
+    .await
+}
+
+/// Kafka's FindCoordinator key types.
+const GROUP_KEY: i8 = 0;
+const TRANSACTION_KEY: i8 = 1;
+
 /// The coordinator of one key: (node id, host, port, error code, message).
 async fn find_one(
     context: &RequestContext,
@@ -90,23 +131,42 @@ async fn find_one(
             Some(message),
         )
     };
-    if key_type != 0 {
-        // Transaction coordinators come with transactions.
-        return (
-            -1,
-            String::new(),
-            -1,
-            errors::COORDINATOR_NOT_AVAILABLE,
-            Some("The coordinator is not available.".into()),
-        );
-    }
     let broker = &context.broker;
-    if let Err(message) = ensure_offsets_topic(broker).await {
-        tracing::info!(%message, "could not create __consumer_offsets");
+    let (topic_name, created) = match key_type {
+        GROUP_KEY => (OFFSETS_TOPIC, ensure_offsets_topic(broker).await),
+        TRANSACTION_KEY => {
+            if key.is_empty() {
+                return (
+                    -1,
+                    String::new(),
+                    -1,
+                    errors::INVALID_REQUEST,
+                    Some("Transactional id must not be empty".into()),
+                );
+            }
+            (
+                TRANSACTION_STATE_TOPIC,
+                ensure_transaction_topic(broker).await,
+            )
+        }
+        other => {
+            return (
+                -1,
+                String::new(),
+                -1,
+                errors::INVALID_REQUEST,
+                Some(format!(
+                    "Unknown coordinator type {other} in FindCoordinator request"
+                )),
+            );
+        }
+    };
+    if let Err(message) = created {
+        tracing::info!(%message, topic = topic_name, "could not create the coordinator topic");
         return not_available("The coordinator is not available.".into());
     }
     let image = broker.image();
-    let Some(topic) = image.topic(OFFSETS_TOPIC) else {
+    let Some(topic) = image.topic(topic_name) else {
         return not_available("The coordinator is not available.".into());
     };
     let partition = sluice_group::records::partition_for(key, topic.partitions.len() as i32);
@@ -675,6 +735,7 @@ fn fetch_offsets(
     group_id: &str,
     topics: Option<Vec<(String, Vec<i32>)>>,
     member: Option<(String, i32)>,
+    require_stable: bool,
 ) -> Result<FetchedTopics, i16> {
     let shard = shard(context, group_id)?;
     let state = shard.lock();
@@ -696,6 +757,11 @@ fn fetch_offsets(
                 let rows = partitions
                     .into_iter()
                     .map(|p| match committed(&topic, p) {
+                        // v7+: an offset a pending transaction is about to replace is
+                        // not stable yet (the client retries).
+                        _ if require_stable && state.has_pending_txn(group_id, &topic, p) => {
+                            (p, -1, -1, String::new(), errors::UNSTABLE_OFFSET_COMMIT)
+                        }
                         Some(v) => (p, v.offset, v.leader_epoch, v.metadata, errors::NONE),
                         None => (p, -1, -1, String::new(), errors::NONE),
                     })
@@ -707,13 +773,25 @@ fn fetch_offsets(
             let mut by_topic: BTreeMap<String, Vec<OffsetRow>> = BTreeMap::new();
             if let Some(group) = group {
                 for ((topic, partition), c) in &group.offsets {
-                    by_topic.entry(topic.clone()).or_default().push((
-                        *partition,
-                        c.value.offset,
-                        c.value.leader_epoch,
-                        c.value.metadata.clone(),
-                        errors::NONE,
-                    ));
+                    let row =
+                        if require_stable && state.has_pending_txn(group_id, topic, *partition) {
+                            (
+                                *partition,
+                                -1,
+                                -1,
+                                String::new(),
+                                errors::UNSTABLE_OFFSET_COMMIT,
+                            )
+                        } else {
+                            (
+                                *partition,
+                                c.value.offset,
+                                c.value.leader_epoch,
+                                c.value.metadata.clone(),
+                                errors::NONE,
+                            )
+                        };
+                    by_topic.entry(topic.clone()).or_default().push(row);
                 }
             }
             by_topic.into_iter().collect()
@@ -770,7 +848,7 @@ pub async fn offset_fetch(
                     .filter(|m| !m.is_empty())
                     .map(|m| (m.to_string(), g.member_epoch));
                 let group = OffsetFetchResponseGroup::default().with_group_id(g.group_id.clone());
-                match fetch_offsets(context, &id, topics, member) {
+                match fetch_offsets(context, &id, topics, member, request.require_stable) {
                     Ok(fetched) => group.with_topics(response_topics!(
                         fetched,
                         OffsetFetchResponseTopics,
@@ -789,7 +867,13 @@ pub async fn offset_fetch(
             .collect()
     });
     let mut response = OffsetFetchResponse::default();
-    let fetched = match fetch_offsets(context, &id, topics.clone(), None) {
+    let fetched = match fetch_offsets(
+        context,
+        &id,
+        topics.clone(),
+        None,
+        version >= 7 && request.require_stable,
+    ) {
         Ok(fetched) => fetched,
         Err(code) if version >= 2 => return response.with_error_code(code),
         // v1 has no group-level error: every partition asked for carries it.

@@ -13,6 +13,7 @@ pub(crate) mod produce;
 mod producer_id;
 mod quorum;
 mod topics;
+mod txn;
 
 use bytes::Bytes;
 use kafka_protocol::messages::*;
@@ -89,6 +90,18 @@ pub async fn handle(context: RequestContext, api_key: ApiKey, mut body: Bytes) -
             metadata::describe_topic_partitions
         ),
         ApiKey::FindCoordinator => serve!(FindCoordinatorRequest, groups::find_coordinator),
+        ApiKey::UpdateFeatures => serve!(UpdateFeaturesRequest, crate::features::update_features),
+        ApiKey::AddPartitionsToTxn => {
+            serve!(AddPartitionsToTxnRequest, txn::add_partitions_to_txn)
+        }
+        ApiKey::AddOffsetsToTxn => serve!(AddOffsetsToTxnRequest, txn::add_offsets_to_txn),
+        ApiKey::EndTxn => serve!(EndTxnRequest, txn::end_txn),
+        ApiKey::WriteTxnMarkers => serve!(WriteTxnMarkersRequest, txn::write_txn_markers),
+        ApiKey::TxnOffsetCommit => serve!(TxnOffsetCommitRequest, txn::txn_offset_commit),
+        ApiKey::ListTransactions => serve!(ListTransactionsRequest, txn::list_transactions),
+        ApiKey::DescribeTransactions => {
+            serve!(DescribeTransactionsRequest, txn::describe_transactions)
+        }
         ApiKey::DescribeProducers => {
             serve!(DescribeProducersRequest, producer_id::describe_producers)
         }
@@ -165,6 +178,16 @@ pub fn decode_request(api_key: ApiKey, version: i16, body: &mut Bytes) -> Result
         }
         ApiKey::FindCoordinator => check::<FindCoordinatorRequest>(api_key, version, body),
         ApiKey::DescribeProducers => check::<DescribeProducersRequest>(api_key, version, body),
+        ApiKey::UpdateFeatures => check::<UpdateFeaturesRequest>(api_key, version, body),
+        ApiKey::AddPartitionsToTxn => check::<AddPartitionsToTxnRequest>(api_key, version, body),
+        ApiKey::AddOffsetsToTxn => check::<AddOffsetsToTxnRequest>(api_key, version, body),
+        ApiKey::EndTxn => check::<EndTxnRequest>(api_key, version, body),
+        ApiKey::WriteTxnMarkers => check::<WriteTxnMarkersRequest>(api_key, version, body),
+        ApiKey::TxnOffsetCommit => check::<TxnOffsetCommitRequest>(api_key, version, body),
+        ApiKey::ListTransactions => check::<ListTransactionsRequest>(api_key, version, body),
+        ApiKey::DescribeTransactions => {
+            check::<DescribeTransactionsRequest>(api_key, version, body)
+        }
         ApiKey::JoinGroup => check::<JoinGroupRequest>(api_key, version, body),
         ApiKey::SyncGroup => check::<SyncGroupRequest>(api_key, version, body),
         ApiKey::Heartbeat => check::<HeartbeatRequest>(api_key, version, body),

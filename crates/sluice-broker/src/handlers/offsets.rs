@@ -94,7 +94,14 @@ pub async fn list_offsets(
                 .map(|p| {
                     let response = ListOffsetsPartitionResponse::default()
                         .with_partition_index(p.partition_index);
-                    match lookup(broker, &topic.name.0, p, version, request.replica_id.0) {
+                    match lookup(
+                        broker,
+                        &topic.name.0,
+                        p,
+                        version,
+                        request.replica_id.0,
+                        request.isolation_level == 1,
+                    ) {
                         Ok((timestamp, offset, epoch)) => response
                             .with_timestamp(timestamp)
                             .with_offset(offset)
@@ -124,6 +131,7 @@ fn lookup(
     query: &list_offsets_request::ListOffsetsPartition,
     version: i16,
     replica_id: i32,
+    read_committed: bool,
 ) -> Result<(i64, i64, i32), i16> {
     let replica = local_replica(
         broker,
@@ -135,7 +143,14 @@ fn lookup(
     let state = replica.state();
     let log = sluice_storage::lock(&replica.log);
     let from_consumer = replica_id == CONSUMER_REPLICA_ID;
-    let last_fetchable = if from_consumer {
+    // Kafka's lastFetchableOffset: the last stable offset for read_committed
+    // consumers, the high watermark for the others, the log end for brokers.
+    let last_fetchable = if from_consumer && read_committed {
+        log.first_unstable_offset()
+            .map_or(state.high_watermark, |first| {
+                first.min(state.high_watermark)
+            })
+    } else if from_consumer {
         state.high_watermark
     } else {
         log.log_end_offset()

@@ -76,7 +76,8 @@ pub async fn produce(context: &RequestContext, request: ProduceRequest) -> Optio
         transactional_id,
         ..
     } = request;
-    drop(transactional_id);
+    // Copied out so that the frame can be the records' only user.
+    let transactional_id = transactional_id.map(|id| id.0.to_string());
     let mut responses = Vec::with_capacity(topic_data.len());
     // acks=all partitions waiting for the high watermark: (topic index, partition
     // index, replica, offset to reach).
@@ -126,7 +127,19 @@ pub async fn produce(context: &RequestContext, request: ProduceRequest) -> Optio
                     )),
                     Some(replica) => {
                         replication::ensure_current(broker, &t.name, index, &replica, &image);
-                        let appended = append(broker, version, &replica, acks, partition.records);
+                        let verified = verify_transaction(
+                            broker,
+                            version,
+                            transactional_id.as_deref(),
+                            (&t.name, index),
+                            &replica,
+                            partition.records.as_ref(),
+                        )
+                        .await;
+                        let appended = match verified {
+                            Ok(()) => append(broker, version, &replica, acks, partition.records),
+                            Err(refusal) => Err(refusal),
+                        };
                         if let Ok(done) = &appended
                             && acks == -1
                         {
@@ -220,6 +233,83 @@ pub async fn produce(context: &RequestContext, request: ProduceRequest) -> Optio
             .collect();
     }
     Some(response)
+}
+
+/// KIP-890: before a producer's first transactional batch in a partition is appended,
+/// the leader makes sure the partition is in the producer's transaction, so a late or
+/// stray batch cannot open a transaction that nothing will ever end (a hanging
+/// transaction). Transactions v1 clients added the partition themselves: the leader
+/// asks the coordinator to verify it (part 1, `transaction.partition.verification.enable`).
+/// Transactions v2 clients (Produce v12+ on a cluster at `transaction.version` 2) do
+/// not add partitions: the leader adds it for them (part 2).
+async fn verify_transaction(
+    broker: &std::sync::Arc<Broker>,
+    version: i16,
+    transactional_id: Option<&str>,
+    (topic, partition): (&str, i32),
+    replica: &Replica,
+    records: Option<&bytes::Bytes>,
+) -> Result<(), Refused> {
+    // Attributes (bit 4: transactional, bit 5: control), producer id and epoch.
+    let Some(header) = records.and_then(|r| r.get(..61)) else {
+        return Ok(());
+    };
+    let attributes = i16::from_be_bytes([header[21], header[22]]);
+    if attributes & 0x10 == 0 || attributes & 0x20 != 0 {
+        return Ok(());
+    }
+    let producer_id = i64::from_be_bytes(header[43..51].try_into().expect("8 bytes"));
+    let epoch = i16::from_be_bytes([header[51], header[52]]);
+    let Some(transactional_id) = transactional_id else {
+        return Err(refused(
+            errors::INVALID_REQUEST,
+            "Transactional records must be produced with a transactional id",
+        ));
+    };
+    let tv2 = version >= 12 && crate::features::transaction_version(&broker.image()) >= 2;
+    if !tv2
+        && !broker
+            .config
+            .bool_value("transaction.partition.verification.enable")
+    {
+        return Ok(());
+    }
+    let ongoing = sluice_storage::lock(&replica.log)
+        .producer_state()
+        .current_txn_first_offset(producer_id)
+        .is_some();
+    if ongoing {
+        return Ok(());
+    }
+    let code = super::txn::add_or_verify(
+        broker,
+        transactional_id,
+        (producer_id, epoch),
+        &[(topic.to_string(), partition)],
+        !tv2,
+    )
+    .await;
+    match code {
+        errors::NONE => Ok(()),
+        // Kafka answers coordinator trouble with a retriable error of Produce's own.
+        errors::COORDINATOR_NOT_AVAILABLE
+        | errors::COORDINATOR_LOAD_IN_PROGRESS
+        | errors::NOT_COORDINATOR
+        | errors::CONCURRENT_TRANSACTIONS => Err(refused(
+            errors::NOT_ENOUGH_REPLICAS,
+            format!(
+                "Unable to verify the partition has been added to the transaction (coordinator error {code})"
+            ),
+        )),
+        errors::PRODUCER_FENCED | errors::INVALID_PRODUCER_EPOCH => Err(refused(
+            errors::INVALID_PRODUCER_EPOCH,
+            "The producer's epoch is stale: it has been fenced",
+        )),
+        _ => Err(refused(
+            errors::INVALID_TXN_STATE,
+            "The partition was not added to the transaction",
+        )),
+    }
 }
 
 /// Waits until an acks=all batch is committed (the high watermark reaches
@@ -339,7 +429,16 @@ fn append_validated(
     broker: &Broker,
     replica: &Replica,
     acks: i16,
-    mut bytes: BytesMut,
+    bytes: BytesMut,
+) -> Result<Appended, Refused> {
+    append_validated_from(broker, replica, acks, Write::Client(bytes))
+}
+
+fn append_validated_from(
+    broker: &Broker,
+    replica: &Replica,
+    acks: i16,
+    write: Write,
 ) -> Result<Appended, Refused> {
     let now = sluice_storage::now_ms();
     // The state stays locked across the append so that leadership cannot change
@@ -362,24 +461,14 @@ fn append_validated(
         ));
     }
     let mut log = sluice_storage::lock(&replica.log);
-    let info = log
-        .append_as_leader(&mut bytes, state.leader_epoch, now)
-        .map_err(|error| match error {
-            StorageError::InvalidBatch(error) => corrupt(error),
-            StorageError::BatchTooLarge { .. } => {
-                refused(errors::MESSAGE_TOO_LARGE, error.to_string())
-            }
-            StorageError::Sequence(SequenceError::OutOfOrder { .. }) => {
-                refused(errors::OUT_OF_ORDER_SEQUENCE_NUMBER, error.to_string())
-            }
-            StorageError::Sequence(SequenceError::StaleEpoch { .. }) => {
-                refused(errors::INVALID_PRODUCER_EPOCH, error.to_string())
-            }
-            other => {
-                tracing::error!(error = %other, "append failed");
-                refused(errors::KAFKA_STORAGE_ERROR, other.to_string())
-            }
-        })?;
+    let appended = match write {
+        Write::Client(mut bytes) => log.append_as_leader(&mut bytes, state.leader_epoch, now),
+        Write::Coordinator(mut bytes) => {
+            log.append_as_coordinator(&mut bytes, state.leader_epoch, now)
+        }
+        Write::Marker(marker) => log.append_control_marker(&marker, state.leader_epoch, now),
+    };
+    let info = appended.map_err(storage_refusal)?;
     let end = log.log_end_offset();
     let log_start = log.log_start_offset();
     drop(log);
@@ -424,6 +513,42 @@ pub(crate) fn append_internal(
         .map_err(|refusal| refusal.code)
 }
 
+/// [`append_internal`] for a coordinator's transactional batch (base sequence -1):
+/// the log skips the sequence checks (Kafka's AppendOrigin.COORDINATOR) and still
+/// tracks the transaction.
+pub(crate) fn append_internal_as_coordinator(
+    broker: &Broker,
+    replica: &Replica,
+    records: BytesMut,
+) -> Result<i64, i16> {
+    append_validated_from(broker, replica, -1, Write::Coordinator(records))
+        .map(|appended| appended.required_offset)
+        .map_err(|refusal| refusal.code)
+}
+
+/// Writes a transaction marker (a COMMIT or ABORT control batch) as the partition's
+/// leader, for the transaction coordinator (WriteTxnMarkers); returns the offset the
+/// high watermark must reach, or Kafka's error code for the partition.
+pub(crate) fn append_marker(
+    broker: &Broker,
+    replica: &Replica,
+    marker: sluice_storage::TxnMarker,
+) -> Result<i64, i16> {
+    append_validated_from(broker, replica, -1, Write::Marker(marker))
+        .map(|appended| appended.required_offset)
+        .map_err(|refusal| refusal.code)
+}
+
+/// What the leader appends, and who wrote it.
+enum Write {
+    /// A producer's validated batch.
+    Client(BytesMut),
+    /// A coordinator's batch (sequence checks skipped).
+    Coordinator(BytesMut),
+    /// A transaction marker the log builds.
+    Marker(sluice_storage::TxnMarker),
+}
+
 /// Waits until the high watermark reaches `required_offset` (acks=all): NONE, or the
 /// error code (REQUEST_TIMED_OUT after `timeout`).
 pub(crate) async fn await_committed(
@@ -433,6 +558,30 @@ pub(crate) async fn await_committed(
 ) -> i16 {
     let deadline = tokio::time::Instant::now() + timeout;
     await_high_watermark(replica, required_offset, deadline).await
+}
+
+/// Kafka's answer for an append the log refused.
+fn storage_refusal(error: StorageError) -> Refused {
+    match error {
+        StorageError::InvalidBatch(error) => corrupt(error),
+        StorageError::BatchTooLarge { .. } => refused(errors::MESSAGE_TOO_LARGE, error.to_string()),
+        StorageError::Sequence(SequenceError::OutOfOrder { .. }) => {
+            refused(errors::OUT_OF_ORDER_SEQUENCE_NUMBER, error.to_string())
+        }
+        StorageError::Sequence(SequenceError::StaleEpoch { .. }) => {
+            refused(errors::INVALID_PRODUCER_EPOCH, error.to_string())
+        }
+        StorageError::Sequence(SequenceError::InvalidTxnState { .. }) => {
+            refused(errors::INVALID_TXN_STATE, error.to_string())
+        }
+        StorageError::Sequence(SequenceError::TransactionCoordinatorFenced { .. }) => {
+            refused(errors::TRANSACTION_COORDINATOR_FENCED, error.to_string())
+        }
+        other => {
+            tracing::error!(error = %other, "append failed");
+            refused(errors::KAFKA_STORAGE_ERROR, other.to_string())
+        }
+    }
 }
 
 fn corrupt(error: BatchError) -> Refused {

@@ -1,9 +1,7 @@
 //! InitProducerId for idempotent producers: a producer id from this broker's block
 //! (blocks are taken through the metadata log, so ids are unique across restarts) and
-//! epoch 0. Transactional ids come with the transaction coordinator (issue 6); until
-//! then a request with one gets COORDINATOR_NOT_AVAILABLE, as from a Kafka broker whose
-//! transaction coordinator is not loaded (FindCoordinator for a transactional id answers
-//! the same).
+//! epoch 0. A request with a transactional id goes to the transaction coordinator
+//! (`txn::init_transactional`).
 //!
 //! DescribeProducers (`kafka-transactions.sh describe-producers`): the producers a
 //! partition's leader has state for (the idempotent producers' dedup state).
@@ -16,9 +14,6 @@ use kafka_protocol::messages::*;
 use super::str_bytes;
 use crate::apis::RequestContext;
 use crate::errors;
-
-/// Kafka's COORDINATOR_NOT_AVAILABLE.
-const COORDINATOR_NOT_AVAILABLE: i16 = errors::COORDINATOR_NOT_AVAILABLE;
 
 pub async fn describe_producers(
     context: &RequestContext,
@@ -95,11 +90,9 @@ pub async fn init_producer_id(
     request: InitProducerIdRequest,
 ) -> InitProducerIdResponse {
     let response = InitProducerIdResponse::default();
-    if request.transactional_id.is_some() {
-        return response
-            .with_error_code(COORDINATOR_NOT_AVAILABLE)
-            .with_producer_id(ProducerId(-1))
-            .with_producer_epoch(-1);
+    if let Some(transactional_id) = &request.transactional_id {
+        let transactional_id = transactional_id.0.to_string();
+        return super::txn::init_transactional(context, &request, transactional_id).await;
     }
     // v3+: an idempotent producer that asks to bump its epoch (after an error) gets a
     // fresh id, which Kafka 4.1 also does for producers without a transactional id.

@@ -1,0 +1,643 @@
+//! The transaction coordinator: transactional ids, their producer ids and epochs, and
+//! the two-phase commit of their transactions.
+//!
+//! A transactional id belongs to one partition of `__transaction_state` (the id's Java
+//! hash modulo `transaction.state.log.num.partitions`), and its coordinator is that
+//! partition's leader; the partition's leader epoch is the coordinator epoch that
+//! markers carry (a stale coordinator's markers are fenced by the partition leaders).
+//! The state machine is [`sluice_txn`]'s (I/O-free); this module loads it, persists
+//! its writes and delivers its markers:
+//!
+//! - A state change ([`TxnWrite`]) is appended to the shard's partition with acks=all
+//!   under the shard's lock (so writes keep the order the state machine decided) and
+//!   the request is answered once it is committed: an answered InitProducerId,
+//!   AddPartitionsToTxn or EndTxn survives the coordinator's crash and a failover.
+//! - Once PrepareCommit / PrepareAbort is committed, the markers ([`MarkerJob`]) go to
+//!   the leader of every partition in the transaction: appended directly when this node
+//!   leads it, else with WriteTxnMarkers; retried until each is written (acks=all) or
+//!   the shard is unloaded (the next coordinator resends them after its load). Then the
+//!   CompleteCommit / CompleteAbort state is written.
+//! - Every `transaction.abort.timed.out.transaction.cleanup.interval.ms` the shards
+//!   abort transactions past their timeout and drop expired transactional ids.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::messages::write_txn_markers_request::{
+    WritableTxnMarker, WritableTxnMarkerTopic,
+};
+use kafka_protocol::messages::{ProducerId, TopicName, WriteTxnMarkersRequest};
+use kafka_protocol::protocol::StrBytes;
+use sluice_metadata::MetadataImage;
+use sluice_protocol::{Compression, NewRecord, RecordBatchBuilder, batches};
+use sluice_txn::coordinator::{MarkerJob, Step, TxnConfig, TxnShard, TxnWrite};
+
+use crate::broker::{Broker, Replica};
+use crate::errors;
+use crate::group::OFFSETS_TOPIC;
+use crate::handlers::produce;
+use crate::replication::{LeaderConnection, Settings};
+
+pub use sluice_txn::records::TRANSACTION_STATE_TOPIC;
+
+/// How often the coordinator's timer runs (the abort interval is checked on it).
+const TICK: Duration = Duration::from_millis(100);
+/// Pause between rounds of marker delivery to partitions that failed.
+const MARKER_RETRY: Duration = Duration::from_millis(100);
+
+fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The transactions of one `__transaction_state` partition this node leads.
+#[derive(Debug)]
+pub struct Shard {
+    pub partition: i32,
+    /// The partition's leader epoch: the coordinator epoch.
+    pub leader_epoch: i32,
+    loaded: AtomicBool,
+    state: Mutex<TxnShard>,
+}
+
+impl Shard {
+    pub fn lock(&self) -> MutexGuard<'_, TxnShard> {
+        guard(&self.state)
+    }
+}
+
+/// The coordinator's shards, one per led partition of `__transaction_state`.
+#[derive(Debug, Default)]
+pub struct TransactionCoordinator {
+    shards: Mutex<HashMap<i32, Arc<Shard>>>,
+    last_abort_check: Mutex<i64>,
+}
+
+/// The state machine's settings from the broker's config.
+pub fn txn_config(broker: &Broker) -> TxnConfig {
+    TxnConfig {
+        max_timeout_ms: broker
+            .config
+            .int_value("transaction.max.timeout.ms")
+            .clamp(1, i64::from(i32::MAX)) as i32,
+        transactional_id_expiration_ms: broker.config.int_value("transactional.id.expiration.ms"),
+    }
+}
+
+impl TransactionCoordinator {
+    /// The shard holding `transactional_id`, or NOT_COORDINATOR /
+    /// COORDINATOR_LOAD_IN_PROGRESS.
+    pub fn shard_for(&self, broker: &Broker, transactional_id: &str) -> Result<Arc<Shard>, i16> {
+        let image = broker.image();
+        let partitions = image
+            .topic(TRANSACTION_STATE_TOPIC)
+            .map_or(0, |t| t.partitions.len() as i32);
+        if partitions == 0 {
+            return Err(errors::NOT_COORDINATOR);
+        }
+        let partition = sluice_txn::records::partition_for(transactional_id, partitions);
+        let shard = guard(&self.shards)
+            .get(&partition)
+            .cloned()
+            .ok_or(errors::NOT_COORDINATOR)?;
+        if !shard.loaded.load(Ordering::Acquire) {
+            return Err(errors::COORDINATOR_LOAD_IN_PROGRESS);
+        }
+        Ok(shard)
+    }
+
+    /// Every loaded shard (ListTransactions, the timer).
+    pub fn loaded_shards(&self) -> Vec<Arc<Shard>> {
+        guard(&self.shards)
+            .values()
+            .filter(|s| s.loaded.load(Ordering::Acquire))
+            .cloned()
+            .collect()
+    }
+
+    /// Whether `shard` is still this node's shard for its partition.
+    fn is_current(&self, shard: &Arc<Shard>) -> bool {
+        guard(&self.shards)
+            .get(&shard.partition)
+            .is_some_and(|s| Arc::ptr_eq(s, shard))
+    }
+
+    /// Follows leadership of `__transaction_state`: loads the partitions this node now
+    /// leads, drops those it no longer leads (or leads under a new epoch).
+    pub fn on_image_change(&self, broker: &Arc<Broker>, image: &MetadataImage) {
+        let led: HashMap<i32, i32> = image
+            .topic(TRANSACTION_STATE_TOPIC)
+            .map(|t| {
+                t.partitions
+                    .iter()
+                    .filter(|(_, p)| p.leader == broker.node_id)
+                    .map(|(index, p)| (*index, p.leader_epoch))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut shards = guard(&self.shards);
+        let level = crate::features::transaction_version(image);
+        for shard in shards.values() {
+            shard.lock().set_transaction_version_level(level);
+        }
+        let dropped: Vec<i32> = shards
+            .iter()
+            .filter(|(p, s)| led.get(p) != Some(&s.leader_epoch))
+            .map(|(p, _)| *p)
+            .collect();
+        for partition in dropped {
+            shards.remove(&partition);
+            tracing::info!(
+                partition,
+                "no longer the transaction coordinator of __transaction_state-{partition}"
+            );
+        }
+        for (partition, epoch) in led {
+            if shards.contains_key(&partition) {
+                continue;
+            }
+            let shard = Arc::new(Shard {
+                partition,
+                leader_epoch: epoch,
+                loaded: AtomicBool::new(false),
+                state: Mutex::new(
+                    TxnShard::new(epoch, txn_config(broker)).with_transaction_version_level(
+                        crate::features::transaction_version(image),
+                    ),
+                ),
+            });
+            shards.insert(partition, shard.clone());
+            let broker = broker.clone();
+            tokio::spawn(async move { load(broker, shard).await });
+        }
+    }
+
+    /// Aborts timed-out transactions and expires idle transactional ids, every
+    /// `transaction.abort.timed.out.transaction.cleanup.interval.ms`.
+    pub fn tick(&self, broker: &Arc<Broker>) {
+        let now = sluice_storage::now_ms();
+        let interval = broker
+            .config
+            .int_value("transaction.abort.timed.out.transaction.cleanup.interval.ms");
+        {
+            let mut last = guard(&self.last_abort_check);
+            if now - *last < interval {
+                return;
+            }
+            *last = now;
+        }
+        for shard in self.loaded_shards() {
+            let mut state = shard.lock();
+            // A new producer id is needed only when a transactions v2 fence exhausts an
+            // epoch; the timer cannot wait for an allocation, so that abort is retried
+            // at the next run (InitProducerId's fence allocates one).
+            let writes = state.expire(now, &mut || Err(errors::COORDINATOR_NOT_AVAILABLE));
+            for write in writes {
+                tracing::info!(transactional_id = %write.transactional_id, "transaction timed out or id expired");
+                let appended = append(broker, &shard, &write);
+                let broker = broker.clone();
+                let shard = shard.clone();
+                tokio::spawn(async move {
+                    finish_write(&broker, &shard, write, appended).await;
+                });
+            }
+        }
+    }
+}
+
+/// The coordinator's timer.
+pub async fn run(broker: Arc<Broker>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            _ = shutdown.changed() => {
+                if *shutdown.borrow() {
+                    return;
+                }
+            }
+            _ = tokio::time::sleep(TICK) => {}
+        }
+        broker.transactions.tick(&broker);
+    }
+}
+
+/// Kafka's mapping of a failed `__transaction_state` write to the coordinator's answer.
+fn write_error(code: i16) -> i16 {
+    match code {
+        errors::UNKNOWN_TOPIC_OR_PARTITION
+        | errors::NOT_ENOUGH_REPLICAS
+        | errors::NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        | errors::REQUEST_TIMED_OUT => errors::COORDINATOR_NOT_AVAILABLE,
+        errors::NOT_LEADER_OR_FOLLOWER | errors::KAFKA_STORAGE_ERROR => errors::NOT_COORDINATOR,
+        errors::NONE => errors::NONE,
+        _ => errors::UNKNOWN_SERVER_ERROR,
+    }
+}
+
+/// Appends a write to the shard's partition as its leader (callers hold the shard's
+/// lock, so writes keep their order). Returns the replica and the offset the high
+/// watermark must reach.
+pub fn append(
+    broker: &Broker,
+    shard: &Shard,
+    write: &TxnWrite,
+) -> Result<(Arc<Replica>, i64), i16> {
+    let replica = broker
+        .replica(TRANSACTION_STATE_TOPIC, shard.partition)
+        .ok_or(errors::NOT_COORDINATOR)?;
+    if replica.leader_epoch() != shard.leader_epoch {
+        return Err(errors::NOT_COORDINATOR);
+    }
+    let mut builder = RecordBatchBuilder::new(Compression::None);
+    builder
+        .append(&NewRecord {
+            timestamp: sluice_storage::now_ms(),
+            key: Some(Bytes::copy_from_slice(&write.key)),
+            value: write.value.as_ref().map(|v| Bytes::copy_from_slice(v)),
+            headers: Vec::new(),
+        })
+        .map_err(|_| errors::UNKNOWN_SERVER_ERROR)?;
+    let bytes = BytesMut::from(&builder.build()[..]);
+    let required = produce::append_internal(broker, &replica, bytes).map_err(write_error)?;
+    Ok((replica, required))
+}
+
+/// Waits for an appended write to commit, tells the shard the outcome, and starts the
+/// markers it calls for. Returns the code to answer the client with.
+pub async fn finish_write(
+    broker: &Arc<Broker>,
+    shard: &Arc<Shard>,
+    write: TxnWrite,
+    appended: Result<(Arc<Replica>, i64), i16>,
+) -> i16 {
+    let code = match appended {
+        Err(code) => code,
+        Ok((replica, required)) => {
+            let timeout = Duration::from_millis(
+                broker.config.int_value("offsets.commit.timeout.ms").max(1) as u64,
+            );
+            write_error(produce::await_committed(&replica, required, timeout).await)
+        }
+    };
+    let job = shard.lock().write_completed(
+        &write.transactional_id,
+        write.write_id,
+        code == errors::NONE,
+    );
+    if let Some(job) = job {
+        spawn_markers(broker.clone(), shard.clone(), job);
+    }
+    code
+}
+
+/// Starts delivering a transaction's markers in the background. (A plain function, so
+/// that the futures of [`finish_write`] and [`deliver_markers`], which start each
+/// other, do not contain each other.)
+fn spawn_markers(broker: Arc<Broker>, shard: Arc<Shard>, job: MarkerJob) {
+    let delivery: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> =
+        Box::pin(deliver_markers(broker, shard, job));
+    tokio::spawn(delivery);
+}
+
+/// Runs a state machine step: answers at once, or persists its write first. Returns
+/// the result and the write's code (NONE when nothing was written).
+pub async fn run_step<T>(
+    broker: &Arc<Broker>,
+    shard: &Arc<Shard>,
+    step: StepWithAppend<T>,
+) -> (T, i16) {
+    match step {
+        StepWithAppend::Now(result) => (result, errors::NONE),
+        StepWithAppend::Write(write, appended, result) => {
+            let code = finish_write(broker, shard, write, appended).await;
+            (result, code)
+        }
+    }
+}
+
+/// A step whose write (if any) has been appended under the shard's lock.
+pub enum StepWithAppend<T> {
+    Now(T),
+    Write(TxnWrite, Result<(Arc<Replica>, i64), i16>, T),
+}
+
+/// Calls the state machine under the shard's lock and appends its write, if any,
+/// before the lock is released.
+pub fn step<T>(
+    broker: &Broker,
+    shard: &Shard,
+    call: impl FnOnce(&mut TxnShard) -> Step<T>,
+) -> StepWithAppend<T> {
+    let mut state = shard.lock();
+    match call(&mut state) {
+        Step::Now(result) => StepWithAppend::Now(result),
+        Step::Write(write, result) => {
+            let appended = append(broker, shard, &write);
+            StepWithAppend::Write(write, appended, result)
+        }
+    }
+}
+
+/// Writes a transaction's markers to every partition in it, then its Complete state.
+async fn deliver_markers(broker: Arc<Broker>, shard: Arc<Shard>, job: MarkerJob) {
+    let mut remaining: Vec<(String, i32)> = job.partitions.clone();
+    tracing::debug!(transactional_id = %job.transactional_id, commit = job.commit, partitions = remaining.len(), "writing transaction markers");
+    while !remaining.is_empty() {
+        if !broker.transactions.is_current(&shard) {
+            tracing::info!(transactional_id = %job.transactional_id, "coordinator unloaded: markers left to the next one");
+            return;
+        }
+        let image = broker.image();
+        let mut by_leader: BTreeMap<i32, Vec<(String, i32)>> = BTreeMap::new();
+        let mut done = Vec::new();
+        for (topic, partition) in &remaining {
+            match image.topic(topic).and_then(|t| t.partitions.get(partition)) {
+                // A deleted partition needs no marker (Kafka drops it too).
+                None => done.push((topic.clone(), *partition)),
+                Some(p) => by_leader
+                    .entry(p.leader)
+                    .or_default()
+                    .push((topic.clone(), *partition)),
+            }
+        }
+        for (leader, partitions) in by_leader {
+            let results = if leader == broker.node_id {
+                write_markers_locally(&broker, &job, &partitions).await
+            } else if leader < 0 {
+                Vec::new()
+            } else {
+                write_markers_remotely(&broker, &image, leader, &job, &partitions).await
+            };
+            for ((topic, partition), code) in results {
+                match code {
+                    errors::NONE => done.push((topic, partition)),
+                    errors::INVALID_PRODUCER_EPOCH | errors::TRANSACTION_COORDINATOR_FENCED => {
+                        // A newer epoch or coordinator owns the producer: this job is
+                        // stale (Kafka's marker handler gives up the same way).
+                        tracing::warn!(transactional_id = %job.transactional_id, %topic, partition, code, "transaction marker fenced; giving up this transaction's markers");
+                        return;
+                    }
+                    errors::UNKNOWN_TOPIC_OR_PARTITION => done.push((topic, partition)),
+                    code => {
+                        tracing::debug!(%topic, partition, code, "transaction marker not written yet; retrying")
+                    }
+                }
+            }
+        }
+        remaining.retain(|tp| !done.contains(tp));
+        if !remaining.is_empty() {
+            tokio::time::sleep(MARKER_RETRY).await;
+        }
+    }
+    let complete = {
+        let mut state = shard.lock();
+        state
+            .markers_written(&job.transactional_id, job.producer_id, job.producer_epoch)
+            .map(|write| {
+                let appended = append(&broker, &shard, &write);
+                (write, appended)
+            })
+    };
+    if let Some((write, appended)) = complete {
+        let code = finish_write(&broker, &shard, write, appended).await;
+        if code != errors::NONE {
+            tracing::warn!(transactional_id = %job.transactional_id, code, "could not write the transaction's completion");
+        }
+    }
+}
+
+/// Appends a marker to partitions this node leads and waits for each to commit;
+/// `__consumer_offsets` partitions then apply or drop the transaction's offsets.
+pub async fn write_markers_locally(
+    broker: &Arc<Broker>,
+    job: &MarkerJob,
+    partitions: &[(String, i32)],
+) -> Vec<((String, i32), i16)> {
+    let marker = sluice_storage::TxnMarker {
+        producer_id: job.producer_id,
+        producer_epoch: job.producer_epoch,
+        coordinator_epoch: job.coordinator_epoch,
+        commit: job.commit,
+    };
+    write_marker_to(broker, marker, partitions).await
+}
+
+/// Writes one marker to each of `partitions` (this node must lead them).
+pub async fn write_marker_to(
+    broker: &Arc<Broker>,
+    marker: sluice_storage::TxnMarker,
+    partitions: &[(String, i32)],
+) -> Vec<((String, i32), i16)> {
+    let mut waits = Vec::new();
+    let mut results = Vec::new();
+    for (topic, partition) in partitions {
+        let key = (topic.clone(), *partition);
+        let Some(replica) = broker.replica(topic, *partition) else {
+            let known = broker
+                .image()
+                .topic(topic)
+                .is_some_and(|t| t.partitions.contains_key(partition));
+            let code = if known {
+                errors::NOT_LEADER_OR_FOLLOWER
+            } else {
+                errors::UNKNOWN_TOPIC_OR_PARTITION
+            };
+            results.push((key, code));
+            continue;
+        };
+        match produce::append_marker(broker, &replica, marker) {
+            Ok(required) => waits.push((key, replica, required)),
+            Err(code) => results.push((key, code)),
+        }
+    }
+    let timeout =
+        Duration::from_millis(broker.config.int_value("offsets.commit.timeout.ms").max(1) as u64);
+    for (key, replica, required) in waits {
+        let code = produce::await_committed(&replica, required, timeout).await;
+        if code == errors::NONE && key.0 == OFFSETS_TOPIC {
+            broker
+                .groups
+                .complete_transaction(key.1, marker.producer_id, marker.commit);
+        }
+        results.push((key, code));
+    }
+    results
+}
+
+/// Sends WriteTxnMarkers for `partitions` to broker `leader`.
+async fn write_markers_remotely(
+    broker: &Arc<Broker>,
+    image: &MetadataImage,
+    leader: i32,
+    job: &MarkerJob,
+    partitions: &[(String, i32)],
+) -> Vec<((String, i32), i16)> {
+    let settings = Settings::of(broker);
+    let failed = |code: i16| partitions.iter().map(|tp| (tp.clone(), code)).collect();
+    let Some(endpoint) = Broker::endpoint_of(image, leader, &settings.listener) else {
+        return failed(errors::NOT_LEADER_OR_FOLLOWER);
+    };
+    let timeout = Duration::from_millis(settings.socket_timeout_ms);
+    let mut connection = match LeaderConnection::connect(
+        &endpoint.host,
+        endpoint.port,
+        timeout,
+        format!("broker-{}-txn-markers", broker.node_id),
+    )
+    .await
+    {
+        Ok(connection) => connection,
+        Err(error) => {
+            tracing::debug!(leader, %error, "cannot reach a partition leader for markers");
+            return failed(errors::NOT_LEADER_OR_FOLLOWER);
+        }
+    };
+    let mut topics: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
+    for (topic, partition) in partitions {
+        topics.entry(topic).or_default().push(*partition);
+    }
+    let request = WriteTxnMarkersRequest::default().with_markers(vec![
+        WritableTxnMarker::default()
+            .with_producer_id(ProducerId(job.producer_id))
+            .with_producer_epoch(job.producer_epoch)
+            .with_transaction_result(job.commit)
+            .with_coordinator_epoch(job.coordinator_epoch)
+            .with_topics(
+                topics
+                    .into_iter()
+                    .map(|(topic, indexes)| {
+                        WritableTxnMarkerTopic::default()
+                            .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+                            .with_partition_indexes(indexes)
+                    })
+                    .collect(),
+            ),
+    ]);
+    match connection
+        .call(&request, 1, timeout, settings.frame_max_bytes)
+        .await
+    {
+        Ok(response) => response
+            .markers
+            .into_iter()
+            .flat_map(|m| m.topics)
+            .flat_map(|t| {
+                let name = t.name.0.to_string();
+                t.partitions
+                    .into_iter()
+                    .map(move |p| ((name.clone(), p.partition_index), p.error_code))
+            })
+            .collect(),
+        Err(error) => {
+            tracing::debug!(leader, %error, "WriteTxnMarkers failed");
+            failed(errors::REQUEST_TIMED_OUT)
+        }
+    }
+}
+
+/// Replays a partition of `__transaction_state` into its shard once this node's
+/// replica leads it, then resends the markers of transactions left half-done.
+async fn load(broker: Arc<Broker>, shard: Arc<Shard>) {
+    let started = std::time::Instant::now();
+    let replica = loop {
+        if !broker.transactions.is_current(&shard) {
+            return;
+        }
+        if let Some(replica) = broker.replica(TRANSACTION_STATE_TOPIC, shard.partition)
+            && replica.state().is_leader()
+            && replica.leader_epoch() == shard.leader_epoch
+        {
+            break replica;
+        }
+        if started.elapsed() > Duration::from_secs(30) {
+            tracing::warn!(
+                partition = shard.partition,
+                "gave up loading transactions: the replica did not become leader"
+            );
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let config = txn_config(&broker);
+    let epoch = shard.leader_epoch;
+    let level = crate::features::transaction_version(&broker.image());
+    let loaded = tokio::task::spawn_blocking(move || {
+        read_partition(
+            &replica,
+            TxnShard::new(epoch, config).with_transaction_version_level(level),
+        )
+    })
+    .await;
+    let mut state = match loaded {
+        Ok(Ok(state)) => state,
+        Ok(Err(error)) => {
+            tracing::error!(partition = shard.partition, %error, "could not load transactions");
+            return;
+        }
+        Err(error) => {
+            tracing::error!(partition = shard.partition, %error, "transaction load task failed");
+            return;
+        }
+    };
+    let jobs = state.finish_load();
+    let count = state.list().count();
+    *shard.lock() = state;
+    shard.loaded.store(true, Ordering::Release);
+    tracing::info!(
+        partition = shard.partition,
+        transactions = count,
+        resent = jobs.len(),
+        ms = started.elapsed().as_millis() as u64,
+        "loaded transactions of __transaction_state-{}",
+        shard.partition
+    );
+    for job in jobs {
+        spawn_markers(broker.clone(), shard.clone(), job);
+    }
+}
+
+/// Reads a partition from its start to its end and replays its records.
+fn read_partition(replica: &Replica, mut state: TxnShard) -> Result<TxnShard, String> {
+    let log = sluice_storage::lock(&replica.log);
+    let end = log.log_end_offset();
+    let mut offset = log.log_start_offset();
+    while offset < end {
+        let data = log
+            .read(offset, 1 << 20, None, true)
+            .map_err(|e| e.to_string())?;
+        if data.records.is_empty() {
+            break;
+        }
+        let mut next = offset;
+        for batch in batches(data.records) {
+            let batch = batch.map_err(|e| e.to_string())?;
+            next = batch.next_offset();
+            if batch.is_control() || batch.next_offset() <= offset {
+                continue;
+            }
+            let Ok(records) = batch.records() else {
+                tracing::warn!(
+                    offset = batch.base_offset(),
+                    "skipping an unreadable batch of __transaction_state"
+                );
+                continue;
+            };
+            for record in records {
+                let Ok(record) = record else {
+                    break;
+                };
+                if let Some(key) = record.key
+                    && let Err(error) = state.replay(&key, record.value.as_deref())
+                {
+                    tracing::warn!(offset = batch.base_offset(), %error, "skipping an unreadable __transaction_state record");
+                }
+            }
+        }
+        if next <= offset {
+            break;
+        }
+        offset = next;
+    }
+    Ok(state)
+}
