@@ -60,12 +60,12 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListPartitionReassignments, 0, 0),
     (ApiKey::OffsetDelete, 0, 0),
     (ApiKey::DescribeQuorum, 0, 2),
-    (ApiKey::UpdateFeatures, 0, 1),
+    (ApiKey::UpdateFeatures, 0, 2),
     (ApiKey::DescribeCluster, 0, 2),
     (ApiKey::DescribeProducers, 0, 0),
     (ApiKey::UnregisterBroker, 0, 0),
     (ApiKey::DescribeTransactions, 0, 0),
-    (ApiKey::ListTransactions, 0, 1),
+    (ApiKey::ListTransactions, 0, 2),
     (ApiKey::ConsumerGroupHeartbeat, 0, 1),
     (ApiKey::ConsumerGroupDescribe, 0, 1),
     (ApiKey::DescribeTopicPartitions, 0, 0),
@@ -223,7 +223,7 @@ fn api_versions(broker: &Broker, version: i16, min: i16, max: i16, body: &mut By
                 let epoch = broker
                     .quorum()
                     .map_or(-1, |quorum| quorum.applied_end_offset());
-                crate::features::describe(&mut response, &broker.image(), epoch);
+                crate::features::describe(&mut response, version, &broker.image(), epoch);
             }
         }
         version

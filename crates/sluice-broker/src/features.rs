@@ -43,10 +43,18 @@ pub fn transaction_version(image: &MetadataImage) -> i16 {
     image.feature_level(TRANSACTION_VERSION).unwrap_or(0)
 }
 
-/// Fills ApiVersions v3+'s feature fields.
-pub fn describe(response: &mut ApiVersionsResponse, image: &MetadataImage, epoch: i64) {
+/// Fills ApiVersions v3+'s feature fields. v3 leaves out supported features whose
+/// lowest level is 0, as Kafka 4.1 does (KAFKA-17011: older clients could not parse a
+/// range starting at 0); v4 lists them all.
+pub fn describe(
+    response: &mut ApiVersionsResponse,
+    version: i16,
+    image: &MetadataImage,
+    epoch: i64,
+) {
     response.supported_features = SUPPORTED
         .iter()
+        .filter(|(_, min, _)| version >= 4 || *min > 0)
         .map(|(name, min, max)| {
             SupportedFeatureKey::default()
                 .with_name(StrBytes::from_static_str(name))
@@ -72,9 +80,30 @@ const UPGRADE: i8 = 1;
 const SAFE_DOWNGRADE: i8 = 2;
 const UNSAFE_DOWNGRADE: i8 = 3;
 
-/// UpdateFeatures 0-1: validates every update as Kafka's controller does, then writes
-/// the valid ones as one batch of FeatureLevelRecords (all or nothing per request).
+/// UpdateFeatures 0-2: validates every update as Kafka's controller does, then writes
+/// them as one batch of FeatureLevelRecords (all or nothing per request). v2 answers
+/// with the top-level error only (its response has no per-feature results).
 pub async fn update_features(
+    context: &RequestContext,
+    request: UpdateFeaturesRequest,
+) -> UpdateFeaturesResponse {
+    let mut response = update_features_v1(context, request).await;
+    if context.version >= 2 {
+        if response.error_code == errors::NONE
+            && let Some(failed) = response
+                .results
+                .iter()
+                .find(|r| r.error_code != errors::NONE)
+        {
+            response.error_code = failed.error_code;
+            response.error_message = failed.error_message.clone();
+        }
+        response.results.clear();
+    }
+    response
+}
+
+async fn update_features_v1(
     context: &RequestContext,
     request: UpdateFeaturesRequest,
 ) -> UpdateFeaturesResponse {

@@ -88,7 +88,15 @@ async fn finalized_transaction_version(wire: &mut Wire) -> Option<i16> {
     let request = ApiVersionsRequest::default()
         .with_client_software_name(s("sluice-test"))
         .with_client_software_version(s("1"));
-    let response = wire.call(&request, 3).await;
+    // v3 leaves out features supported from level 0 (KAFKA-17011), v4 lists them.
+    let v3 = wire.call(&request, 3).await;
+    assert!(
+        v3.supported_features
+            .iter()
+            .all(|f| f.name.as_str() == "metadata.version"),
+        "{v3:?}"
+    );
+    let response = wire.call(&request, 4).await;
     assert!(
         response
             .supported_features
@@ -96,6 +104,7 @@ async fn finalized_transaction_version(wire: &mut Wire) -> Option<i16> {
             .any(|f| f.name.as_str() == "transaction.version" && f.max_version == 2),
         "{response:?}"
     );
+    assert_eq!(v3.finalized_features, response.finalized_features);
     response
         .finalized_features
         .iter()
@@ -730,6 +739,26 @@ async fn transactions_survive_a_restart() {
         )
         .await;
     assert!(filtered.transaction_states.is_empty(), "{filtered:?}");
+    // v2's transactional id pattern matches whole ids (KIP-1152).
+    for (pattern, listed, code) in [
+        ("txn-r", 1, NONE),
+        ("txn", 0, NONE),
+        ("t.*", 1, NONE),
+        ("(", 0, 128),
+    ] {
+        let response = wire
+            .call(
+                &ListTransactionsRequest::default().with_transactional_id_pattern(Some(s(pattern))),
+                2,
+            )
+            .await;
+        assert_eq!(response.error_code, code, "{pattern}");
+        assert_eq!(
+            response.transaction_states.len(),
+            listed,
+            "{pattern}: {response:?}"
+        );
+    }
     node.stop().await;
 }
 
@@ -802,7 +831,20 @@ async fn transactions_span_the_nodes_of_a_cluster() {
         leader_wires.push(Wire::connect(address_of(&cluster, replicas[0])).await);
     }
     for (round, v2) in [false, true].into_iter().enumerate() {
-        set_transaction_version(&mut coordinator_wire, if v2 { 2 } else { 1 }).await;
+        let level = if v2 { 2 } else { 1 };
+        set_transaction_version(&mut coordinator_wire, level).await;
+        // Every leader must see the new level before a client acts on it (it decides
+        // whether a leader verifies or adds partitions).
+        for wire in leader_wires.iter_mut() {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while finalized_transaction_version(wire).await != Some(level) {
+                assert!(
+                    Instant::now() < deadline,
+                    "the level did not reach every node"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
         let mut producer = Producer::init(&mut coordinator_wire, "spread", 60_000, v2).await;
         for commit in [false, true] {
             let mut ends = Vec::new();

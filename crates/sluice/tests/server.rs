@@ -128,7 +128,10 @@ fn serves_api_versions_and_shuts_down_cleanly_on_sigterm() {
     let metadata = sluice_metadata::MetadataLog::open(data.path(), true, 1).unwrap();
     assert_eq!(metadata.image().feature_level("metadata.version"), Some(27));
     // Kafka 4.1's bootstrap levels for a new cluster.
-    assert_eq!(metadata.image().feature_level("transaction.version"), Some(2));
+    assert_eq!(
+        metadata.image().feature_level("transaction.version"),
+        Some(2)
+    );
     assert_eq!(metadata.image().feature_level("group.version"), Some(1));
     let registration = metadata.image().broker(1).expect("the node registered");
     assert!(!registration.fenced);

@@ -709,6 +709,21 @@ pub async fn list_transactions(
     } else {
         -1
     };
+    // v2: a transactional id pattern (KIP-1152), matched against the whole id.
+    let pattern = match request
+        .transactional_id_pattern
+        .as_ref()
+        .filter(|p| context.version >= 2 && !p.is_empty())
+    {
+        None => None,
+        Some(pattern) => match regex::Regex::new(&format!("^(?:{})$", pattern.as_str())) {
+            Ok(regex) => Some(regex),
+            Err(_) => {
+                return ListTransactionsResponse::default()
+                    .with_error_code(errors::INVALID_REGULAR_EXPRESSION);
+            }
+        },
+    };
     let now = sluice_storage::now_ms();
     let mut listed = Vec::new();
     let mut loading = false;
@@ -722,7 +737,8 @@ pub async fn list_transactions(
     }
     for shard in broker.transactions.loaded_shards() {
         let state = shard.lock();
-        for meta in state.list_filtered(&states, &producer_ids, duration, now) {
+        let matches = |id: &str| pattern.as_ref().is_none_or(|p| p.is_match(id));
+        for meta in state.list_filtered_matching(&states, &producer_ids, duration, now, &matches) {
             listed.push(
                 ListedTransaction::default()
                     .with_transactional_id(TransactionalId(str_bytes(&meta.transactional_id)))
