@@ -479,6 +479,34 @@ async fn commit_and_abort(v2: bool) {
     node.stop().await;
 }
 
+/// Under transactions v2 every transaction starts at sequence 0: a first batch with
+/// another sequence from a producer the partition does not know is refused (a batch
+/// before it was lost), where an idempotent producer would be taken as new (KIP-360).
+#[tokio::test]
+async fn a_transaction_v2_first_batch_must_start_at_sequence_0() {
+    let node = TestNode::start(SETTINGS).await;
+    let mut wire = Wire::connect(node.address).await;
+    create_topic(&mut wire, "t", 1).await;
+    let producer = Producer::init(&mut wire, "txn-s", 60_000, true).await;
+    let late = (producer.producer_id, producer.epoch, 5);
+    let code = produce(&mut wire, Some("txn-s"), "t", 0, late, true, &["late"], 12).await;
+    assert_eq!(code, 45, "OUT_OF_ORDER_SEQUENCE_NUMBER");
+    let first = (producer.producer_id, producer.epoch, 0);
+    let code = produce(
+        &mut wire,
+        Some("txn-s"),
+        "t",
+        0,
+        first,
+        true,
+        &["first"],
+        12,
+    )
+    .await;
+    assert_eq!(code, NONE);
+    node.stop().await;
+}
+
 #[tokio::test]
 async fn commit_and_abort_at_transaction_version_1() {
     commit_and_abort(false).await;

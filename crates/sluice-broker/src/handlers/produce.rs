@@ -274,12 +274,28 @@ async fn verify_transaction(
     {
         return Ok(());
     }
-    let ongoing = sluice_storage::lock(&replica.log)
-        .producer_state()
-        .current_txn_first_offset(producer_id)
-        .is_some();
+    let first_sequence = i32::from_be_bytes(header[53..57].try_into().expect("4 bytes"));
+    let (ongoing, known) = {
+        let log = sluice_storage::lock(&replica.log);
+        let state = log.producer_state();
+        (
+            state.current_txn_first_offset(producer_id).is_some(),
+            state.contains(producer_id),
+        )
+    };
     if ongoing {
         return Ok(());
+    }
+    // Transactions v2 start every transaction at sequence 0 (the epoch is bumped at
+    // each end), so a first batch that does not, from a producer this partition does
+    // not know, follows a lost one: Kafka 4.1 refuses it rather than treat it as new.
+    if tv2 && !known && first_sequence != 0 {
+        return Err(refused(
+            errors::OUT_OF_ORDER_SEQUENCE_NUMBER,
+            format!(
+                "Out of order sequence number for producer {producer_id}: the first batch of a transaction has sequence {first_sequence}, expected 0"
+            ),
+        ));
     }
     let code = super::txn::add_or_verify(
         broker,
