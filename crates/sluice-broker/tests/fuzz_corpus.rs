@@ -70,6 +70,8 @@ const TARGETS: &[(&str, Target)] = &[
         sluice_protocol::fuzzing::consumer_protocol,
     ),
     ("offsets_records", sluice_group::fuzzing::offsets_records),
+    ("txn_records", sluice_txn::fuzzing::txn_records),
+    ("txn_index", sluice_storage::fuzzing::txn_index),
 ];
 
 const REGENERATE: &str = "cargo test -p sluice-broker --test fuzz_corpus -- --ignored write_seeds";

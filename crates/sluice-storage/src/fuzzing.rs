@@ -19,6 +19,10 @@ use crate::checkpoint::{
     read_leader_epoch_checkpoint, read_offset_checkpoint, read_partition_metadata,
     write_leader_epoch_checkpoint, write_offset_checkpoint, write_partition_metadata,
 };
+use crate::end_txn_marker::{
+    EndTxnMarker, TxnMarker, control_batch, decode_marker, marker_key, marker_value, read_marker,
+};
+use crate::transaction_index::{AbortedTxn, check_entries, decode_transaction_index};
 use crate::{Log, LogConfig, LogOpenOptions, segment_file_name};
 
 /// A directory of its own, removed when dropped. Each `new` makes another, so parallel
@@ -328,5 +332,287 @@ pub fn log_recovery(data: &[u8]) {
             (&want.key, &want.value, &want.headers)
         );
         assert_eq!(got.timestamp, want.timestamp);
+    }
+}
+
+/// Target `txn_index`: byte 0 picks the reader (mod 3), the rest is its input:
+///
+/// - 0: a `.txnindex` file for `decode_transaction_index`. What decodes re-encodes
+///   (`AbortedTxn::encode`) to the input; `check_entries` never panics, what it accepts
+///   for a segment it accepts for any wider one, and accepted entries keep its rules
+///   (markers increasing, each after its transaction's first offset, that one not
+///   negative);
+/// - 1: a marker record for `decode_marker`: byte 1 flags (bit 0 a null key, bit 1 a
+///   null value), byte 2 the key's length (cut to what is there), the key, then the
+///   value. What decodes re-encodes (`marker_key`, `marker_value`) to a record that
+///   decodes the same;
+/// - 2: a control batch for `read_marker`. What it reads, rebuilt with `control_batch`
+///   (the batch's producer, the marker, its timestamp), reads back the same.
+///
+/// Never panics.
+pub fn txn_index(data: &[u8]) {
+    let Some((&selector, input)) = data.split_first() else {
+        return;
+    };
+    match selector % 3 {
+        0 => transaction_index_file(input),
+        1 => marker_record(input),
+        _ => marker_batch(input),
+    }
+}
+
+fn transaction_index_file(input: &[u8]) {
+    let Ok(entries) = decode_transaction_index(input) else {
+        return;
+    };
+    let encoded: Vec<u8> = entries.iter().flat_map(AbortedTxn::encode).collect();
+    assert!(
+        encoded == input,
+        "a transaction index does not re-encode to itself"
+    );
+
+    let widest = check_entries(&entries, i64::MIN, i64::MAX);
+    // The tightest segment the markers fit: from the first to just past the last.
+    if let (Some(first), Some(last)) = (entries.first(), entries.last()) {
+        let tight = check_entries(
+            &entries,
+            first.last_offset,
+            last.last_offset.saturating_add(1),
+        );
+        if tight.is_ok() {
+            assert!(
+                widest.is_ok(),
+                "accepted for a segment, refused for a wider one"
+            );
+        }
+    }
+    if widest.is_ok() {
+        for (index, txn) in entries.iter().enumerate() {
+            assert!(
+                0 <= txn.first_offset && txn.first_offset <= txn.last_offset,
+                "entry {index} accepted with first offset {} and marker {}",
+                txn.first_offset,
+                txn.last_offset
+            );
+        }
+        assert!(
+            entries
+                .windows(2)
+                .all(|pair| pair[0].last_offset < pair[1].last_offset),
+            "entries accepted with markers not increasing"
+        );
+    }
+}
+
+fn marker_record(input: &[u8]) {
+    let [flags, key_len, rest @ ..] = input else {
+        return;
+    };
+    let (key, value) = rest.split_at(usize::from(*key_len).min(rest.len()));
+    let key = (flags & 0x01 == 0).then_some(key);
+    let value = (flags & 0x02 == 0).then_some(value);
+    let Ok(marker) = decode_marker(key, value) else {
+        return;
+    };
+    let key = key.expect("a marker decoded without a key");
+    assert_eq!(
+        i16::from_be_bytes([key[2], key[3]]),
+        i16::from(marker.commit),
+        "the control type is not what was decoded"
+    );
+    let again = decode_marker(
+        Some(&marker_key(marker.commit)),
+        Some(&marker_value(marker.coordinator_epoch)),
+    );
+    assert_eq!(
+        again,
+        Ok(marker),
+        "a re-encoded marker does not decode the same"
+    );
+}
+
+fn marker_batch(input: &[u8]) {
+    let Ok(Some((marker, timestamp))) = read_marker(input) else {
+        return;
+    };
+    let batch =
+        RecordBatch::new(Bytes::copy_from_slice(input)).expect("read_marker parsed this batch");
+    let rebuilt = control_batch(
+        &TxnMarker {
+            producer_id: batch.producer_id(),
+            producer_epoch: batch.producer_epoch(),
+            coordinator_epoch: marker.coordinator_epoch,
+            commit: marker.commit,
+        },
+        timestamp,
+    );
+    let again = RecordBatch::new(rebuilt.clone()).expect("a control batch parses");
+    again
+        .validate()
+        .unwrap_or_else(|e| panic!("a rebuilt control batch fails its checks: {e}"));
+    assert!(again.is_control() && again.is_transactional());
+    assert_eq!(
+        (again.producer_id(), again.producer_epoch()),
+        (batch.producer_id(), batch.producer_epoch())
+    );
+    let read: Option<(EndTxnMarker, i64)> = read_marker(&rebuilt)
+        .unwrap_or_else(|e| panic!("a rebuilt control batch does not read: {e}"));
+    assert_eq!(
+        read,
+        Some((marker, timestamp)),
+        "a rebuilt control batch reads differently"
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seed_dir() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds/txn_index")
+    }
+
+    fn txn(producer_id: i64, first_offset: i64, last_offset: i64, lso: i64) -> AbortedTxn {
+        AbortedTxn {
+            producer_id,
+            first_offset,
+            last_offset,
+            last_stable_offset: lso,
+        }
+    }
+
+    /// The `txn_index` seeds: byte 0 (0 index file, 1 marker record, 2 control batch),
+    /// then what this crate writes: `.txnindex` entries, a marker record's key and
+    /// value (plus one of newer versions, read by their version-0 prefix), and the
+    /// control batches of a commit and an abort.
+    fn seeds() -> Vec<(&'static str, Vec<u8>)> {
+        let index: Vec<u8> = [
+            txn(1000, 90, 105, 100),
+            txn(1001, 100, 110, 111),
+            txn(1002, 112, 120, 121),
+        ]
+        .iter()
+        .flat_map(AbortedTxn::encode)
+        .collect();
+        let record = |flags: u8, key: &[u8], value: &[u8]| {
+            [&[1, flags, key.len() as u8][..], key, value].concat()
+        };
+        let batch = |commit: bool| {
+            let marker = TxnMarker {
+                producer_id: 4000,
+                producer_epoch: 3,
+                coordinator_epoch: 7,
+                commit,
+            };
+            [&[2u8][..], &control_batch(&marker, 1_700_000_000_000)].concat()
+        };
+        vec![
+            ("index-empty", vec![0]),
+            ("index-three-entries", [&[0u8][..], &index].concat()),
+            (
+                "marker-commit",
+                record(0, &marker_key(true), &marker_value(7)),
+            ),
+            (
+                "marker-abort-newer-versions",
+                record(0, &[0, 1, 0, 0, 9], &[0, 1, 0, 0, 0, 5, 9]),
+            ),
+            ("control-batch-commit", batch(true)),
+            ("control-batch-abort", batch(false)),
+        ]
+    }
+
+    /// The committed seeds are what [`seeds`] writes, and inputs the readers accept (so
+    /// fuzzing starts from the formats' valid shapes, not only from their refusals).
+    #[test]
+    fn txn_index_seeds_are_generated_and_decode() {
+        let mut on_disk: Vec<String> = std::fs::read_dir(seed_dir())
+            .expect("fuzz/seeds/txn_index")
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        on_disk.sort();
+        let mut names: Vec<String> = seeds().iter().map(|(n, _)| n.to_string()).collect();
+        names.sort();
+        assert_eq!(
+            on_disk, names,
+            "regenerate with `cargo test -p sluice-storage --lib -- --ignored write_txn_index_seeds`"
+        );
+        for (name, bytes) in seeds() {
+            let committed = std::fs::read(seed_dir().join(name)).unwrap();
+            assert!(committed == bytes, "fuzz/seeds/txn_index/{name} differs");
+            txn_index(&bytes);
+        }
+
+        let seed = |name: &str| std::fs::read(seed_dir().join(name)).unwrap()[1..].to_vec();
+        let entries = decode_transaction_index(&seed("index-three-entries")).unwrap();
+        assert_eq!(entries.len(), 3);
+        assert!(check_entries(&entries, 100, 121).is_ok());
+        assert_eq!(decode_transaction_index(&seed("index-empty")), Ok(vec![]));
+        let commit = seed("marker-commit");
+        assert_eq!(
+            decode_marker(Some(&commit[2..6]), Some(&commit[6..])),
+            Ok(EndTxnMarker {
+                commit: true,
+                coordinator_epoch: 7
+            })
+        );
+        let newer = seed("marker-abort-newer-versions");
+        assert_eq!(
+            decode_marker(Some(&newer[2..7]), Some(&newer[7..])),
+            Ok(EndTxnMarker {
+                commit: false,
+                coordinator_epoch: 5
+            })
+        );
+        for (name, commit) in [
+            ("control-batch-commit", true),
+            ("control-batch-abort", false),
+        ] {
+            assert_eq!(
+                read_marker(&seed(name)).unwrap(),
+                Some((
+                    EndTxnMarker {
+                        commit,
+                        coordinator_epoch: 7
+                    },
+                    1_700_000_000_000
+                ))
+            );
+        }
+    }
+
+    /// Writes the seeds (replacing those in `fuzz/seeds/txn_index/`).
+    #[test]
+    #[ignore = "writes fuzz/seeds/txn_index/; run by hand after changing the seeds"]
+    fn write_txn_index_seeds() {
+        let dir = seed_dir();
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            for entry in entries {
+                std::fs::remove_file(entry.unwrap().path()).unwrap();
+            }
+        }
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, bytes) in seeds() {
+            std::fs::write(dir.join(name), bytes).unwrap();
+        }
+    }
+
+    /// Inputs the target must survive: every seed cut short and with each byte bent.
+    #[test]
+    fn txn_index_survives_damaged_inputs() {
+        txn_index(&[]);
+        for selector in 0..3 {
+            txn_index(&[selector]);
+        }
+        for (_, bytes) in seeds() {
+            for cut in 0..bytes.len() {
+                txn_index(&bytes[..cut]);
+            }
+            for at in 1..bytes.len() {
+                let mut bent = bytes.clone();
+                bent[at] ^= 0xff;
+                txn_index(&bent);
+            }
+        }
     }
 }

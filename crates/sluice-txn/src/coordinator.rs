@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use crate::errors::*;
 use crate::records::{
-    RecordError, decode_key, decode_value, encode_key, encode_value_version, value_version_for,
+    RecordError, decode_key, decode_value, encode_key, encode_stored_value, value_version_for,
 };
 use crate::state::{NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TxnMetadata, TxnState, is_epoch_exhausted};
 
@@ -739,8 +739,7 @@ impl TxnShard {
         fence: bool,
     ) -> TxnWrite {
         let write_id = self.take_write_id();
-        let value =
-            encode_value_version(&target, value_version_for(self.transaction_version_level));
+        let value = encode_stored_value(&target, value_version_for(self.transaction_version_level));
         let entry = self
             .entries
             .get_mut(transactional_id)
@@ -1223,7 +1222,13 @@ mod tests {
         f.shard.write_completed(ID, write.write_id, true);
         assert_eq!(write.key, crate::records::encode_key(ID));
         let decoded = decode_value(ID, write.value.as_deref().unwrap()).unwrap();
-        assert_eq!(&decoded, f.meta());
+        // Kafka 4.1.1 does not store the previous and next producer ids.
+        let stored = TxnMetadata {
+            previous_producer_id: crate::state::NO_PRODUCER_ID,
+            next_producer_id: crate::state::NO_PRODUCER_ID,
+            ..f.meta().clone()
+        };
+        assert_eq!(decoded, stored);
         assert_eq!(write.value.as_ref().unwrap()[..2], [0, 1]);
         let mut old = TxnShard::new(1, TxnConfig::default()).with_transaction_version_level(0);
         let Step::Write(write, _) = old.init_producer_id(ID, 1000, -1, -1, 0, T0, &mut || Ok(5))

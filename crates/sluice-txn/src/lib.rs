@@ -47,6 +47,8 @@
 
 pub mod coordinator;
 pub mod errors;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod records;
 pub mod state;
 

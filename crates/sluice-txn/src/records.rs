@@ -85,9 +85,22 @@ pub fn value_version_for(transaction_version_level: i16) -> i16 {
 }
 
 /// `meta` as the value Kafka 4.1 writes on a cluster at `transaction.version` 2 (the
-/// default of a new 4.x cluster): version 1.
+/// default of a new 4.x cluster): version 1. Like Kafka 4.1.1's `TransactionLog.valueToBytes`
+/// it leaves out PreviousProducerId and NextProducerId (tags 0 and 1: read, never
+/// written), so the bytes are Kafka's (checked by `compat/run.sh`'s txn-files section).
 pub fn encode_value(meta: &TxnMetadata) -> Vec<u8> {
-    encode_value_version(meta, 1)
+    encode_stored_value(meta, 1)
+}
+
+/// What the coordinator stores for `meta` at value `version`: Kafka 4.1.1's fields (see
+/// [`encode_value`]).
+pub fn encode_stored_value(meta: &TxnMetadata, version: i16) -> Vec<u8> {
+    let stored = TxnMetadata {
+        previous_producer_id: NO_PRODUCER_ID,
+        next_producer_id: NO_PRODUCER_ID,
+        ..meta.clone()
+    };
+    encode_value_version(&stored, version)
 }
 
 /// `meta` as a value of `version` (0: classic, without the tagged fields; 1: flexible).
@@ -530,8 +543,13 @@ mod tests {
         b.extend_from_slice(&[1, 8]);
         b.extend_from_slice(&1001i64.to_be_bytes());
         b.extend_from_slice(&[2, 2, 0, 2]);
-        assert_eq!(encode_value(&m), b);
+        assert_eq!(encode_value_version(&m, 1), b);
         assert_eq!(decode_value("tx", &b).unwrap(), m);
+        // What the coordinator writes: Kafka 4.1.1 leaves tags 0 and 1 out.
+        let mut stored = b[..b.len() - 25].to_vec();
+        stored.push(1); // one tagged field
+        stored.extend_from_slice(&[2, 2, 0, 2]);
+        assert_eq!(encode_value(&m), stored);
     }
 
     #[test]
@@ -632,7 +650,7 @@ mod tests {
     proptest! {
         #[test]
         fn v1_round_trips(m in arb_meta()) {
-            prop_assert_eq!(decode_value("p", &encode_value(&m)).unwrap(), m);
+            prop_assert_eq!(decode_value("p", &encode_value_version(&m, 1)).unwrap(), m);
         }
 
         #[test]
