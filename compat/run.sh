@@ -18,6 +18,12 @@
 #    offset, and a librdkafka KIP-848 group's member, epoch and assignment records.
 # 6. producer-snapshot: DumpLogSegments reads the producer state snapshot (`.snapshot`)
 #    the node wrote at its clean shutdown.
+# 7. txn-files: a second node, where a librdkafka transactional producer commits one
+#    transaction (with send_offsets_to_transaction) and aborts another, stopped cleanly;
+#    DumpLogSegments then reads its transaction files: the __transaction_state log
+#    (--transaction-log-decoder), the topic's `.txnindex` (equal to `sluice dump-log`), the
+#    topic's log with its COMMIT/ABORT markers, and the transactional offset commit in
+#    __consumer_offsets (--offsets-decoder).
 #
 # Expects the debug build (`cargo test --workspace` builds it); builds what is missing.
 set -euo pipefail
@@ -161,7 +167,7 @@ for group in decoded-group decoded-848; do
 done > "$node_dir/offsets.txt"
 offsets_failed=0
 for expected in \
-  'key: {"type":"1","data":{"group":"decoded-group","topic":"decoded","partition":1}} payload: {"version":"3","data":{"offset":7,"leaderEpoch":-1,"metadata":"note' \
+  'key: {"type":"1","data":{"group":"decoded-group","topic":"decoded","partition":1}} payload: {"version":"4","data":{"offset":7,"leaderEpoch":-1,"metadata":"note' \
   'key: {"type":"2","data":{"group":"decoded-group"}} payload: {"version":"3","data":{"protocolType":"consumer","generation":1,"protocol":"range",' \
   '"subscription":{"topics":["decoded"]' \
   '"assignment":{"assignedPartitions":[{"topic":"decoded","partitions":[0,1]}]' \
@@ -191,5 +197,159 @@ else
   echo "producer-snapshot: 0 passed, 1 failed"
   failed=$((failed + 1))
 fi
+
+# 7. txn-files: Kafka's DumpLogSegments reads the transaction files of a node where a
+#    librdkafka transactional producer (compat/fixtures/txn_produce.py) committed a
+#    transaction (txn-decoded-0 offsets 0-2, its COMMIT marker at 3, plus a transactional
+#    offset commit for txn-decoded-group) and aborted one (offsets 4-5, ABORT marker at 6);
+#    the node is stopped cleanly first. (a) --transaction-log-decoder decodes every record
+#    of the transactional id's __transaction_state partition (Kafka's partitionFor), whose
+#    states follow Empty, Ongoing, PrepareCommit, CompleteCommit, Ongoing, PrepareAbort,
+#    CompleteAbort for one producer id; (b) the `.txnindex` holds the aborted transaction,
+#    printed as `sluice dump-log` prints it; (c) the topic's log shows the markers as
+#    Kafka's endTxnMarker records and transactional batches; (d) --offsets-decoder shows
+#    the transactional offset commit and its COMMIT marker. The four JVMs run at once.
+txn_started=$(date +%s%N)
+txn_dir="$work/txn"
+mkdir -p "$txn_dir"
+txn_failed=0
+txn_fail() { # REASON: a FAIL line; the check (a)-(d) under way failed
+  echo "FAIL txn-files $1" >&2
+  txn_check_failed=1
+}
+txn_check_done() {
+  txn_failed=$((txn_failed + txn_check_failed))
+  txn_check_failed=0
+}
+txn_check_failed=0
+target/debug/sluice server --set log.dirs="$txn_dir/data" \
+  --set listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0 \
+  --set advertised.listeners=PLAINTEXT://127.0.0.1:0 2> "$txn_dir/stderr" &
+txn_pid=$!
+for _ in $(seq 100); do
+  grep -q 'listening on PLAINTEXT://' "$txn_dir/stderr" && break
+  sleep 0.1
+done
+txn_bootstrap="$(grep -o 'listening on PLAINTEXT://[0-9.:]*' "$txn_dir/stderr" | sed 's|.*PLAINTEXT://||')"
+if ! timeout 60 python3 compat/fixtures/txn_produce.py "$txn_bootstrap" txn-decoded decoded-txn \
+    txn-decoded-group > "$txn_dir/producer.out" 2>&1; then
+  txn_fail "producer: the transactional producer failed: $(tail -3 "$txn_dir/producer.out")"
+fi
+kill -TERM "$txn_pid"
+wait "$txn_pid" || txn_fail "node: exit status $? at SIGTERM"
+txn_check_done
+
+txn_data="$txn_dir/data"
+state_logs="$(find "$txn_data" -path '*/__transaction_state-*/*.log' -size +0 | sort)"
+state_log="$txn_data/__transaction_state-$(partition_of decoded-txn)/00000000000000000000.log"
+if [[ "$state_logs" != "$state_log" ]]; then
+  txn_fail "(a): the non-empty __transaction_state logs are [${state_logs//$'\n'/ }], expected $state_log only"
+fi
+offsets_log="$txn_data/__consumer_offsets-$(partition_of txn-decoded-group)/00000000000000000000.log"
+topic_segment="$txn_data/txn-decoded-0/00000000000000000000"
+txn_dump() { # OUT ARGS...: DumpLogSegments ARGS > OUT, its exit status in OUT.rc
+  local out="$1"
+  shift
+  if java -cp "$libs/*" kafka.tools.DumpLogSegments "$@" > "$out" 2>/dev/null; then
+    echo 0 > "$out.rc"
+  else
+    echo $? > "$out.rc"
+  fi
+}
+txn_dump "$txn_dir/state.kafka" --transaction-log-decoder --files "$state_log" &
+dump_pids=($!)
+txn_dump "$txn_dir/txnindex.kafka" --files "$topic_segment.txnindex" &
+dump_pids+=($!)
+txn_dump "$txn_dir/log.kafka" --deep-iteration --print-data-log --files "$topic_segment.log" &
+dump_pids+=($!)
+txn_dump "$txn_dir/offsets.kafka" --offsets-decoder --files "$offsets_log" &
+dump_pids+=($!)
+target/debug/sluice dump-log --files "$topic_segment.txnindex" > "$txn_dir/txnindex.sluice" 2>&1 || true
+target/debug/sluice dump-log --print-data-log --files "$topic_segment.log" > "$txn_dir/log.sluice" 2>&1 || true
+wait "${dump_pids[@]}"
+
+# (a) every record of the state log is the transactional id's key and a decoded value.
+out="$txn_dir/state.kafka"
+records=$(grep -c '^| offset:' "$out" || true)
+decoded=$(grep -c '^| offset: .* key: {"type":"0","data":{"transactionalId":"decoded-txn"}} payload: {"version":"[0-9]*","data":{"producerId":' "$out" || true)
+states="$(grep -o '"transactionStatus":[0-9]*' "$out" | cut -d: -f2 | uniq \
+  | sed 's/^0$/Empty/;s/^1$/Ongoing/;s/^2$/PrepareCommit/;s/^3$/PrepareAbort/;s/^4$/CompleteCommit/;s/^5$/CompleteAbort/;s/^6$/Dead/;s/^7$/PrepareEpochFence/' \
+  | paste -sd' ' - || true)"
+producer_ids="$(grep -o '"data":{"producerId":[0-9-]*' "$out" | sed 's/.*://' | sort -u | paste -sd' ' - || true)"
+if [[ "$(cat "$out.rc")" != 0 ]]; then
+  txn_fail "(a): DumpLogSegments --transaction-log-decoder exited $(cat "$out.rc") on $state_log"
+elif [[ "$records" == 0 || "$decoded" != "$records" ]]; then
+  txn_fail "(a): $decoded of $records records decoded as decoded-txn's state:"
+  { grep '^| offset:' "$out" | grep -v '"transactionalId":"decoded-txn"' | head -5 >&2; } || true
+fi
+if grep -qE 'isvalid: false|Error at offset' "$out"; then
+  txn_fail "(a): DumpLogSegments found invalid batches or undecodable records in $state_log"
+fi
+# Kafka 4.1.1 writes these value sizes for the same workload (no PreviousProducerId or
+# NextProducerId tags; no ClientTransactionVersion for a transactions v1 client).
+value_sizes="$(grep -o 'valueSize: [0-9]*' "$out" | cut -d' ' -f2 | paste -sd' ' - || true)"
+if [[ "$value_sizes" != "35 53 78 78 35 53 53 35" ]]; then
+  txn_fail "(a): value sizes [$value_sizes], Kafka 4.1.1 writes [35 53 78 78 35 53 53 35]"
+fi
+expected_states="Empty Ongoing PrepareCommit CompleteCommit Ongoing PrepareAbort CompleteAbort"
+if [[ "$states" != "$expected_states" ]]; then
+  txn_fail "(a): the transaction states are [$states], expected [$expected_states]"
+fi
+if [[ ! "$producer_ids" =~ ^[0-9]+$ ]]; then
+  txn_fail "(a): the state records name producer ids [$producer_ids], expected one"
+fi
+txn_check_done
+txn_producer_id="$producer_ids"
+# (b) the aborted transaction in the .txnindex, printed by Kafka as by `sluice dump-log`.
+out="$txn_dir/txnindex.kafka"
+if [[ "$(cat "$out.rc")" != 0 ]] \
+    || [[ "$(grep -c . "$out")" != 2 ]] \
+    || ! grep -qx "version: 0 producerId: $txn_producer_id firstOffset: 4 lastOffset: 6 lastStableOffset: 7" "$out"; then
+  txn_fail "(b): DumpLogSegments (exit $(cat "$out.rc")) printed for $topic_segment.txnindex:"
+  head -5 "$out" >&2
+elif ! diff -u "$out" "$txn_dir/txnindex.sluice" >&2; then
+  txn_fail "(b): sluice dump-log prints the .txnindex differently (diff above)"
+fi
+txn_check_done
+# (c) the topic's log: transactional batches of the producer and Kafka's marker records.
+out="$txn_dir/log.kafka"
+c_missing=()
+for expected in \
+  "^baseOffset: 3 lastOffset: 3 count: 1 baseSequence: -1 lastSequence: -1 producerId: $txn_producer_id producerEpoch: 0 .* isTransactional: true isControl: true " \
+  '^\| offset: 3 .* endTxnMarker: COMMIT coordinatorEpoch: [0-9]+$' \
+  "^baseOffset: 6 lastOffset: 6 count: 1 baseSequence: -1 lastSequence: -1 producerId: $txn_producer_id producerEpoch: 0 .* isTransactional: true isControl: true " \
+  '^\| offset: 6 .* endTxnMarker: ABORT coordinatorEpoch: [0-9]+$' \
+  '^\| offset: 0 .* payload: committed-0$' '^\| offset: 2 .* payload: committed-2$' \
+  '^\| offset: 4 .* payload: aborted-0$' '^\| offset: 5 .* payload: aborted-1$'; do
+  grep -qE -- "$expected" "$out" || c_missing+=("$expected")
+done
+batches=$(grep -c '^baseOffset:' "$out" || true)
+txn_batches=$(grep -cE "^baseOffset: .* producerId: $txn_producer_id producerEpoch: 0 .* isTransactional: true .* isvalid: true$" "$out" || true)
+if [[ "$(cat "$out.rc")" != 0 || ${#c_missing[@]} != 0 || "$batches" -lt 4 || "$txn_batches" != "$batches" ]]; then
+  txn_fail "(c): DumpLogSegments (exit $(cat "$out.rc")) on $topic_segment.log: $txn_batches of $batches batches valid and transactional for producer $txn_producer_id; missing: ${c_missing[*]:-nothing}"
+elif ! diff -u "$out" "$txn_dir/log.sluice" >&2; then
+  txn_fail "(c): sluice dump-log --print-data-log prints the log differently (diff above)"
+fi
+txn_check_done
+# (d) the transactional offset commit in __consumer_offsets and its COMMIT marker.
+out="$txn_dir/offsets.kafka"
+d_missing=()
+for expected in \
+  "^baseOffset: 0 lastOffset: 0 count: 1 baseSequence: 0 lastSequence: 0 producerId: $txn_producer_id producerEpoch: 0 .* isTransactional: true isControl: false " \
+  '^\| offset: 0 .* key: \{"type":"1","data":\{"group":"txn-decoded-group","topic":"txn-decoded","partition":0\}\} payload: \{"version":"[0-9]+","data":\{"offset":3,' \
+  "^baseOffset: 1 lastOffset: 1 count: 1 baseSequence: -1 lastSequence: -1 producerId: $txn_producer_id producerEpoch: 0 .* isTransactional: true isControl: true " \
+  '^\| offset: 1 .* endTxnMarker: COMMIT coordinatorEpoch: [0-9]+$'; do
+  grep -qE -- "$expected" "$out" || d_missing+=("$expected")
+done
+if grep -qE 'isvalid: false|Error at offset' "$out"; then
+  d_missing+=("(no invalid batch, no undecodable record)")
+fi
+if [[ "$(cat "$out.rc")" != 0 || ${#d_missing[@]} != 0 ]]; then
+  txn_fail "(d): DumpLogSegments --offsets-decoder (exit $(cat "$out.rc")) on $offsets_log did not print: ${d_missing[*]}"
+fi
+txn_check_done
+txn_ms=$((($(date +%s%N) - txn_started) / 1000000))
+echo "txn-files: $((4 - txn_failed < 0 ? 0 : 4 - txn_failed)) passed, $txn_failed failed in $((txn_ms / 1000)).$((txn_ms % 1000 / 100))s (producer id ${txn_producer_id:-?}: states $states)"
+failed=$((failed + txn_failed))
 
 [[ "$failed" == 0 ]]

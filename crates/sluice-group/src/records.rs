@@ -261,10 +261,12 @@ pub fn decode_key(bytes: &[u8]) -> Result<OffsetsKey, RecordError> {
 /// Encodes a committed offset at the version Kafka 4.1 picks: 1 when an expiry timestamp
 /// is set (version 1 has no leader epoch, so it is dropped, as in Kafka), 3 otherwise.
 pub fn encode_offset_value(value: &OffsetValue) -> Vec<u8> {
+    // Kafka 4.1 writes v1 when there is an expire timestamp (OffsetCommit v2-4's
+    // retention), else v4 (flexible).
     let version = if value.expire_timestamp.is_some() {
         1
     } else {
-        3
+        4
     };
     write_offset_value(value, version)
 }
@@ -962,8 +964,14 @@ mod tests {
     #[test]
     fn offset_value_v3_bytes() {
         let bytes = hex("0003 0000000000000064 00000005 0001 6d 0000018bcfe56800");
-        assert_eq!(encode_offset_value(&sample_offset()), bytes);
+        assert_eq!(write_offset_value(&sample_offset(), 3), bytes);
         assert_eq!(decode_offset_value(&bytes).unwrap(), sample_offset());
+    }
+
+    #[test]
+    fn offset_values_are_written_as_kafka_4_1_writes_them() {
+        let v4 = hex("0004 0000000000000064 00000005 026d 0000018bcfe56800 00");
+        assert_eq!(encode_offset_value(&sample_offset()), v4);
     }
 
     #[test]

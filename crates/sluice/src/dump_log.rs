@@ -233,7 +233,26 @@ fn dump_records(
             size(&record.value),
             header_keys.join(","),
         )?;
-        if options.print_data {
+        if batch.is_control() {
+            // Kafka prints a control record's meaning instead of its bytes.
+            let type_id = record
+                .key
+                .as_ref()
+                .and_then(|k| k.get(2..4))
+                .map(|t| i16::from_be_bytes([t[0], t[1]]));
+            match sluice_storage::end_txn_marker::decode_marker(
+                record.key.as_deref(),
+                record.value.as_deref(),
+            ) {
+                Ok(marker) => write!(
+                    out,
+                    " endTxnMarker: {} coordinatorEpoch: {}",
+                    if marker.commit { "COMMIT" } else { "ABORT" },
+                    marker.coordinator_epoch
+                )?,
+                Err(_) => write!(out, " controlType: UNKNOWN({})", type_id.unwrap_or(-1))?,
+            }
+        } else if options.print_data {
             if let Some(key) = &record.key {
                 write!(out, " key: {}", String::from_utf8_lossy(key))?;
             }

@@ -280,8 +280,9 @@ impl GroupCoordinator {
         let now = sluice_storage::now_ms();
         let mut builder = RecordBatchBuilder::new(Compression::None);
         if let Some((producer_id, epoch)) = producer {
-            // Kafka's coordinator writes transactional offsets without a sequence.
-            builder = builder.producer(producer_id, epoch, -1).transactional(true);
+            // Kafka's group coordinator writes transactional offsets at sequence 0 (the
+            // log does not check a coordinator's sequences).
+            builder = builder.producer(producer_id, epoch, 0).transactional(true);
         }
         for (key, value) in records {
             builder

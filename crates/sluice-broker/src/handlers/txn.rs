@@ -447,7 +447,9 @@ pub async fn end_txn(context: &RequestContext, request: EndTxnRequest) -> EndTxn
         Ok(shard) => shard,
         Err(code) => return failed(code),
     };
-    let tv = transaction_version(broker, context.version >= 5);
+    // Kafka's transactionVersionForEndTxn: EndTxn v5+ runs transactions v2, older
+    // versions TV_0 (whatever the cluster's level: the client did not bump epochs).
+    let tv = if context.version >= 5 { 2 } else { 0 };
     let spare = if tv >= 2 {
         broker.allocate_producer_id().await.ok()
     } else {
