@@ -704,6 +704,17 @@ impl ProducerStateManager {
         self.ongoing.iter().map(|(o, p)| (*o, *p)).collect()
     }
 
+    /// First offset of `producer_id`'s ongoing transaction when it runs under `epoch`
+    /// (Kafka's `hasOngoingTransaction(producerId, epoch)`): under transactions v2 a
+    /// batch of the next epoch may arrive before the previous transaction's marker, and
+    /// is not part of that transaction.
+    pub fn ongoing_transaction_at(&self, producer_id: i64, epoch: i16) -> Option<i64> {
+        self.producers
+            .get(&producer_id)
+            .filter(|e| e.epoch == epoch)
+            .and_then(|e| e.current_txn_first_offset)
+    }
+
     /// First offset of `producer_id`'s ongoing transaction.
     pub fn current_txn_first_offset(&self, producer_id: i64) -> Option<i64> {
         self.producers

@@ -527,3 +527,30 @@ fn followers_replicate_transactions_and_their_index() {
         }
     }
 }
+
+/// Every batch written reads back after an unclean restart (recovery point 0): data and
+/// markers, in one read.
+#[test]
+fn an_unclean_restart_reads_back_every_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), LogConfig::default());
+    let mut producer = Producer::new(7);
+    for i in 0..20 {
+        producer.send(&mut log, 1);
+        producer.end(&mut log, i % 3 != 0);
+    }
+    let end = log.log_end_offset();
+    let before = log.read(0, 1 << 20, None, true).unwrap().records;
+    assert_eq!(batches(before.clone()).count(), 40);
+    drop(log);
+    let log = open(dir.path(), LogConfig::default());
+    assert_eq!(log.log_end_offset(), end);
+    let after = log.read(0, 1 << 20, Some(end), true).unwrap().records;
+    assert_eq!(
+        batches(after.clone()).count(),
+        40,
+        "{} bytes read",
+        after.len()
+    );
+    assert_eq!(after, before);
+}

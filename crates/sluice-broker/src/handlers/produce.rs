@@ -279,7 +279,7 @@ async fn verify_transaction(
         let log = sluice_storage::lock(&replica.log);
         let state = log.producer_state();
         (
-            state.current_txn_first_offset(producer_id).is_some(),
+            state.ongoing_transaction_at(producer_id, epoch).is_some(),
             state.contains(producer_id),
         )
     };
