@@ -2,7 +2,7 @@
 """Jepsen-style workload, nemesis and checker for a Kafka-compatible cluster.
 
     jepsen.py [--backend kafka|sluice] [--topology combined|split] [--duration S]
-              [--scenarios workload,2013,failover,groups] [--summary FILE] [--keep] ...
+              [--scenarios workload,2013,failover,groups,txn] [--summary FILE] [--keep] ...
     jepsen.py --self-test           # the checker against synthetic histories
 
 Scenarios (one cluster, started once, healed and made whole between scenarios):
@@ -27,12 +27,18 @@ Scenarios (one cluster, started once, healed and made whole between scenarios):
   groups    a librdkafka consumer group (2 members, synchronous commits) through a SIGKILL
             of its group coordinator: no acknowledged commit lost, commits resume on the
             new coordinator, nothing acknowledged left unprocessed (at-least-once).
+  txn       transactional librdkafka producers (commit, deliberate flush+abort, simulated
+            client crashes before/during commit) through a SIGKILL of a transaction
+            coordinator and then of a partition leader: read_committed must show every
+            committed transaction, no aborted one, unknown outcomes all-or-nothing, no
+            value twice, and a transaction committed after recovery must become visible.
 
 The checker (check()) flags: acknowledged writes missing from the drain (lost), a value
 at two offsets (duplicate), an offset read with two different values (divergent), a
 consumer session seeing an offset not above one it saw before on the same partition
 (backwards), an ack whose offset does not hold its value in the drain (ack-mismatch),
-values read that no producer sent (phantom), plus scenario-specific anomalies. Exit
+values read that no producer sent (phantom), plus scenario-specific anomalies (the txn
+scenario's are computed by check_txn()). Exit
 status 1 if any anomaly count is non-zero, 2 on a harness error.
 """
 
@@ -42,6 +48,8 @@ import itertools
 import json
 import os
 import random
+import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -83,6 +91,10 @@ class History:
         self.events = []  # (t_start, t_end, name, detail)
         self.anomalies = collections.defaultdict(list)  # scenario-specific
         self.notes = []
+        self.extra_counts = {}  # scenario-specific counts, reported and summarised
+        self.generic_counts = True  # False: the first report line (acks, drain) does not apply
+        self.write_times = []  # (partition, t): writes that count as acknowledged for the
+        #                        availability figures besides h.acked (committed transactions)
 
     def next_value(self):
         with self.lock:
@@ -202,7 +214,105 @@ def check(h, drained=True):
         "acks_checked_at_offset": sum(1 for v, (p, off, _t) in h.acked.items()
                                       if drain_at.get((p, off)) == v),
     }
+    if h.extra_counts:
+        counts["extra"] = dict(h.extra_counts)
+    if not h.generic_counts:
+        counts["generic"] = False
     return {"counts": counts, "anomalies": {k: v for k, v in an.items() if v}}
+
+
+def check_txn(txns, committed_reads, uncommitted_reads, concurrent_committed=()):
+    """The transactional checks (the txn scenario). txns: [{"id", "producer", "values",
+    "outcome": committed|aborted|unknown, "acks": {value: (p, off)}, "path": [...]}];
+    committed_reads / uncommitted_reads: [(p, off, value)] read from offset 0 to the end
+    of every partition by a read_committed / read_uncommitted consumer after recovery;
+    concurrent_committed: [(p, off, value)] read by a read_committed consumer during the
+    run. Returns ({kind: [evidence]}, counts).
+
+    txn-commit-lost    a value of a committed transaction (commit_transaction returned)
+                       not in the read_committed read
+    txn-abort-visible  a value of an aborted transaction (abort_transaction returned) in a
+                       read_committed read (the final one or the concurrent one), or of a
+                       transaction whose client crashed before it called commit_transaction
+    txn-atomicity      an unknown-outcome transaction partly visible to read_committed
+    txn-duplicate      a value at two offsets (either read), or read twice
+    txn-uncommitted-missing  a value of a committed transaction not in the
+                       read_uncommitted read (sanity: read_uncommitted sees every record)
+    ack-mismatch       a committed value not at the offset its delivery report gave
+    divergent          one (partition, offset) holding different values in the two reads
+    """
+    an = collections.defaultdict(list)
+    rc = collections.defaultdict(list)  # value -> [(p, off)]
+    ru = collections.defaultdict(list)
+    for p, off, v in committed_reads:
+        rc[v].append((p, off))
+    for p, off, v in uncommitted_reads:
+        ru[v].append((p, off))
+    seen_concurrent = collections.defaultdict(set)
+    for p, off, v in concurrent_committed:
+        seen_concurrent[v].add((p, off))
+
+    def desc(t):
+        return "txn %s (%d values; %s)" % (t["id"], len(t["values"]), "; ".join(t.get("path", [])) or "-")
+
+    def where(v):
+        return "%s rc %s ru %s" % (v, rc.get(v, []), ru.get(v, []))
+
+    counts = collections.Counter()
+    for t in txns:
+        vals = t["values"]
+        counts["txn_" + t["outcome"]] += 1
+        counts["values_" + t["outcome"]] += len(vals)
+        if not vals:
+            continue
+        vis = [v for v in vals if v in rc]
+        if t["outcome"] == "committed":
+            missing = [v for v in vals if v not in rc]
+            if missing:
+                an["txn-commit-lost"].append("%s: committed, but %d/%d values not visible to read_committed: %s"
+                                             % (desc(t), len(missing), len(vals),
+                                                ", ".join("%s (acked at %s)" % (where(v), t["acks"].get(v))
+                                                          for v in missing[:6])))
+            ru_missing = [v for v in vals if v not in ru]
+            if ru_missing:
+                an["txn-uncommitted-missing"].append("%s: committed, but %d values not read by read_uncommitted: %s"
+                                                     % (desc(t), len(ru_missing), ru_missing[:6]))
+            for v in vals:
+                ack = t["acks"].get(v)
+                if ack and v in rc and tuple(ack) not in rc[v]:
+                    an["ack-mismatch"].append("%s: value %r acknowledged at %s, read_committed read it at %s"
+                                              % (desc(t), v, tuple(ack), rc[v]))
+        elif t["outcome"] == "aborted":
+            if vis:
+                an["txn-abort-visible"].append("%s: aborted, but %d/%d values visible to read_committed: %s"
+                                               % (desc(t), len(vis), len(vals), ", ".join(where(v) for v in vis[:6])))
+        else:
+            if vis and t.get("never_committed"):
+                an["txn-abort-visible"].append("%s: the client crashed before calling commit_transaction, but %d/%d "
+                                               "values are visible to read_committed: %s"
+                                               % (desc(t), len(vis), len(vals), ", ".join(where(v) for v in vis[:6])))
+            elif vis and len(vis) < len(vals):
+                an["txn-atomicity"].append("%s: outcome unknown, %d of its %d values visible to read_committed: "
+                                           "visible %s; not visible %s"
+                                           % (desc(t), len(vis), len(vals), [where(v) for v in vis[:4]],
+                                              [where(v) for v in vals if v not in rc][:4]))
+            counts["unknown_resolved_" + ("committed" if len(vis) == len(vals) else
+                                          "aborted" if not vis else "partial")] += 1
+        if t["outcome"] != "committed":
+            conc = [v for v in vals if v in seen_concurrent]
+            if t["outcome"] == "aborted" and conc:
+                an["txn-abort-visible"].append("%s: aborted, but the concurrent read_committed consumer read "
+                                               "%s" % (desc(t), ", ".join("%r at %s" % (v, sorted(seen_concurrent[v]))
+                                                                         for v in conc[:6])))
+    for name, m in (("read_committed", rc), ("read_uncommitted", ru)):
+        for v, locs in sorted(m.items(), key=lambda kv: str(kv[0])):
+            if len(locs) > 1:
+                an["txn-duplicate"].append("value %r read %d times by %s, at %s" % (v, len(locs), name, locs))
+    at = {}
+    for p, off, v in list(committed_reads) + list(uncommitted_reads) + list(concurrent_committed):
+        if at.setdefault((p, off), v) != v:
+            an["divergent"].append("offset %d of partition %d read as %r and %r" % (off, p, at[(p, off)], v))
+    return {k: v for k, v in an.items() if v}, dict(counts)
 
 
 def ack_gaps(h, events):
@@ -210,6 +320,8 @@ def ack_gaps(h, events):
     write (per partition, the largest over partitions), overall and around each fault."""
     per_p = collections.defaultdict(list)
     for (p, _o, t) in h.acked.values():
+        per_p[p].append(t)
+    for p, t in h.write_times:
         per_p[p].append(t)
     gaps = []  # (gap, start)
     for ts in per_p.values():
@@ -232,13 +344,22 @@ def ack_gaps(h, events):
 
 def report(name, result, out=sys.stdout, limit=10):
     c = result["counts"]
-    print("%s: attempted %d, acknowledged %d, failed %d, unknown %d (of which present in the "
-          "drain: %d), read %d concurrently + %d by the drain, acks found at their offset %d/%d"
-          " (%d acks without an offset)"
-          % (name, c["attempted"], c["acknowledged"], c["failed"], c["unknown"],
-             c["failed_or_unknown_present"], c["read_concurrent"], c["read_drain"],
-             c["acks_checked_at_offset"], c["acknowledged"], c["acks_without_offset"]), file=out)
+    if not c.get("generic", True):
+        print("%s: attempted %d values; read %d concurrently" % (name, c["attempted"], c["read_concurrent"]),
+              file=out)
+    else:
+        print("%s: attempted %d, acknowledged %d, failed %d, unknown %d (of which present in the "
+              "drain: %d), read %d concurrently + %d by the drain, acks found at their offset %d/%d"
+              " (%d acks without an offset)"
+              % (name, c["attempted"], c["acknowledged"], c["failed"], c["unknown"],
+                 c["failed_or_unknown_present"], c["read_concurrent"], c["read_drain"],
+                 c["acks_checked_at_offset"], c["acknowledged"], c["acks_without_offset"]), file=out)
+    if c.get("extra"):
+        print("%s: %s" % (name, ", ".join("%s %s" % kv for kv in c["extra"].items())), file=out)
     kinds = ["lost", "duplicate", "divergent", "backwards", "ack-mismatch", "phantom"]
+    if not c.get("generic", True):  # the txn scenario
+        kinds = ["txn-commit-lost", "txn-abort-visible", "txn-duplicate", "txn-atomicity", "txn-stuck",
+                 "txn-uncommitted-missing", "duplicate", "divergent", "backwards", "ack-mismatch", "phantom"]
     kinds += sorted(k for k in result["anomalies"] if k not in kinds)
     print("%s: anomalies: %s" % (name, ", ".join("%s %d" % (k, len(result["anomalies"].get(k, [])))
                                                   for k in kinds)), file=out)
@@ -315,6 +436,46 @@ def self_test():
     h = base()  # scenario anomalies are carried through
     h.anomaly("unclean-election", "partition 0 led by 2 while isolated")
     expect("scenario anomaly", h, "unclean-election")
+
+    # the transactional checker
+    def txn(i, outcome, vals, part=0, base=0):
+        return {"id": "t%d" % i, "producer": "p", "values": list(vals), "outcome": outcome,
+                "acks": {v: (part, base + k) for k, v in enumerate(vals)}, "path": []}
+
+    def txn_case(name, kind, mutate):
+        txns = [txn(0, "committed", [0, 1], 0, 0), txn(1, "aborted", [2, 3], 1, 0),
+                txn(2, "unknown", [4, 5], 2, 0), txn(3, "unknown", [6, 7], 0, 3),
+                txn(4, "committed", [8], 1, 3)]
+        # log: p0: 0 1 marker 6(aborted) 7(aborted) marker; p1: 2 3 (aborted) marker 8 marker;
+        #      p2: 4 5 marker (the unknown t2 committed, t3 aborted)
+        rc = [(0, 0, 0), (0, 1, 1), (1, 3, 8), (2, 0, 4), (2, 1, 5)]
+        ru = rc + [(1, 0, 2), (1, 1, 3), (0, 3, 6), (0, 4, 7)]
+        conc = [(0, 0, 0)]
+        rc, ru, conc = mutate(txns, rc, ru, conc) or (rc, ru, conc)
+        an, _counts = check_txn(txns, rc, ru, conc)
+        ok = (not an) if kind is None else bool(an.get(kind))
+        print("%s self-test: %s -> %s" % ("PASS" if ok else "FAIL", name,
+                                          {k: len(v) for k, v in an.items()} or "clean"))
+        if not ok:
+            failures.append(name)
+
+    txn_case("txn: clean history (unknown outcomes all-or-nothing)", None, lambda t, rc, ru, cc: None)
+    txn_case("txn: committed value lost", "txn-commit-lost",
+             lambda t, rc, ru, cc: ([r for r in rc if r[2] != 8], ru, cc))
+    txn_case("txn: aborted value visible", "txn-abort-visible",
+             lambda t, rc, ru, cc: (rc + [(1, 0, 2)], ru, cc))
+    txn_case("txn: aborted value read concurrently", "txn-abort-visible",
+             lambda t, rc, ru, cc: (rc, ru, cc + [(1, 1, 3)]))
+    txn_case("txn: crashed before commit, yet visible", "txn-abort-visible",
+             lambda t, rc, ru, cc: t[2].update({"never_committed": True}))
+    txn_case("txn: unknown transaction half visible", "txn-atomicity",
+             lambda t, rc, ru, cc: ([r for r in rc if r[2] != 5], ru, cc))
+    txn_case("txn: value twice", "txn-duplicate",
+             lambda t, rc, ru, cc: (rc + [(2, 5, 4)], ru + [(2, 5, 4)], cc))
+    txn_case("txn: read_uncommitted misses a committed value", "txn-uncommitted-missing",
+             lambda t, rc, ru, cc: (rc, [r for r in ru if r[2] != 1], cc))
+    txn_case("txn: committed value at another offset", "ack-mismatch",
+             lambda t, rc, ru, cc: t[4]["acks"].update({8: (1, 4)}))
 
     print("self-test: %d failed" % len(failures))
     return 1 if failures else 0
@@ -479,15 +640,16 @@ class ConcurrentReader:
     """A consumer thread reading every partition from the beginning until stopped. An
     offset reset (out of range / truncation) starts a new session for the partition."""
 
-    def __init__(self, c, h, topic, partitions, name):
+    def __init__(self, c, h, topic, partitions, name, conf=None):
         self.c, self.h, self.topic, self.partitions, self.name = c, h, topic, partitions, name
+        self.conf = conf or {}
         self.stop_ev = threading.Event()
         self.thread = threading.Thread(target=self._run, name="reader-" + name, daemon=True)
         self.errors = collections.Counter()
 
     def _run(self):
         from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
-        cons = Consumer(consumer_conf(self.c))
+        cons = Consumer(consumer_conf(self.c, self.conf))
         gen = collections.Counter()
         cons.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in range(self.partitions)])
         try:
@@ -1092,8 +1254,515 @@ def scenario_groups(c, admin, args, rng):
     return h
 
 
+# -----------------------------------------------------------------------------------------
+# Transactions (the txn scenario)
+# -----------------------------------------------------------------------------------------
+
+TXN_TIMEOUT_MS = 10000  # transaction.timeout.ms of the workload's producers
+TXN_STUCK_BOUND = 30.0  # seconds for a transaction committed after recovery to become visible
+
+
+def find_coordinator(port, key, key_type, timeout=3.0):
+    """FindCoordinator v1 (API 10; key_type 0 = group, 1 = transactional id), sent raw to a
+    broker's port; returns (error_code, node_id)."""
+    client = b"sluice-jepsen"
+    k = key.encode()
+    req = (struct.pack(">hhih", 10, 1, 11, len(client)) + client
+           + struct.pack(">h", len(k)) + k + struct.pack(">b", key_type))
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(struct.pack(">i", len(req)) + req)
+        size = struct.unpack(">i", cl._recv_exact(s, 4))[0]
+        resp = cl._recv_exact(s, size)
+    pos = 4 + 4  # correlation id, throttle_time_ms
+    err = struct.unpack_from(">h", resp, pos)[0]
+    pos += 2
+    mlen = struct.unpack_from(">h", resp, pos)[0]  # error_message (nullable)
+    pos += 2 + max(mlen, 0)
+    return err, struct.unpack_from(">i", resp, pos)[0]
+
+
+def txn_coordinator(c, tid, timeout=30):
+    """The node id of a transactional id's coordinator (FindCoordinator key type 1 to any
+    live broker, straight to its real port)."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        for b in c.brokers:
+            if not b.alive() or b.paused:
+                continue
+            try:
+                err, node = find_coordinator(b.real["PLAINTEXT"], tid, 1)
+            except (OSError, struct.error, ConnectionError) as e:
+                last = "node %d: %s" % (b.id, e)
+                continue
+            if err == 0 and node in c.nodes:
+                return node
+            last = "node %d answered error %d, node %d" % (b.id, err, node)
+        if time.monotonic() > deadline:
+            raise TimeoutError("no transaction coordinator for %s in %ss: %s" % (tid, timeout, last))
+        time.sleep(0.5)
+
+
+def _kerr(stage, err):
+    flags = [f for f, on in (("retriable", err.retriable()), ("abortable", err.txn_requires_abort()),
+                             ("fatal", err.fatal())) if on]
+    return "%s raised %s%s" % (stage, err.name(), " (%s)" % ",".join(flags) if flags else "")
+
+
+class TxnProducer:
+    """One transactional librdkafka producer in a thread: begin, produce a few unique values
+    to several partitions, commit (or, deliberately, flush and abort), and record each
+    transaction's outcome as the client saw it, following librdkafka's error rules:
+
+    - commit_transaction / abort_transaction returned: committed / aborted;
+    - an abortable error (txn_requires_abort) anywhere: abort_transaction, aborted if it
+      returns;
+    - a retriable error from commit (e.g. a timeout while the coordinator is down): commit
+      again (up to 6 times);
+    - a fatal error (or retries exhausted, or an error that is none of these): outcome
+      unknown; a new producer with the same transactional.id is made, whose
+      init_transactions fences the old one and completes or aborts its transaction.
+
+    A share (crash_ratio) of the transactions simulate a client crash: after producing
+    and flushing, the producer is abandoned either before commit_transaction (the
+    transaction must then end aborted) or right after sending it (commit_transaction with
+    a 5 ms timeout: the outcome is unknown); the abandoned instance is kept alive (a
+    zombie) until the end, and a new instance with the same transactional.id takes over.
+    """
+
+    def __init__(self, c, h, topic, parts, tid, rng, abort_ratio, record, crash_ratio=0.0):
+        self.c, self.h, self.topic, self.parts, self.tid = c, h, topic, parts, tid
+        self.rng, self.abort_ratio, self.record = rng, abort_ratio, record
+        self.crash_ratio = crash_ratio
+        self.zombies = []
+        self.stop_ev = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="txn-" + tid, daemon=True)
+        self.counts = collections.Counter()
+        self.errors = collections.Counter()
+        self.n = 0
+
+    def conf(self):
+        return dict(CLIENT_TIMEOUTS, **{
+            "bootstrap.servers": self.c.bootstrap(), "transactional.id": self.tid,
+            "transaction.timeout.ms": TXN_TIMEOUT_MS, "message.timeout.ms": TXN_TIMEOUT_MS,
+            "enable.idempotence": True, "acks": "all", "linger.ms": 5, "request.timeout.ms": 5000})
+
+    def new_producer(self, timeout=60):
+        """A producer with this transactional id whose init_transactions returned, or None."""
+        from confluent_kafka import KafkaException, Producer
+        deadline = time.monotonic() + timeout
+        p = Producer(self.conf())
+        while True:
+            try:
+                p.init_transactions(10)
+                self.counts["init"] += 1
+                return p
+            except KafkaException as e:
+                err = e.args[0]
+                self.errors[_kerr("init", err)] += 1
+                if time.monotonic() > deadline:
+                    self.h.notes.append("%s: init_transactions failed for %ss: %s" % (self.tid, timeout, err))
+                    return None
+                if err.fatal() or not err.retriable():
+                    p = Producer(self.conf())
+                time.sleep(0.5)
+
+    def new_txn(self):
+        self.n += 1
+        return {"id": "%s#%d" % (self.tid, self.n), "producer": self.tid, "values": [], "parts": {},
+                "outcome": "unknown", "acks": {}, "errs": {}, "path": [], "t0": time.monotonic()}
+
+    def run_txn(self, p, t, abort, k=None, start=None, crash=None):
+        """One transaction; returns (outcome, the producer must be replaced)."""
+        from confluent_kafka import KafkaException
+        k = k if k is not None else self.rng.randint(3, 6)
+        start = start if start is not None else self.rng.randrange(self.parts)
+
+        def on_delivery(err, msg):
+            v = parse_value(msg.value().decode())
+            if err is None:
+                t["acks"][v] = (msg.partition(), msg.offset())
+            else:
+                t["errs"][v] = str(err)
+        try:
+            p.begin_transaction()
+            for i in range(k):
+                v = self.h.next_value()
+                part = (start + i) % self.parts
+                self.h.attempt(v, t["id"])
+                while True:
+                    try:
+                        p.produce(self.topic, partition=part, key=str(v).encode(), value=str(v).encode(),
+                                  on_delivery=on_delivery)
+                        break
+                    except BufferError:
+                        p.poll(0.1)
+                t["values"].append(v)
+                t["parts"][v] = part
+                p.poll(0)
+        except KafkaException as e:
+            return self._failed(p, t, "produce", e.args[0])
+        if crash:
+            left = p.flush(15)
+            if left:
+                t["path"].append("flush left %d undelivered" % left)
+            if crash == "before-commit":
+                t["path"].append("client crash before commit_transaction")
+                t["never_committed"] = True
+                return "unknown", True
+            try:
+                p.commit_transaction(0.005)
+                t["path"].append("commit returned within 5 ms")
+                return "committed", True
+            except KafkaException as e:
+                t["path"].append(_kerr("commit (5 ms)", e.args[0]) + "; client crash during commit")
+                return "unknown", True
+        if abort:
+            t["path"].append("deliberate abort")
+            left = p.flush(15)  # so that the aborted records reach the log
+            if left:
+                t["path"].append("flush left %d undelivered" % left)
+            return self._abort(p, t)
+        return self._commit(p, t)
+
+    def _failed(self, p, t, stage, err):
+        t["path"].append(_kerr(stage, err))
+        self.errors[_kerr(stage, err)] += 1
+        if err.fatal():
+            return "unknown", True
+        # abortable (or an error that is neither: abort too; only a returned abort counts)
+        return self._abort(p, t)
+
+    def _commit(self, p, t):
+        from confluent_kafka import KafkaException
+        for attempt in range(10):
+            try:
+                p.commit_transaction(3)
+                t["path"].append("commit returned" + (" (attempt %d)" % (attempt + 1) if attempt else ""))
+                p.poll(0)
+                return "committed", False
+            except KafkaException as e:
+                err = e.args[0]
+                t["path"].append(_kerr("commit", err))
+                self.errors[_kerr("commit", err)] += 1
+                if err.fatal():
+                    return "unknown", True
+                if err.txn_requires_abort():
+                    return self._abort(p, t)
+                if not err.retriable():
+                    return "unknown", True
+        t["path"].append("commit: gave up after 10 attempts")
+        return "unknown", True
+
+    def _abort(self, p, t):
+        from confluent_kafka import KafkaException
+        for attempt in range(6):
+            try:
+                p.abort_transaction(10)
+                t["path"].append("abort returned")
+                p.poll(0)
+                return "aborted", False
+            except KafkaException as e:
+                err = e.args[0]
+                t["path"].append(_kerr("abort", err))
+                self.errors[_kerr("abort", err)] += 1
+                if err.fatal() or not err.retriable():
+                    return "unknown", True
+        t["path"].append("abort: gave up after 6 attempts")
+        return "unknown", True
+
+    def _run(self):
+        p = None
+        replace = False
+        try:
+            while not self.stop_ev.is_set():
+                if p is None:
+                    p = self.new_producer()
+                    replace = False
+                    if p is None:
+                        continue
+                t = self.new_txn()
+                crash = None
+                if self.rng.random() < self.crash_ratio:
+                    crash = self.rng.choice(["before-commit", "during-commit"])
+                    self.counts["crash_" + crash] += 1
+                abort = not crash and self.rng.random() < self.abort_ratio
+                if abort:
+                    self.counts["deliberate_abort"] += 1
+                outcome, replace = self.run_txn(p, t, abort, crash=crash)
+                t["outcome"], t["t1"] = outcome, time.monotonic()
+                self.counts[outcome] += 1
+                self.record(t)
+                if replace:
+                    self.counts["replaced"] += 1
+                    self.zombies.append(p)  # alive until the end; the next init_transactions fences it
+                    p = None
+                time.sleep(0.02)
+            if p is None and replace:
+                # the last transaction's outcome is unknown: fence it, as an application would
+                self.new_producer()
+        except Exception:
+            self.h.anomaly("harness-error", "%s: %s" % (self.tid, traceback.format_exc()))
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def stop(self, timeout=120):
+        self.stop_ev.set()
+        self.thread.join(timeout)
+        self.zombies.clear()
+        return not self.thread.is_alive()
+
+
+class LogReader:
+    """A fresh consumer (assign(), no group) reading every partition from offset 0 at one
+    isolation level; read_until() goes on where the last call stopped."""
+
+    def __init__(self, c, topic, parts, isolation):
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+        self.topic, self.parts, self.isolation = topic, parts, isolation
+        self.cons = Consumer(consumer_conf(c, {"isolation.level": isolation}))
+        self.cons.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(parts)])
+        self.records = []  # (p, off, value)
+        self.seen = set()
+        self.pos = {p: 0 for p in range(parts)}  # next offset (after EOF: the end it reached)
+        self.errors = collections.Counter()
+
+    def read_until(self, done, timeout):
+        from confluent_kafka import KafkaError
+        deadline = time.monotonic() + timeout
+        while not done(self):
+            if time.monotonic() > deadline:
+                return False
+            for m in self.cons.consume(1000, 0.3):
+                err, p = m.error(), m.partition()
+                if err is None:
+                    v = parse_value(m.value().decode(errors="replace"))
+                    self.records.append((p, m.offset(), v))
+                    self.seen.add(v)
+                    self.pos[p] = max(self.pos[p], m.offset() + 1)
+                elif err.code() == KafkaError._PARTITION_EOF:
+                    self.pos[p] = max(self.pos[p], m.offset())
+                else:
+                    self.errors["%s partition %s" % (err.name(), p)] += 1
+        return True
+
+    def ends(self):
+        """{partition: end offset} from ListOffsets at this consumer's isolation level
+        (read_committed: the last stable offset; read_uncommitted: the high watermark)."""
+        from confluent_kafka import TopicPartition
+        out = {}
+        for p in range(self.parts):
+            try:
+                out[p] = self.cons.get_watermark_offsets(TopicPartition(self.topic, p), timeout=10)[1]
+            except Exception as e:
+                out[p] = "error: %s" % e
+        return out
+
+    def close(self):
+        self.cons.close()
+
+
+def scenario_txn(c, admin, args, rng):
+    """Transactional producers through a SIGKILL of a transaction coordinator and of a
+    partition leader; read_committed must show exactly the committed transactions."""
+    h = History()
+    h.generic_counts = False
+    topic, parts = "jepsen-txn", 3
+    admin.create_topic(topic, parts, {"min.insync.replicas": "2", "unclean.leader.election.enable": "false"})
+    txns = []
+    lock = threading.Lock()
+
+    def record(t):
+        with lock:
+            txns.append(t)
+        if t["outcome"] == "committed":
+            for part in set(t["parts"].values()):
+                h.write_times.append((part, t["t1"]))
+
+    def commits_since(t0):
+        with lock:
+            return sum(1 for t in txns if t["outcome"] == "committed" and t["t1"] >= t0)
+
+    def fault(node, detail, name):
+        """Kill node, hold, restart; log when each producer committed again."""
+        if c.active_controller() == node:
+            detail += "; it is the active controller"
+        log("txn: " + detail)
+        t0 = time.monotonic()
+        c.kill(node)
+        time.sleep(max(0.0, args.hold - 1))
+        layout = admin.partitions(topic, timeout=2)
+        time.sleep(min(1.0, args.hold))
+        t_restart = time.monotonic()
+        c.start_node(node, wait=True, timeout=90)
+        h.events.append((t0, time.monotonic(), name, detail))
+        with lock:
+            first = {tid: min((t["t1"] - t0 for t in txns if t["producer"] == tid and t["outcome"] == "committed"
+                               and t["t1"] >= t0), default=None) for tid in tids}
+        log("txn: node %d restarted %.1fs after the kill (ready at +%.1fs); %d commits since the kill; first "
+            "commit of each producer after it at %s; %s layout %.0fs into the fault (leader, replicas, isr): %s"
+            % (node, t_restart - t0, time.monotonic() - t0, commits_since(t0),
+               ", ".join("%s +%s" % (tid, "%.1fs" % f if f is not None else "none") for tid, f in first.items()),
+               topic, max(0.0, args.hold - 1), layout))
+
+    reader = ConcurrentReader(c, h, topic, parts, "rc", conf={"isolation.level": "read_committed"}).start()
+    tids = ["jepsen-txn-%d" % i for i in range(args.txn_producers)]
+    prods = [TxnProducer(c, h, topic, parts, tid, random.Random(rng.random()), args.txn_abort_ratio,
+                         record, crash_ratio=args.txn_crash_ratio).start() for tid in tids]
+    t_start = time.monotonic()
+    t_end = t_start + args.duration
+    coord = None
+    t_healed = None
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not all(p.counts["committed"] for p in prods):
+            time.sleep(0.2)
+        idle = [p.tid for p in prods if not p.counts["committed"]]
+        if idle:
+            h.anomaly("txn-setup", "no committed transaction in 60s from %s: %s"
+                      % (idle, {p.tid: dict(p.errors) for p in prods if p.tid in idle}))
+        log("txn: %d producers committing (%.1fs to the first commit of each)"
+            % (len(prods), time.monotonic() - t_start))
+        time.sleep(2)
+
+        # 1. SIGKILL the transaction coordinator of the first producer's transactional id.
+        try:
+            coord = txn_coordinator(c, tids[0])
+        except TimeoutError as e:
+            h.anomaly("txn-setup", str(e))
+        if coord is not None:
+            shared = [tid for tid in tids[1:] if _safe_coordinator(c, tid) == coord]
+            detail = ("SIGKILL node %d (transaction coordinator of %s%s), restart after %.0fs"
+                      % (coord, tids[0], " and " + ", ".join(shared) if shared else "", args.hold))
+            fault(coord, detail, "kill-txn-coordinator")
+        time.sleep(3)
+
+        # 2. SIGKILL the leader of a partition of the topic (another node if possible).
+        info = admin.partitions(topic) or {}
+        cands = sorted((p, l) for p, (l, _rep, _isr) in info.items() if l >= 0 and c.nodes[l].alive())
+        pick = [x for x in cands if x[1] != coord] or cands
+        if pick:
+            part, leader = rng.choice(pick)
+            detail = "SIGKILL node %d (leader of partition %d), restart after %.0fs" % (leader, part, args.hold)
+            fault(leader, detail, "kill-leader")
+        else:
+            h.anomaly("txn-setup", "no live leader of %s to kill: %s" % (topic, info))
+        t_healed = time.monotonic()
+        time.sleep(max(4.0, t_end - time.monotonic()))
+    finally:
+        for p in prods:
+            if not p.stop(timeout=120):
+                h.anomaly("harness-error", "producer %s did not stop in 120s" % p.tid)
+        reader.stop()
+    after = commits_since(t_healed) if t_healed is not None else 0
+    log("txn: workload done in %.1fs; %d commits after the last restart"
+        % (time.monotonic() - t_start, after))
+
+    # Recovery: every partition of the topic and of __transaction_state led, ISR full.
+    try:
+        admin.wait_healthy(topic, parts, timeout=60)
+        admin.wait_healthy("__transaction_state", None, timeout=60)
+    except TimeoutError as e:
+        h.anomaly("unrecovered", str(e))
+
+    # The LSO must move: a new transaction (one value per partition) commits and becomes
+    # visible to read_committed within TXN_STUCK_BOUND; the read starts at offset 0, so it
+    # is also the read that the checks use.
+    probe = TxnProducer(c, h, topic, parts, "jepsen-txn-probe", random.Random(0), 0, record)
+    t_probe = time.monotonic()
+    pp = probe.new_producer(timeout=60)
+    probe_vals = []
+    if pp is None:
+        h.anomaly("txn-stuck", "after recovery, init_transactions of a new transactional id failed for 60s: %s"
+                  % dict(probe.errors))
+    else:
+        t = probe.new_txn()
+        outcome, _ = probe.run_txn(pp, t, abort=False, k=parts, start=0)
+        t["outcome"], t["t1"] = outcome, time.monotonic()
+        record(t)
+        if outcome == "committed":
+            probe_vals = list(t["values"])
+        else:
+            h.anomaly("txn-stuck", "after recovery, a new transaction did not commit: %s" % "; ".join(t["path"]))
+        pp.flush(5)
+        del pp
+    t_commit = time.monotonic()
+    rc = LogReader(c, topic, parts, "read_committed")
+    ru = LogReader(c, topic, parts, "read_uncommitted")
+    try:
+        visible = rc.read_until(lambda r: all(v in r.seen for v in probe_vals), TXN_STUCK_BOUND)
+        if probe_vals and not visible:
+            h.anomaly("txn-stuck", "the transaction committed after recovery (values %s, commit returned %.1fs "
+                      "after it began) was not visible to read_committed %.0fs later: read up to %s, last stable "
+                      "offsets %s, high watermarks %s" % (probe_vals, t_commit - t_probe, TXN_STUCK_BOUND,
+                                                          rc.pos, rc.ends(), ru.ends()))
+        elif probe_vals:
+            log("txn: a transaction committed after recovery was visible to read_committed %.1fs after its commit "
+                "returned (%.1fs after init_transactions began)"
+                % (time.monotonic() - t_commit, time.monotonic() - t_probe))
+        hw = ru.ends()
+        if not all(isinstance(v, int) for v in hw.values()):
+            h.anomaly("drain", "no high watermarks: %s" % hw)
+            hw = {p: 0 for p in range(parts)}
+        if not rc.read_until(lambda r: all(r.pos[p] >= hw[p] for p in range(parts)), TXN_STUCK_BOUND):
+            h.anomaly("txn-stuck", "read_committed did not reach the high watermarks %s in %.0fs (no producer "
+                      "is running): reached %s, last stable offsets %s" % (hw, TXN_STUCK_BOUND, rc.pos, rc.ends()))
+        if not ru.read_until(lambda r: all(r.pos[p] >= hw[p] for p in range(parts)), 60):
+            h.anomaly("drain", "read_uncommitted did not reach the high watermarks %s in 60s: reached %s"
+                      % (hw, ru.pos))
+        for r in (rc, ru):
+            for e, n in r.errors.items():
+                h.anomaly("drain", "%s consumer: %s (%d times)" % (r.isolation, e, n))
+    finally:
+        rc.close()
+        ru.close()
+    log("txn: read %d records read_committed, %d read_uncommitted, high watermarks %s"
+        % (len(rc.records), len(ru.records), hw))
+
+    with lock:
+        all_txns = list(txns)
+    anomalies, counts = check_txn(all_txns, rc.records, ru.records,
+                                  [(p, off, v) for _s, p, off, v in h.reads])
+    for kind, ev in anomalies.items():
+        for e in ev:
+            h.anomaly(kind, e)
+    for name, recs in (("read_committed", rc.records), ("read_uncommitted", ru.records)):
+        for p, off, v in recs:
+            if v not in h.attempted:
+                h.anomaly("phantom", "%s read %r at (%d,%d), never sent" % (name, v, p, off))
+    totals = collections.Counter()
+    errors = collections.Counter()
+    for p in prods:
+        totals.update(p.counts)
+        errors.update(p.errors)
+    h.extra_counts.update(counts)
+    h.extra_counts.update({"deliberate_aborts": totals["deliberate_abort"],
+                           "crashes_before_commit": totals["crash_before-commit"],
+                           "crashes_during_commit": totals["crash_during-commit"],
+                           "producers_replaced": totals["replaced"],
+                           "commits_after_last_restart": after, "read_committed": len(rc.records),
+                           "read_uncommitted": len(ru.records), "read_concurrent": len(h.reads)})
+    if errors:
+        h.notes.append("client errors: %s" % ", ".join("%s x%d" % kv for kv in errors.most_common()))
+    for t in all_txns:
+        if t["outcome"] == "unknown" and not any("client crash" in s for s in t["path"]):
+            h.notes.append("unknown outcome: %s: %s" % (t["id"], "; ".join(t["path"])))
+    if reader.errors:
+        h.notes.append("concurrent reader errors: %s" % dict(reader.errors))
+    return h
+
+
+def _safe_coordinator(c, tid):
+    try:
+        return txn_coordinator(c, tid, timeout=5)
+    except TimeoutError:
+        return None
+
+
 SCENARIOS = {"workload": scenario_workload, "2013": scenario_2013, "failover": scenario_failover,
-             "groups": scenario_groups}
+             "groups": scenario_groups, "txn": scenario_txn}
 
 
 # =========================================================================================
@@ -1105,7 +1774,7 @@ def main(argv=None):
     ap.add_argument("--backend", choices=["kafka", "sluice"], default="kafka")
     ap.add_argument("--topology", choices=["combined", "split"], default="combined")
     ap.add_argument("--duration", type=float, default=60, help="workload seconds (nemesis active)")
-    ap.add_argument("--scenarios", default="workload,2013,failover,groups")
+    ap.add_argument("--scenarios", default="workload,2013,failover,groups,txn")
     ap.add_argument("--producers", type=int, default=3)
     ap.add_argument("--rate", type=float, default=80.0, help="messages/s per producer")
     ap.add_argument("--partitions", type=int, default=4)
@@ -1115,6 +1784,12 @@ def main(argv=None):
     ap.add_argument("--unclean-2013", action="store_true",
                     help="negative control: run the 2013 scenario with unclean.leader.election."
                          "enable=true on its topic; the checker must then report anomalies")
+    ap.add_argument("--txn-producers", type=int, default=3, help="transactional producers in the txn scenario")
+    ap.add_argument("--txn-abort-ratio", type=float, default=0.25,
+                    help="share of the txn scenario's transactions aborted on purpose")
+    ap.add_argument("--txn-crash-ratio", type=float, default=0.03,
+                    help="share of the txn scenario's transactions whose client 'crashes' (is abandoned)"
+                         " before or during commit")
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--summary", help="write a JSON summary here")
     ap.add_argument("--keep", action="store_true", help="keep the cluster's work dir")

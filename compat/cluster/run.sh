@@ -2,7 +2,7 @@
 # Fault-injection suite for a 3-node cluster (the short CI version). See README.md.
 #
 #   compat/cluster/run.sh [--backend kafka|sluice] [--topology combined|split]
-#                         [--duration S] [--scenarios workload,2013,failover,groups] [--keep]
+#                         [--duration S] [--scenarios workload,2013,failover,groups,txn] [--keep]
 #                         [-- extra jepsen.py arguments]
 #
 # Defaults: --backend sluice --topology combined --duration 60. Runs the checker's
@@ -14,7 +14,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
-backend=sluice topology=combined duration=60 scenarios=workload,2013,failover,groups keep=()
+backend=sluice topology=combined duration=60 scenarios=workload,2013,failover,groups,txn keep=()
 extra=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
