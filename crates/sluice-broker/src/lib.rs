@@ -13,6 +13,7 @@ pub mod apis;
 pub mod broker;
 pub mod config;
 pub mod controller;
+pub mod coordinator_log;
 pub mod errors;
 pub mod features;
 pub mod fetch_session;

@@ -28,11 +28,11 @@ use bytes::{Bytes, BytesMut};
 use sluice_group::consumer::{ConsumerGroupConfig, Topics as ConsumerTopics};
 use sluice_group::records::{self, OffsetValue, OffsetsKey};
 use sluice_metadata::MetadataImage;
-use sluice_protocol::{Compression, NewRecord, RecordBatchBuilder, batches};
+use sluice_protocol::{Compression, NewRecord, RecordBatchBuilder};
 
 use crate::broker::{Broker, Replica};
-use crate::errors;
 use crate::handlers::produce;
+use crate::{coordinator_log, errors};
 
 pub use classic::{ClassicConfig, ClassicGroup, ClassicState};
 pub use state::{Committed, Group, GroupKind, PendingTxnOffset, ShardState};
@@ -95,14 +95,8 @@ impl GroupCoordinator {
     /// NOT_COORDINATOR (another node leads its partition, or the topic does not exist
     /// yet) or COORDINATOR_LOAD_IN_PROGRESS.
     pub fn shard_for(&self, broker: &Broker, group_id: &str) -> Result<Arc<Shard>, i16> {
-        let image = broker.image();
-        let partitions = image
-            .topic(OFFSETS_TOPIC)
-            .map_or(0, |t| t.partitions.len() as i32);
-        if partitions == 0 {
-            return Err(errors::NOT_COORDINATOR);
-        }
-        let partition = records::partition_for(group_id, partitions);
+        let partition = coordinator_log::partition_of(&broker.image(), OFFSETS_TOPIC, group_id)
+            .ok_or(errors::NOT_COORDINATOR)?;
         let shard = guard(&self.shards)
             .get(&partition)
             .cloned()
@@ -144,16 +138,7 @@ impl GroupCoordinator {
     /// Follows leadership of `__consumer_offsets`: loads the partitions this node now
     /// leads, drops those it no longer leads.
     pub fn on_image_change(&self, broker: &Arc<Broker>, image: &MetadataImage) {
-        let led: HashMap<i32, i32> = image
-            .topic(OFFSETS_TOPIC)
-            .map(|t| {
-                t.partitions
-                    .iter()
-                    .filter(|(_, p)| p.leader == broker.node_id)
-                    .map(|(index, p)| (*index, p.leader_epoch))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let led = coordinator_log::led_partitions(image, OFFSETS_TOPIC, broker.node_id);
         let mut shards = guard(&self.shards);
         let dropped: Vec<i32> = shards
             .iter()
@@ -416,28 +401,21 @@ pub fn consumer_config(broker: &Broker) -> ConsumerGroupConfig {
 /// is its leader.
 async fn load(broker: Arc<Broker>, shard: Arc<Shard>) {
     let started = std::time::Instant::now();
-    // The replica becomes leader as the same image is applied; wait for it briefly.
-    let replica = loop {
-        let current = guard(&broker.groups.shards)
+    let current = || {
+        guard(&broker.groups.shards)
             .get(&shard.partition)
-            .is_some_and(|s| Arc::ptr_eq(s, &shard));
-        if !current {
-            return;
-        }
-        if let Some(replica) = broker.replica(OFFSETS_TOPIC, shard.partition)
-            && replica.state().is_leader()
-            && replica.leader_epoch() == shard.leader_epoch
-        {
-            break replica;
-        }
-        if started.elapsed() > Duration::from_secs(30) {
-            tracing::warn!(
-                partition = shard.partition,
-                "gave up loading groups: the replica did not become leader"
-            );
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+            .is_some_and(|s| Arc::ptr_eq(s, &shard))
+    };
+    let Some(replica) = coordinator_log::await_leadership(
+        &broker,
+        OFFSETS_TOPIC,
+        shard.partition,
+        shard.leader_epoch,
+        current,
+    )
+    .await
+    else {
+        return;
     };
     let loaded = tokio::task::spawn_blocking(move || read_partition(&replica)).await;
     let state = match loaded {
@@ -473,61 +451,38 @@ async fn load(broker: Arc<Broker>, shard: Arc<Shard>) {
 fn read_partition(replica: &Replica) -> Result<ShardState, String> {
     let now = sluice_storage::now_ms();
     let mut state = ShardState::default();
-    let log = sluice_storage::lock(&replica.log);
-    let end = log.log_end_offset();
-    let mut offset = log.log_start_offset();
-    while offset < end {
-        let data = log
-            .read(offset, 1 << 20, None, true)
-            .map_err(|e| e.to_string())?;
-        if data.records.is_empty() {
-            break;
+    coordinator_log::replay(replica, |batch| {
+        if batch.is_control() {
+            if let Some(commit) = control_marker(batch) {
+                state.complete_txn(batch.producer_id(), commit, now);
+            }
+            return;
         }
-        let mut next = offset;
-        for batch in batches(data.records) {
-            let batch = batch.map_err(|e| e.to_string())?;
-            next = batch.next_offset();
-            if batch.next_offset() <= offset {
-                continue;
-            }
-            if batch.is_control() {
-                if let Some(commit) = control_marker(&batch) {
-                    state.complete_txn(batch.producer_id(), commit, now);
-                }
-                continue;
-            }
-            let transactional = batch.is_transactional().then(|| batch.producer_id());
-            let Ok(records) = batch.records() else {
-                tracing::warn!(
-                    offset = batch.base_offset(),
-                    "skipping an unreadable batch of __consumer_offsets"
-                );
-                continue;
+        let transactional = batch.is_transactional().then(|| batch.producer_id());
+        let Ok(records) = batch.records() else {
+            tracing::warn!(
+                offset = batch.base_offset(),
+                "skipping an unreadable batch of __consumer_offsets"
+            );
+            return;
+        };
+        for record in records {
+            let Ok(record) = record else {
+                break;
             };
-            for record in records {
-                let Ok(record) = record else {
-                    break;
-                };
-                let log_offset = batch.base_offset() + i64::from(record.offset_delta);
-                match (record.key, transactional) {
-                    (Some(key), Some(producer_id)) => state.replay_transactional(
-                        producer_id,
-                        &key,
-                        record.value.as_deref(),
-                        log_offset,
-                    ),
-                    (Some(key), None) => {
-                        state.replay(&key, record.value.as_deref(), log_offset, now)
-                    }
-                    (None, _) => {}
-                }
+            let log_offset = batch.base_offset() + i64::from(record.offset_delta);
+            match (record.key, transactional) {
+                (Some(key), Some(producer_id)) => state.replay_transactional(
+                    producer_id,
+                    &key,
+                    record.value.as_deref(),
+                    log_offset,
+                ),
+                (Some(key), None) => state.replay(&key, record.value.as_deref(), log_offset, now),
+                (None, _) => {}
             }
         }
-        if next <= offset {
-            break;
-        }
-        offset = next;
-    }
+    })?;
     Ok(state)
 }
 

@@ -32,14 +32,14 @@ use kafka_protocol::messages::write_txn_markers_request::{
 use kafka_protocol::messages::{ProducerId, TopicName, WriteTxnMarkersRequest};
 use kafka_protocol::protocol::StrBytes;
 use sluice_metadata::MetadataImage;
-use sluice_protocol::{Compression, NewRecord, RecordBatchBuilder, batches};
+use sluice_protocol::{Compression, NewRecord, RecordBatchBuilder};
 use sluice_txn::coordinator::{MarkerJob, Step, TxnConfig, TxnShard, TxnWrite};
 
 use crate::broker::{Broker, Replica};
-use crate::errors;
 use crate::group::OFFSETS_TOPIC;
 use crate::handlers::produce;
 use crate::replication::{LeaderConnection, Settings};
+use crate::{coordinator_log, errors};
 
 pub use sluice_txn::records::TRANSACTION_STATE_TOPIC;
 
@@ -90,14 +90,12 @@ impl TransactionCoordinator {
     /// The shard holding `transactional_id`, or NOT_COORDINATOR /
     /// COORDINATOR_LOAD_IN_PROGRESS.
     pub fn shard_for(&self, broker: &Broker, transactional_id: &str) -> Result<Arc<Shard>, i16> {
-        let image = broker.image();
-        let partitions = image
-            .topic(TRANSACTION_STATE_TOPIC)
-            .map_or(0, |t| t.partitions.len() as i32);
-        if partitions == 0 {
-            return Err(errors::NOT_COORDINATOR);
-        }
-        let partition = sluice_txn::records::partition_for(transactional_id, partitions);
+        let partition = coordinator_log::partition_of(
+            &broker.image(),
+            TRANSACTION_STATE_TOPIC,
+            transactional_id,
+        )
+        .ok_or(errors::NOT_COORDINATOR)?;
         let shard = guard(&self.shards)
             .get(&partition)
             .cloned()
@@ -127,16 +125,7 @@ impl TransactionCoordinator {
     /// Follows leadership of `__transaction_state`: loads the partitions this node now
     /// leads, drops those it no longer leads (or leads under a new epoch).
     pub fn on_image_change(&self, broker: &Arc<Broker>, image: &MetadataImage) {
-        let led: HashMap<i32, i32> = image
-            .topic(TRANSACTION_STATE_TOPIC)
-            .map(|t| {
-                t.partitions
-                    .iter()
-                    .filter(|(_, p)| p.leader == broker.node_id)
-                    .map(|(index, p)| (*index, p.leader_epoch))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let led = coordinator_log::led_partitions(image, TRANSACTION_STATE_TOPIC, broker.node_id);
         let mut shards = guard(&self.shards);
         let level = crate::features::transaction_version(image);
         for shard in shards.values() {
@@ -540,24 +529,16 @@ async fn write_markers_remotely(
 /// replica leads it, then resends the markers of transactions left half-done.
 async fn load(broker: Arc<Broker>, shard: Arc<Shard>) {
     let started = std::time::Instant::now();
-    let replica = loop {
-        if !broker.transactions.is_current(&shard) {
-            return;
-        }
-        if let Some(replica) = broker.replica(TRANSACTION_STATE_TOPIC, shard.partition)
-            && replica.state().is_leader()
-            && replica.leader_epoch() == shard.leader_epoch
-        {
-            break replica;
-        }
-        if started.elapsed() > Duration::from_secs(30) {
-            tracing::warn!(
-                partition = shard.partition,
-                "gave up loading transactions: the replica did not become leader"
-            );
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    let Some(replica) = coordinator_log::await_leadership(
+        &broker,
+        TRANSACTION_STATE_TOPIC,
+        shard.partition,
+        shard.leader_epoch,
+        || broker.transactions.is_current(&shard),
+    )
+    .await
+    else {
+        return;
     };
     let config = txn_config(&broker);
     let epoch = shard.leader_epoch;
@@ -599,45 +580,27 @@ async fn load(broker: Arc<Broker>, shard: Arc<Shard>) {
 
 /// Reads a partition from its start to its end and replays its records.
 fn read_partition(replica: &Replica, mut state: TxnShard) -> Result<TxnShard, String> {
-    let log = sluice_storage::lock(&replica.log);
-    let end = log.log_end_offset();
-    let mut offset = log.log_start_offset();
-    while offset < end {
-        let data = log
-            .read(offset, 1 << 20, None, true)
-            .map_err(|e| e.to_string())?;
-        if data.records.is_empty() {
-            break;
+    coordinator_log::replay(replica, |batch| {
+        if batch.is_control() {
+            return;
         }
-        let mut next = offset;
-        for batch in batches(data.records) {
-            let batch = batch.map_err(|e| e.to_string())?;
-            next = batch.next_offset();
-            if batch.is_control() || batch.next_offset() <= offset {
-                continue;
-            }
-            let Ok(records) = batch.records() else {
-                tracing::warn!(
-                    offset = batch.base_offset(),
-                    "skipping an unreadable batch of __transaction_state"
-                );
-                continue;
+        let Ok(records) = batch.records() else {
+            tracing::warn!(
+                offset = batch.base_offset(),
+                "skipping an unreadable batch of __transaction_state"
+            );
+            return;
+        };
+        for record in records {
+            let Ok(record) = record else {
+                break;
             };
-            for record in records {
-                let Ok(record) = record else {
-                    break;
-                };
-                if let Some(key) = record.key
-                    && let Err(error) = state.replay(&key, record.value.as_deref())
-                {
-                    tracing::warn!(offset = batch.base_offset(), %error, "skipping an unreadable __transaction_state record");
-                }
+            if let Some(key) = record.key
+                && let Err(error) = state.replay(&key, record.value.as_deref())
+            {
+                tracing::warn!(offset = batch.base_offset(), %error, "skipping an unreadable __transaction_state record");
             }
         }
-        if next <= offset {
-            break;
-        }
-        offset = next;
-    }
+    })?;
     Ok(state)
 }
