@@ -152,10 +152,8 @@ async fn read_all(address: SocketAddr) -> Vec<(i64, u64)> {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sigkill_loses_no_acknowledged_produce() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mut child, address) = start(dir.path());
+/// Creates the one-partition topic "acked" the tests write to.
+async fn create_acked(address: SocketAddr) {
     let mut wire = Wire::connect(address).await;
     let created: CreateTopicsResponse = wire
         .call(
@@ -169,6 +167,13 @@ async fn sigkill_loses_no_acknowledged_produce() {
         )
         .await;
     assert_eq!(created.topics[0].error_code, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_loses_no_acknowledged_produce() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, address) = start(dir.path());
+    create_acked(address).await;
     let mut all_acked: Vec<(u64, i64)> = Vec::new();
     let mut next = 0u64;
     let mut address = address;
@@ -311,19 +316,7 @@ async fn commit_until_killed(
 async fn sigkill_loses_no_acknowledged_offset_commit() {
     let dir = tempfile::tempdir().unwrap();
     let (mut child, mut address) = start(dir.path());
-    let mut wire = Wire::connect(address).await;
-    let created: CreateTopicsResponse = wire
-        .call(
-            &CreateTopicsRequest::default().with_topics(vec![
-                CreatableTopic::default()
-                    .with_name(name("acked"))
-                    .with_num_partitions(1)
-                    .with_replication_factor(1),
-            ]),
-            7,
-        )
-        .await;
-    assert_eq!(created.topics[0].error_code, 0);
+    create_acked(address).await;
     let group = "durable-group";
     let mut next = 0;
     for round in 0..3u64 {
@@ -650,19 +643,7 @@ async fn sigkill_loses_no_acknowledged_transaction() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
     let (mut child, mut address) = start(dir);
-    let mut wire = Wire::connect(address).await;
-    let created: CreateTopicsResponse = wire
-        .call(
-            &CreateTopicsRequest::default().with_topics(vec![
-                CreatableTopic::default()
-                    .with_name(name("acked"))
-                    .with_num_partitions(1)
-                    .with_replication_factor(1),
-            ]),
-            7,
-        )
-        .await;
-    assert_eq!(created.topics[0].error_code, 0);
+    create_acked(address).await;
     let group = "durable-txn-group";
     wait_for_coordinator(address, group).await;
     let mut next = 0;
