@@ -61,7 +61,7 @@ source "$root/compat/lib/suites.sh"
 cleanup() {
   stop_suites
   if [[ "$broker" == kafka ]]; then
-    python3 "$here/kafka_ctl.py" stop "$work/kafka" >/dev/null 2>&1
+    python3 "$root/compat/kafka/kafka_ctl.py" stop "$work/kafka" >/dev/null 2>&1
   else
     stop_sluice
   fi
@@ -75,7 +75,8 @@ if [[ "$broker" == kafka ]]; then
   mkdir -p "$work/kafka"
   # kafka_local.py's single-node KRaft Kafka with group.initial.rebalance.delay.ms=0 and
   # offsets.topic.replication.factor=1
-  bootstrap="$(python3 "$here/kafka_ctl.py" start "$work/kafka")" || {
+  bootstrap="$(python3 "$root/compat/kafka/kafka_ctl.py" start "$work/kafka" \
+    group.initial.rebalance.delay.ms=0 offsets.topic.replication.factor=1)" || {
     echo "run.sh: Kafka did not start" >&2; tail -30 "$work/kafka/kafka.out" >&2; exit 1; }
   broker_log="$work/kafka/kafka.out"
   what="Apache Kafka $(cat "$libs/VERSION" 2>/dev/null)"
@@ -117,7 +118,7 @@ if [[ " $suites " == *" restart "* && "$broker_died" == 0 && "$(cat "$work/resta
   mv "$work/restart.out" "$work/restart-prepare.out"
   t0=$(date +%s%N)
   if [[ "$broker" == kafka ]]; then
-    python3 "$here/kafka_ctl.py" restart "$work/kafka" > /dev/null 2>> "$work/restart.err"; rc=$?
+    python3 "$root/compat/kafka/kafka_ctl.py" restart "$work/kafka" > /dev/null 2>> "$work/restart.err"; rc=$?
   else
     stop_sluice; src=$?
     rc=0

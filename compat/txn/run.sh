@@ -81,7 +81,7 @@ cleanup() {
   stop_suites
   [[ -n "$javac_pid" ]] && kill "$javac_pid" 2>/dev/null
   if [[ "$broker" == kafka ]]; then
-    python3 "$here/kafka_ctl.py" stop "$work/kafka" >/dev/null 2>&1
+    python3 "$root/compat/kafka/kafka_ctl.py" stop "$work/kafka" >/dev/null 2>&1
   else
     stop_sluice
   fi
@@ -101,8 +101,14 @@ javac_pid=$!
 # -- broker ------------------------------------------------------------------------------
 if [[ "$broker" == kafka ]]; then
   mkdir -p "$work/kafka"
-  # kafka_local.py's single-node KRaft Kafka plus kafka_ctl.py's transaction settings
-  bootstrap="$(python3 "$here/kafka_ctl.py" start "$work/kafka")" || {
+  # kafka_local.py's single-node KRaft Kafka with the transaction settings (Kafka only:
+  # a broker restarted after a SIGKILL registers again only once the old registration's
+  # session expires, so a short broker.session.timeout.ms keeps broker-kill quick)
+  bootstrap="$(python3 "$root/compat/kafka/kafka_ctl.py" start "$work/kafka" \
+    group.initial.rebalance.delay.ms=0 offsets.topic.replication.factor=1 \
+    transaction.state.log.replication.factor=1 transaction.state.log.min.isr=1 \
+    transaction.abort.timed.out.transaction.cleanup.interval.ms=500 \
+    broker.session.timeout.ms=3000 broker.heartbeat.interval.ms=500)" || {
     echo "run.sh: Kafka did not start" >&2; tail -30 "$work/kafka/kafka.out" >&2; exit 1; }
   broker_log="$work/kafka/kafka.out"
   what="Apache Kafka $(cat "$libs/VERSION" 2>/dev/null)"
@@ -183,8 +189,8 @@ broker_kill() {
   # the broker is dead now (or should be): make sure, then start it again
   t0=$(date +%s%N)
   if [[ "$broker" == kafka ]]; then
-    python3 "$here/kafka_ctl.py" kill "$work/kafka" 2>> "$err"
-    python3 "$here/kafka_ctl.py" restart "$work/kafka" > /dev/null 2>> "$err"
+    python3 "$root/compat/kafka/kafka_ctl.py" kill "$work/kafka" 2>> "$err"
+    python3 "$root/compat/kafka/kafka_ctl.py" restart "$work/kafka" > /dev/null 2>> "$err"
   else
     { kill -KILL "$broker_pid"; wait "$broker_pid"; } 2>/dev/null
     broker_pid=""
