@@ -770,6 +770,10 @@ impl BrokerConfig {
                 Some("LogAppendTime") => TimestampType::LogAppendTime,
                 _ => TimestampType::CreateTime,
             },
+            cleanup_delete: list(self.get("log.cleanup.policy").unwrap_or("delete"))
+                .any(|p| p == "delete"),
+            cleanup_compact: list(self.get("log.cleanup.policy").unwrap_or("delete"))
+                .any(|p| p == "compact"),
             ..defaults
         }
     }

@@ -567,6 +567,11 @@ pub fn log_config(
                 config.flush_ms = v
             }
             ("max.message.bytes", Some(v)) => config.max_message_bytes = v as u32,
+            ("cleanup.policy", _) => {
+                let policies: Vec<&str> = value.split(',').map(str::trim).collect();
+                config.cleanup_delete = policies.contains(&"delete");
+                config.cleanup_compact = policies.contains(&"compact");
+            }
             ("message.timestamp.type", _) => {
                 config.message_timestamp_type = if value == "LogAppendTime" {
                     TimestampType::LogAppendTime

@@ -37,6 +37,11 @@ pub struct LogConfig {
     /// `producer.id.expiration.ms` (a broker key in Kafka): an idempotent producer
     /// whose last batch is this old loses its state (default 1 day).
     pub producer_id_expiration_ms: i64,
+    /// `cleanup.policy` contains `delete`: time and size retention apply (default).
+    /// A topic that is `compact` only keeps every segment until the cleaner rewrites it.
+    pub cleanup_delete: bool,
+    /// `cleanup.policy` contains `compact`: records must have keys.
+    pub cleanup_compact: bool,
 }
 
 impl Default for LogConfig {
@@ -54,6 +59,8 @@ impl Default for LogConfig {
             max_message_bytes: 1024 * 1024 + 12,
             message_timestamp_type: TimestampType::CreateTime,
             producer_id_expiration_ms: crate::producer_state::DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+            cleanup_delete: true,
+            cleanup_compact: false,
         }
     }
 }

@@ -1114,8 +1114,15 @@ impl Log {
     /// offset, oldest first; then advances the log start offset to the first remaining
     /// segment. Returns how many segments were deleted.
     pub fn delete_old_segments(&mut self, now_ms: i64) -> Result<usize> {
-        let retention_ms = self.config.retention_ms;
-        let mut excess_bytes = if self.config.retention_bytes >= 0 {
+        // A `compact`-only topic (the coordinators' internal topics) is not subject to
+        // time or size retention, as in Kafka: its old segments go only below the log
+        // start offset.
+        let retention_ms = if self.config.cleanup_delete {
+            self.config.retention_ms
+        } else {
+            -1
+        };
+        let mut excess_bytes = if self.config.cleanup_delete && self.config.retention_bytes >= 0 {
             self.size_bytes() as i64 - self.config.retention_bytes
         } else {
             i64::MIN

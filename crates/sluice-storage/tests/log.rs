@@ -928,3 +928,27 @@ fn an_idempotent_producers_retry_gets_its_original_offsets_on_the_leader_and_aft
     assert!(!again.duplicate);
     assert_eq!(again.first_offset, 3);
 }
+
+/// `cleanup.policy=compact` alone (the coordinators' internal topics): neither time nor
+/// size retention deletes segments (until the cleaner exists, they are all kept).
+#[test]
+fn retention_leaves_compact_only_logs_alone() {
+    let temp = tempfile::tempdir().unwrap();
+    let config = LogConfig {
+        retention_ms: 10_000,
+        retention_bytes: 100,
+        cleanup_delete: false,
+        cleanup_compact: true,
+        ..small_segments(2048)
+    };
+    let mut log = open(temp.path(), config);
+    for i in 0..20i64 {
+        let mut b = batch(2, Compression::None, T0 + (i / 2) * 1000, 400);
+        log.append_as_leader(&mut b, 0, T0).unwrap();
+    }
+    let before = log.segments();
+    assert!(before.len() >= 8, "{before:?}");
+    assert_eq!(log.delete_old_segments(T0 + 1_000_000).unwrap(), 0);
+    assert_eq!(log.segments(), before);
+    assert_eq!(log.log_start_offset(), 0);
+}

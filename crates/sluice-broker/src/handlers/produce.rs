@@ -137,7 +137,14 @@ pub async fn produce(context: &RequestContext, request: ProduceRequest) -> Optio
                         )
                         .await;
                         let appended = match verified {
-                            Ok(()) => append(broker, version, &replica, acks, partition.records),
+                            Ok(()) => append(
+                                broker,
+                                version,
+                                (&t.name, index),
+                                &replica,
+                                acks,
+                                partition.records,
+                            ),
                             Err(refusal) => Err(refusal),
                         };
                         if let Ok(done) = &appended
@@ -355,6 +362,7 @@ async fn await_high_watermark(
 fn append(
     broker: &Broker,
     version: i16,
+    (topic, partition): (&str, i32),
     replica: &Replica,
     acks: i16,
     records: Option<bytes::Bytes>,
@@ -389,12 +397,13 @@ fn append(
             ));
         }
     };
-    let (max_message_bytes, timestamp_type) = {
+    let (max_message_bytes, timestamp_type, compacted) = {
         let log = sluice_storage::lock(&replica.log);
         let config = log.config();
         (
             config.max_message_bytes as usize,
             config.message_timestamp_type,
+            config.cleanup_compact,
         )
     };
     if batch.size_bytes() > max_message_bytes {
@@ -420,6 +429,23 @@ fn append(
     }
     // validate() checks the CRC first, then every record.
     batch.validate().map_err(corrupt)?;
+    // Kafka's LogValidator: a compacted topic keeps the latest record per key, so a
+    // record without one is refused (the index is the record's within the batch).
+    if compacted
+        && let Ok(records) = batch.records()
+        && let Some(index) = records
+            .enumerate()
+            .find(|(_, r)| r.as_ref().is_ok_and(|r| r.key.is_none()))
+            .map(|(i, _)| i as i32)
+    {
+        return Err(Refused {
+            code: errors::INVALID_RECORD,
+            message: format!(
+                "Compacted topic cannot accept message without key in topic partition {topic}-{partition}."
+            ),
+            batch_index: Some(index),
+        });
+    }
     if timestamp_type == TimestampType::CreateTime {
         let (before_max, after_max) = replica.timestamp_bounds();
         check_timestamps(&batch, before_max, after_max)?;
