@@ -210,12 +210,20 @@ impl Wire {
 /// again when it restarts a node). Taken below Linux's ephemeral range (32768-60999),
 /// so that no outgoing connection (of another node, while this one is down) takes it
 /// as its local port in between.
+/// A port is never handed out twice in one test process: a stopped node keeps its
+/// ports for its restart, and another test's node must not take them meanwhile.
 pub fn free_port() -> u16 {
+    static HANDED_OUT: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
     loop {
         // std's hasher keys are random per instance: a random number without a crate.
         let random = std::hash::BuildHasher::hash_one(&std::hash::RandomState::new(), 0u8);
         let port = 20_000 + (random % 12_000) as u16;
+        let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
+        if handed_out.contains(&port) {
+            continue;
+        }
         if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            handed_out.push(port);
             return port;
         }
     }
