@@ -33,7 +33,7 @@ libs="$(compat/kafka/fetch-kafka.sh)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-cargo build -q -p sluice -p sluice-storage --examples --bins
+compat/build.sh
 target/debug/examples/compat_samples crates/sluice-storage/tests/fixtures/kafka/expected.json "$work"
 
 python3 compat/batches/check.py "$work/batches"
@@ -61,7 +61,7 @@ echo "dump-log: $passed passed, $failed failed"
 # 3. metadata records: a metadata log written by Sluice, decoded by Kafka's
 #    DumpLogSegments --cluster-metadata-decoder; every payload must be what Kafka printed
 #    for its own log in the capture of docs/design/kraft-metadata-records.md.
-cargo build -q -p sluice-metadata --examples
+# (built above by compat/build.sh)
 target/debug/examples/metadata_log_sample "$work/metadata"
 java -cp "$libs/*" kafka.tools.DumpLogSegments --cluster-metadata-decoder \
   --files "$work/metadata/__cluster_metadata-0/00000000000000000000.log" 2>/dev/null \

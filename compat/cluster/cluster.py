@@ -615,7 +615,7 @@ class Cluster:
         else:
             self.sluice_bin = os.environ.get("SLUICE_BIN") or os.path.join(ROOT, "target", "debug", "sluice")
             if not os.path.exists(self.sluice_bin):
-                subprocess.run(["cargo", "build", "-q", "-p", "sluice"], cwd=ROOT, check=True, timeout=3600)
+                subprocess.run([os.path.join(ROOT, "compat", "build.sh")], cwd=ROOT, check=True, timeout=3600)
 
     def _format(self, n):
         if self.backend != "kafka":

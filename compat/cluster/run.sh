@@ -34,7 +34,7 @@ started=$(date +%s)
 compat/kafka/fetch-kafka.sh >/dev/null || { echo "run.sh: fetch-kafka.sh failed" >&2; exit 1; }
 python3 -c 'import confluent_kafka' 2>/dev/null || python3 -m pip install -q confluent-kafka >&2
 if [[ "$backend" == sluice && -z "${SLUICE_BIN:-}" ]]; then
-  cargo build -q -p sluice || { echo "run.sh: cargo build -p sluice failed" >&2; exit 1; }
+  compat/build.sh || { echo "run.sh: compat/build.sh failed" >&2; exit 1; }
 fi
 
 echo "== checker self-test"

@@ -115,7 +115,7 @@ if [[ "$broker" == kafka ]]; then
 else
   sluice="${SLUICE:-target/debug/sluice}"
   if [[ "$build" == 1 && -z "${SLUICE:-}" ]]; then
-    cargo build -q -p sluice || { echo "run.sh: cargo build -p sluice failed" >&2; exit 1; }
+    compat/build.sh || { echo "run.sh: compat/build.sh failed" >&2; exit 1; }
   fi
   [[ -x "$sluice" ]] || { echo "run.sh: no $sluice (build it or set SLUICE)" >&2; exit 1; }
   read -r port cport < <(free_ports)
