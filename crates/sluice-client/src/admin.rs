@@ -11,12 +11,16 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use base64::Engine;
+use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+use kafka_protocol::messages::incremental_alter_configs_request::{
+    AlterConfigsResource, AlterableConfig,
+};
 use kafka_protocol::messages::{
-    CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest, DescribeQuorumRequest,
-    describe_quorum_request,
+    CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest,
+    DescribeQuorumRequest, IncrementalAlterConfigsRequest, describe_quorum_request,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -24,8 +28,11 @@ use crate::client::{Client, Target, topic_name};
 use crate::config::ClientConfig;
 use crate::error::{ApiError, Error, ErrorCode};
 
-/// DescribeConfigs' resource type for a topic.
+/// DescribeConfigs' and IncrementalAlterConfigs' resource type for a topic.
 const RESOURCE_TYPE_TOPIC: i8 = 2;
+/// IncrementalAlterConfigs' operations (Kafka's `AlterConfigOp.OpType`).
+const CONFIG_OPERATION_SET: i8 = 0;
+const CONFIG_OPERATION_DELETE: i8 = 1;
 
 /// A topic's id, shown as Kafka shows it (URL-safe base64 without padding).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -140,6 +147,29 @@ impl ConfigEntry {
     /// Whether the value is Kafka's default rather than set anywhere in the cluster.
     pub fn is_default(&self) -> bool {
         self.source == ConfigSource::DefaultConfig
+    }
+}
+
+/// One change to a topic's configs, as IncrementalAlterConfigs carries it (Kafka's
+/// `AlterConfigOp` with SET or DELETE).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AlterConfigOp {
+    /// Override the config on the topic.
+    Set { name: String, value: String },
+    /// Remove the topic's override, so the broker's setting or Kafka's default applies.
+    Delete { name: String },
+}
+
+impl AlterConfigOp {
+    fn to_alterable(&self) -> AlterableConfig {
+        let (name, operation, value) = match self {
+            AlterConfigOp::Set { name, value } => (name, CONFIG_OPERATION_SET, Some(value)),
+            AlterConfigOp::Delete { name } => (name, CONFIG_OPERATION_DELETE, None),
+        };
+        AlterableConfig::default()
+            .with_name(StrBytes::from_string(name.clone()))
+            .with_config_operation(operation)
+            .with_value(value.map(|value| StrBytes::from_string(value.clone())))
     }
 }
 
@@ -347,6 +377,79 @@ impl Admin {
                         .collect()
                 });
             results.insert(resource.resource_name.to_string(), result);
+        }
+        Ok(results)
+    }
+
+    /// Applies each topic's config changes, in order, with IncrementalAlterConfigs (or,
+    /// with `validate_only`, only checks that they would apply). The cluster applies all
+    /// of a topic's changes or none of them.
+    pub async fn incremental_alter_topic_configs(
+        &self,
+        changes: &BTreeMap<String, Vec<AlterConfigOp>>,
+        validate_only: bool,
+    ) -> Result<TopicResults<()>, Error> {
+        let resources: Vec<AlterConfigsResource> = changes
+            .iter()
+            .map(|(name, operations)| {
+                AlterConfigsResource::default()
+                    .with_resource_type(RESOURCE_TYPE_TOPIC)
+                    .with_resource_name(StrBytes::from_string(name.clone()))
+                    .with_configs(operations.iter().map(AlterConfigOp::to_alterable).collect())
+            })
+            .collect();
+        let response = self
+            .client
+            .send(Target::Any, |_| {
+                IncrementalAlterConfigsRequest::default()
+                    .with_resources(resources)
+                    .with_validate_only(validate_only)
+            })
+            .await?;
+        let names: Vec<String> = changes.keys().cloned().collect();
+        let mut results = unanswered(&names);
+        for resource in response.responses {
+            if resource.resource_type != RESOURCE_TYPE_TOPIC {
+                continue;
+            }
+            let result = ErrorCode(resource.error_code).check(resource.error_message.as_deref());
+            results.insert(resource.resource_name.to_string(), result);
+        }
+        Ok(results)
+    }
+
+    /// Grows each topic to the given total number of partitions with CreatePartitions (or,
+    /// with `validate_only`, only checks that it could), placing the new replicas as the
+    /// cluster chooses. A count that is not above the current one is INVALID_PARTITIONS.
+    pub async fn create_partitions(
+        &self,
+        total_counts: &BTreeMap<String, i32>,
+        validate_only: bool,
+    ) -> Result<TopicResults<()>, Error> {
+        let topics: Vec<CreatePartitionsTopic> = total_counts
+            .iter()
+            .map(|(name, count)| {
+                CreatePartitionsTopic::default()
+                    .with_name(topic_name(name))
+                    .with_count(*count)
+                    .with_assignments(None)
+            })
+            .collect();
+        let timeout_ms = self.timeout_ms();
+        let response = self
+            .client
+            .send(Target::Any, |_| {
+                CreatePartitionsRequest::default()
+                    .with_topics(topics)
+                    .with_timeout_ms(timeout_ms)
+                    .with_validate_only(validate_only)
+            })
+            .await?;
+        let names: Vec<String> = total_counts.keys().cloned().collect();
+        let mut results = unanswered(&names);
+        for topic in response.results {
+            let result = ErrorCode(topic.error_code).check(topic.error_message.as_deref());
+            results.insert(topic.name.to_string(), result);
         }
         Ok(results)
     }

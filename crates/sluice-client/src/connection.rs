@@ -46,6 +46,9 @@ pub const IMPLEMENTED_VERSIONS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteTopics, 1, 6),
     (ApiKey::DescribeConfigs, 1, 4),
     (ApiKey::DescribeQuorum, 0, 2),
+    // Every version of these two carries the same fields.
+    (ApiKey::IncrementalAlterConfigs, 0, 1),
+    (ApiKey::CreatePartitions, 0, 3),
 ];
 
 /// The range of `api_key` this client implements, if it implements it.

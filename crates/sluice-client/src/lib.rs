@@ -4,7 +4,7 @@
 //! So far it holds what the `sluice` CLI needs: [`Connection`] (framing, pipelining,
 //! correlation ids, timeouts, ApiVersions negotiation), [`Client`] (bootstrap, cluster
 //! metadata, routing to brokers) and [`Admin`] (list, describe, create and delete topics;
-//! describe topic configs). The producer and consumer come later. It depends on no other
+//! describe and alter topic configs; add partitions). The producer and consumer come later. It depends on no other
 //! Sluice crate: message types come from `kafka-protocol`, IO from tokio.
 
 mod admin;
@@ -15,8 +15,8 @@ mod error;
 mod groups;
 
 pub use admin::{
-    Admin, ConfigEntry, ConfigSource, CreatedTopic, NewTopic, PartitionInfo, QuorumInfo,
-    QuorumReplica, TopicDescription, TopicId, TopicListing, TopicResults,
+    Admin, AlterConfigOp, ConfigEntry, ConfigSource, CreatedTopic, NewTopic, PartitionInfo,
+    QuorumInfo, QuorumReplica, TopicDescription, TopicId, TopicListing, TopicResults,
 };
 pub use client::{Client, Target};
 pub use config::ClientConfig;

@@ -53,7 +53,7 @@ enum Command {
         #[arg(long)]
         print_data_log: bool,
     },
-    /// Create, list, describe and delete topics on a running cluster (Sluice or Apache
+    /// Create, list, describe, alter (configs, partitions) and delete topics on a running cluster (Sluice or Apache
     /// Kafka), over the wire as Kafka's `kafka-topics.sh` does.
     Topic {
         /// The cluster's `host:port` addresses, comma-separated.

@@ -1,15 +1,18 @@
-//! `sluice topic`: create, list, describe and delete topics on a running cluster, Sluice
-//! or Apache Kafka, the way Kafka's `kafka-topics.sh` does.
+//! `sluice topic`: create, list, describe, alter and delete topics on a running cluster,
+//! Sluice or Apache Kafka, the way Kafka's `kafka-topics.sh` does (and, for a topic's
+//! configs, `kafka-configs.sh --entity-type topics --alter`).
 //!
 //! It is a client like any user's: it talks to the brokers over the wire through
 //! `sluice-client` and never reads a node's files. Output follows `kafka-topics.sh` so
 //! scripts written for it keep working; errors name the Kafka error code.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{Context, anyhow, bail};
 use clap::Subcommand;
-use sluice_client::{Admin, ApiError, ConfigEntry, ErrorCode, NewTopic, TopicDescription};
+use sluice_client::{
+    Admin, AlterConfigOp, ApiError, ConfigEntry, ErrorCode, NewTopic, TopicDescription,
+};
 
 #[derive(Subcommand)]
 pub enum TopicCommand {
@@ -45,6 +48,44 @@ pub enum TopicCommand {
         #[arg(long)]
         exclude_internal: bool,
     },
+    /// Set or remove configs of a topic, as `kafka-configs.sh --alter --entity-type topics
+    /// --add-config k=v --delete-config k` does (IncrementalAlterConfigs). The changes
+    /// apply all together or not at all.
+    #[command(group(
+        clap::ArgGroup::new("changes")
+            .args(["sets", "deletes"])
+            .required(true)
+            .multiple(true)
+    ))]
+    AlterConfig {
+        /// The topic's name.
+        #[arg(long)]
+        topic: String,
+        /// Override a config on the topic, `key=value` (`retention.ms=86400000`);
+        /// repeatable.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
+        /// Remove the topic's override of a config, so the broker's setting applies;
+        /// repeatable, or comma-separated.
+        #[arg(long = "delete", value_name = "KEY", value_delimiter = ',')]
+        deletes: Vec<String>,
+        /// Only check that the cluster would accept the changes.
+        #[arg(long)]
+        validate_only: bool,
+    },
+    /// Grow a topic to a new total number of partitions, as `kafka-topics.sh --alter
+    /// --partitions` does (CreatePartitions). Partitions can be added, never removed.
+    AddPartitions {
+        /// The topic's name.
+        #[arg(long)]
+        topic: String,
+        /// The total number of partitions the topic should have.
+        #[arg(long)]
+        partitions: i32,
+        /// Only check that the cluster would accept the change.
+        #[arg(long)]
+        validate_only: bool,
+    },
     /// Delete a topic and its data.
     Delete {
         /// The topic's name.
@@ -71,7 +112,7 @@ pub fn run(bootstrap_servers: &[String], command: TopicCommand) -> anyhow::Resul
                 let topic = NewTopic {
                     configs: configs
                         .iter()
-                        .map(|config| parse_config(config))
+                        .map(|config| parse_config("--config", config))
                         .collect::<anyhow::Result<_>>()?,
                     name,
                     num_partitions: partitions,
@@ -91,6 +132,20 @@ pub fn run(bootstrap_servers: &[String], command: TopicCommand) -> anyhow::Resul
                 names,
                 exclude_internal,
             } => describe(admin, names, exclude_internal).await,
+            TopicCommand::AlterConfig {
+                topic,
+                sets,
+                deletes,
+                validate_only,
+            } => {
+                let operations = config_operations(&sets, &deletes)?;
+                alter_config(admin, topic, operations, validate_only).await
+            }
+            TopicCommand::AddPartitions {
+                topic,
+                partitions,
+                validate_only,
+            } => add_partitions(admin, topic, partitions, validate_only).await,
             TopicCommand::Delete { name, if_exists } => delete(admin, name, if_exists).await,
         },
     )
@@ -115,6 +170,71 @@ async fn delete(admin: &Admin, name: String, if_exists: bool) -> anyhow::Result<
         Err(error) => return Err(topic_error(&name, "delete", &error)),
     }
     Ok(())
+}
+
+async fn alter_config(
+    admin: &Admin,
+    name: String,
+    operations: Vec<AlterConfigOp>,
+    validate_only: bool,
+) -> anyhow::Result<()> {
+    let changes = BTreeMap::from([(name.clone(), operations)]);
+    let mut results = admin
+        .incremental_alter_topic_configs(&changes, validate_only)
+        .await?;
+    take(&mut results, &name).map_err(|error| topic_error(&name, "alter the config of", &error))?;
+    if validate_only {
+        println!("Validated the config changes for topic {name}; nothing was changed.");
+    } else {
+        // kafka-configs.sh's words.
+        println!("Completed updating config for topic {name}.");
+    }
+    Ok(())
+}
+
+async fn add_partitions(
+    admin: &Admin,
+    name: String,
+    total_count: i32,
+    validate_only: bool,
+) -> anyhow::Result<()> {
+    let counts = BTreeMap::from([(name.clone(), total_count)]);
+    let mut results = admin.create_partitions(&counts, validate_only).await?;
+    take(&mut results, &name).map_err(|error| topic_error(&name, "add partitions to", &error))?;
+    if validate_only {
+        println!("Topic {name} can grow to {total_count} partitions; nothing was changed.");
+    } else {
+        println!("Topic {name} now has {total_count} partitions.");
+    }
+    Ok(())
+}
+
+/// The `--set` and `--delete` arguments as IncrementalAlterConfigs operations, sets first.
+/// A key named twice is refused here: Kafka's brokers refuse the whole request for it
+/// (INVALID_REQUEST), and which of the two the user meant is not ours to guess.
+fn config_operations(sets: &[String], deletes: &[String]) -> anyhow::Result<Vec<AlterConfigOp>> {
+    let mut operations = Vec::with_capacity(sets.len() + deletes.len());
+    for set in sets {
+        let (name, value) = parse_config("--set", set)?;
+        operations.push(AlterConfigOp::Set { name, value });
+    }
+    for name in deletes {
+        let name = name.trim();
+        if name.is_empty() {
+            bail!("--delete expects a config name");
+        }
+        operations.push(AlterConfigOp::Delete {
+            name: name.to_string(),
+        });
+    }
+    let mut named = BTreeSet::new();
+    for operation in &operations {
+        let (AlterConfigOp::Set { name, .. } | AlterConfigOp::Delete { name }) = operation;
+        if !named.insert(name.as_str()) {
+            bail!("config '{name}' is named more than once in --set and --delete");
+        }
+    }
+    Ok(operations)
 }
 
 /// Describes the named topics (every topic when none is named); a topic that cannot be
@@ -201,11 +321,11 @@ fn format_description(topic: &TopicDescription, configs: &[ConfigEntry]) -> Stri
     out
 }
 
-/// `key=value` from the command line.
-fn parse_config(text: &str) -> anyhow::Result<(String, String)> {
+/// `key=value` from the command line, given with `flag`.
+fn parse_config(flag: &str, text: &str) -> anyhow::Result<(String, String)> {
     let (key, value) = text
         .split_once('=')
-        .with_context(|| format!("--config expects key=value, got '{text}'"))?;
+        .with_context(|| format!("{flag} expects key=value, got '{text}'"))?;
     Ok((key.trim().to_string(), value.trim().to_string()))
 }
 
@@ -286,12 +406,60 @@ mod tests {
     }
 
     #[test]
+    fn config_changes_are_sets_then_deletes_naming_each_key_once() {
+        let strings = |items: &[&str]| items.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let set = |name: &str, value: &str| AlterConfigOp::Set {
+            name: name.to_string(),
+            value: value.to_string(),
+        };
+        assert_eq!(
+            config_operations(
+                &strings(&["retention.ms=1000", "cleanup.policy=compact,delete"]),
+                &strings(&["segment.ms"]),
+            )
+            .unwrap(),
+            [
+                set("retention.ms", "1000"),
+                set("cleanup.policy", "compact,delete"),
+                AlterConfigOp::Delete {
+                    name: "segment.ms".to_string()
+                },
+            ]
+        );
+        let refused: [(&[&str], &[&str], &str); 4] = [
+            (&["retention.ms"], &[], "--set expects key=value"),
+            (&[], &[" "], "--delete expects a config name"),
+            (
+                &["retention.ms=1", "retention.ms=2"],
+                &[],
+                "config 'retention.ms' is named more than once",
+            ),
+            (
+                &["retention.ms=1"],
+                &["retention.ms"],
+                "config 'retention.ms' is named more than once",
+            ),
+        ];
+        for (sets, deletes, expected) in refused {
+            let error = config_operations(&strings(sets), &strings(deletes)).unwrap_err();
+            assert!(
+                error.to_string().contains(expected),
+                "{sets:?} {deletes:?}: {error}"
+            );
+        }
+    }
+
+    #[test]
     fn configs_must_be_key_value() {
         assert_eq!(
-            parse_config("retention.ms=1000").unwrap(),
+            parse_config("--config", "retention.ms=1000").unwrap(),
             ("retention.ms".to_string(), "1000".to_string())
         );
-        assert_eq!(parse_config("a=b=c").unwrap().1, "b=c");
-        assert!(parse_config("retention.ms").is_err());
+        assert_eq!(parse_config("--config", "a=b=c").unwrap().1, "b=c");
+        let error = parse_config("--set", "retention.ms").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "--set expects key=value, got 'retention.ms'"
+        );
     }
 }
