@@ -48,6 +48,11 @@ enum Kind {
     Long {
         min: i64,
     },
+    /// A Java `double` in `min..=max`.
+    Double {
+        min: f64,
+        max: f64,
+    },
     Bool,
     Text,
     List,
@@ -429,6 +434,58 @@ const DEFINITIONS: &[Definition] = &[
     ),
     def("min.insync.replicas", Kind::Int { min: 1 }, Some("1")),
     def("log.cleaner.enable", Kind::Bool, Some("true")),
+    def("log.cleaner.threads", Kind::Int { min: 0 }, Some("1")),
+    def(
+        "log.cleaner.backoff.ms",
+        Kind::Long { min: 0 },
+        Some("15000"),
+    ),
+    def(
+        "log.cleaner.dedupe.buffer.size",
+        Kind::Long { min: 0 },
+        Some("134217728"),
+    ),
+    def(
+        "log.cleaner.io.buffer.size",
+        Kind::Int { min: 0 },
+        Some("524288"),
+    ),
+    def(
+        "log.cleaner.io.buffer.load.factor",
+        Kind::Double {
+            min: 0.0,
+            max: f64::MAX,
+        },
+        Some("0.9"),
+    ),
+    def(
+        "log.cleaner.io.max.bytes.per.second",
+        Kind::Double {
+            min: 0.0,
+            max: f64::MAX,
+        },
+        Some("1.7976931348623157E308"),
+    ),
+    def(
+        "log.cleaner.min.cleanable.ratio",
+        Kind::Double { min: 0.0, max: 1.0 },
+        Some("0.5"),
+    ),
+    def(
+        "log.cleaner.min.compaction.lag.ms",
+        Kind::Long { min: 0 },
+        Some("0"),
+    ),
+    def(
+        "log.cleaner.max.compaction.lag.ms",
+        Kind::Long { min: 1 },
+        Some("9223372036854775807"),
+    ),
+    def(
+        "log.cleaner.delete.retention.ms",
+        Kind::Long { min: 0 },
+        Some("86400000"),
+    ),
     def("unclean.leader.election.enable", Kind::Bool, Some("false")),
     def(
         "compression.type",
@@ -774,6 +831,13 @@ impl BrokerConfig {
                 .any(|p| p == "delete"),
             cleanup_compact: list(self.get("log.cleanup.policy").unwrap_or("delete"))
                 .any(|p| p == "compact"),
+            min_cleanable_dirty_ratio: self
+                .get("log.cleaner.min.cleanable.ratio")
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(defaults.min_cleanable_dirty_ratio),
+            min_compaction_lag_ms: self.int("log.cleaner.min.compaction.lag.ms"),
+            max_compaction_lag_ms: self.int("log.cleaner.max.compaction.lag.ms"),
+            delete_retention_ms: self.int("log.cleaner.delete.retention.ms"),
             ..defaults
         }
     }
@@ -809,6 +873,14 @@ fn check(definition: &Definition, value: &str) -> Result<(), ConfigError> {
             })?;
             if parsed < min {
                 return Err(invalid(format!("value must be at least {min}")));
+            }
+        }
+        Kind::Double { min, max } => {
+            let parsed: f64 = value
+                .parse()
+                .map_err(|_| invalid("expected a number (a Java double)".into()))?;
+            if !(min..=max).contains(&parsed) {
+                return Err(invalid(format!("value must be between {min} and {max}")));
             }
         }
         Kind::Bool => {

@@ -567,6 +567,14 @@ pub fn log_config(
                 config.flush_ms = v
             }
             ("max.message.bytes", Some(v)) => config.max_message_bytes = v as u32,
+            ("min.compaction.lag.ms", Some(v)) => config.min_compaction_lag_ms = v,
+            ("max.compaction.lag.ms", Some(v)) => config.max_compaction_lag_ms = v,
+            ("delete.retention.ms", Some(v)) => config.delete_retention_ms = v,
+            ("min.cleanable.dirty.ratio", _) => {
+                if let Ok(ratio) = value.parse::<f64>() {
+                    config.min_cleanable_dirty_ratio = ratio;
+                }
+            }
             ("cleanup.policy", _) => {
                 let policies: Vec<&str> = value.split(',').map(str::trim).collect();
                 config.cleanup_delete = policies.contains(&"delete");

@@ -873,6 +873,91 @@ impl RecordBatchBuilder {
     }
 }
 
+/// Rewrites `original` keeping only `retained` (a subset of its records, in order), as
+/// Kafka's log cleaner does (`MemoryRecords.filterTo`): the base offset, last offset
+/// delta, producer id, epoch, base sequence, partition leader epoch, codec, timestamp
+/// type and transactional/control flags stay; each record keeps its offset delta and
+/// timestamp. With `delete_horizon_ms` the batch carries the compaction delete horizon
+/// (KIP-534: attribute bit 6, the horizon in `baseTimestamp`, record timestamps as deltas
+/// from it). With no records left it is an empty batch (record count 0) that keeps its
+/// header: the last batch of a producer is kept that way so its sequence survives.
+pub fn rebuild_retained(
+    original: &RecordBatch,
+    retained: &[Record],
+    delete_horizon_ms: Option<i64>,
+) -> Bytes {
+    let log_append_time = original.timestamp_type() == TimestampType::LogAppendTime;
+    let (base_timestamp, max_timestamp) = match retained.first() {
+        _ if log_append_time => (
+            delete_horizon_ms.unwrap_or(original.base_timestamp()),
+            original.max_timestamp(),
+        ),
+        None => (
+            delete_horizon_ms.unwrap_or(original.max_timestamp()),
+            original.max_timestamp(),
+        ),
+        Some(first) => (
+            delete_horizon_ms.unwrap_or(first.timestamp),
+            retained.iter().map(|r| r.timestamp).max().unwrap_or(-1),
+        ),
+    };
+    let mut body = Vec::new();
+    for record in retained {
+        let new = NewRecord {
+            timestamp: record.timestamp,
+            key: record.key.clone(),
+            value: record.value.clone(),
+            headers: record.headers.clone(),
+        };
+        let timestamp_delta = record.timestamp.wrapping_sub(base_timestamp);
+        let body_size = record_body_size(timestamp_delta, record.offset_delta, &new);
+        varint::write_varint(&mut body, body_size as i32);
+        body.push(record.attributes as u8);
+        varint::write_varlong(&mut body, timestamp_delta);
+        varint::write_varint(&mut body, record.offset_delta);
+        write_nullable(&mut body, new.key.as_deref());
+        write_nullable(&mut body, new.value.as_deref());
+        varint::write_varint(&mut body, new.headers.len() as i32);
+        for header in &new.headers {
+            write_nullable(&mut body, Some(&header.key));
+            write_nullable(&mut body, header.value.as_deref());
+        }
+    }
+    let codec = original.compression().unwrap_or(Compression::None);
+    let compressed;
+    let section: &[u8] = match codec {
+        _ if retained.is_empty() => &[],
+        Compression::None => &body,
+        codec => {
+            compressed = compression::compress(codec, &body);
+            &compressed
+        }
+    };
+    let mut attributes = original.attributes() & !DELETE_HORIZON_MASK;
+    if delete_horizon_ms.is_some() {
+        attributes |= DELETE_HORIZON_MASK;
+    }
+    let mut out = Vec::with_capacity(RECORD_BATCH_OVERHEAD + section.len());
+    let batch_length = (RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + section.len()) as i32;
+    out.extend_from_slice(&original.base_offset().to_be_bytes());
+    out.extend_from_slice(&batch_length.to_be_bytes());
+    out.extend_from_slice(&original.partition_leader_epoch().to_be_bytes());
+    out.push(MAGIC_V2 as u8);
+    out.extend_from_slice(&[0; 4]); // CRC, written last
+    out.extend_from_slice(&attributes.to_be_bytes());
+    out.extend_from_slice(&original.last_offset_delta().to_be_bytes());
+    out.extend_from_slice(&base_timestamp.to_be_bytes());
+    out.extend_from_slice(&max_timestamp.to_be_bytes());
+    out.extend_from_slice(&original.producer_id().to_be_bytes());
+    out.extend_from_slice(&original.producer_epoch().to_be_bytes());
+    out.extend_from_slice(&original.base_sequence().to_be_bytes());
+    out.extend_from_slice(&(retained.len() as i32).to_be_bytes());
+    out.extend_from_slice(section);
+    let crc = crc32c::crc32c(&out[ATTRIBUTES_AT..]);
+    out[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+    Bytes::from(out)
+}
+
 fn record_body_size(timestamp_delta: i64, offset_delta: i32, record: &NewRecord) -> usize {
     let mut size = 1 + varint::varlong_size(timestamp_delta) + varint::varint_size(offset_delta);
     size += nullable_size(record.key.as_deref());

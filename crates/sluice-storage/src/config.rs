@@ -40,8 +40,20 @@ pub struct LogConfig {
     /// `cleanup.policy` contains `delete`: time and size retention apply (default).
     /// A topic that is `compact` only keeps every segment until the cleaner rewrites it.
     pub cleanup_delete: bool,
-    /// `cleanup.policy` contains `compact`: records must have keys.
+    /// `cleanup.policy` contains `compact`: records must have keys, and the log cleaner
+    /// keeps only the latest record of each key ([`crate::cleaner`]).
     pub cleanup_compact: bool,
+    /// `min.cleanable.dirty.ratio`: the cleaner takes a log only when its dirty bytes are
+    /// at least this share of its cleanable bytes (default 0.5).
+    pub min_cleanable_dirty_ratio: f64,
+    /// `min.compaction.lag.ms`: records younger than this are not cleaned (default 0).
+    pub min_compaction_lag_ms: i64,
+    /// `max.compaction.lag.ms`: a log whose first dirty record is older than this is
+    /// cleaned whatever its dirty ratio (default: never forced).
+    pub max_compaction_lag_ms: i64,
+    /// `delete.retention.ms`: how long a tombstone (and a removable transaction marker)
+    /// stays after the cleaner first passes it (default 1 day).
+    pub delete_retention_ms: i64,
 }
 
 impl Default for LogConfig {
@@ -61,6 +73,10 @@ impl Default for LogConfig {
             producer_id_expiration_ms: crate::producer_state::DEFAULT_PRODUCER_ID_EXPIRATION_MS,
             cleanup_delete: true,
             cleanup_compact: false,
+            min_cleanable_dirty_ratio: 0.5,
+            min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: i64::MAX,
+            delete_retention_ms: 24 * 60 * 60 * 1000,
         }
     }
 }

@@ -15,6 +15,7 @@
 //! [`Log::truncate_to`].
 
 pub mod checkpoint;
+pub mod cleaner;
 pub mod config;
 pub mod end_txn_marker;
 pub mod error;

@@ -60,6 +60,7 @@ use sluice_protocol::record_batch::{
 };
 
 use crate::checkpoint::{self, TopicId};
+use crate::cleaner::{self, CleanPlan, CleanStats, Cleanable, Cleaned, PlannedSegment};
 use crate::config::LogConfig;
 use crate::end_txn_marker;
 pub use crate::end_txn_marker::TxnMarker;
@@ -182,6 +183,10 @@ pub struct Log {
     snapshots: BTreeSet<i64>,
     /// Snapshots written at roll and not yet fsynced.
     unflushed_snapshots: Vec<i64>,
+    /// The latest delete horizon the last cleaner pass wrote or kept (KIP-534's
+    /// `latestDeleteHorizon`): past it, a pass is due even without dirty bytes. Not
+    /// persisted: after a restart, the next pass over new dirty bytes finds them again.
+    latest_delete_horizon: Option<i64>,
 }
 
 impl Log {
@@ -193,6 +198,7 @@ impl Log {
         std::fs::create_dir_all(dir).at(dir)?;
         let now = options.now_ms;
         let topic_id = check_topic_id(dir, options.topic_id)?;
+        cleaner::complete_swaps(dir)?;
         let (base_offsets, snapshots) = list_segments(dir)?;
         let mut segments = BTreeMap::new();
         let recover_from = if options.clean_shutdown {
@@ -282,6 +288,7 @@ impl Log {
             producers: ProducerStateManager::default(),
             snapshots: snapshots.into_iter().collect(),
             unflushed_snapshots: Vec::new(),
+            latest_delete_horizon: None,
         };
         log.remove_stray_snapshots()?;
         if let Some(from) = txn_rebuild_from {
@@ -1283,6 +1290,157 @@ impl Log {
         self.active_mut().deactivate(true)?;
         let config = self.config.clone();
         self.active_mut().activate(&config)
+    }
+
+    /// How dirty this log is for the cleaner (`None` unless `cleanup.policy` contains
+    /// `compact`). `first_dirty` is the cleaner's checkpoint (clamped to the log);
+    /// `max_offset` (the high watermark) bounds the cleanable range, as do the active
+    /// segment, the first unstable offset and `min.compaction.lag.ms`.
+    pub fn cleanable(&self, first_dirty: i64, max_offset: i64, now_ms: i64) -> Option<Cleanable> {
+        if !self.config.cleanup_compact {
+            return None;
+        }
+        let first_dirty = if (self.log_start_offset..=self.log_end_offset()).contains(&first_dirty)
+        {
+            first_dirty
+        } else {
+            self.log_start_offset
+        };
+        let mut end = self
+            .active()
+            .base_offset()
+            .min(max_offset)
+            .min(self.first_unstable_offset().unwrap_or(i64::MAX));
+        if self.config.min_compaction_lag_ms > 0 {
+            let young = self.segments.values().find(|s| {
+                !s.is_active()
+                    && s.next_offset() > first_dirty
+                    && now_ms.saturating_sub(s.largest_timestamp())
+                        < self.config.min_compaction_lag_ms
+            });
+            if let Some(young) = young {
+                end = end.min(young.base_offset());
+            }
+        }
+        let end = end.max(first_dirty);
+        let mut clean_bytes = 0;
+        let mut dirty_bytes = 0;
+        let mut overdue = false;
+        for segment in self.segments.values().filter(|s| s.base_offset() < end) {
+            if segment.next_offset() <= first_dirty {
+                clean_bytes += segment.size_bytes();
+            } else {
+                if dirty_bytes == 0 && self.config.max_compaction_lag_ms < i64::MAX {
+                    overdue = now_ms.saturating_sub(segment.largest_timestamp())
+                        > self.config.max_compaction_lag_ms;
+                }
+                dirty_bytes += segment.size_bytes();
+            }
+        }
+        Some(Cleanable {
+            first_dirty_offset: first_dirty,
+            first_uncleanable_offset: end,
+            clean_bytes,
+            dirty_bytes,
+            overdue,
+            min_dirty_ratio: self.config.min_cleanable_dirty_ratio,
+            tombstones_due: self.latest_delete_horizon.is_some_and(|h| h <= now_ms),
+        })
+    }
+
+    /// Step 1 of a cleaner pass ([`crate::cleaner`]): what to rewrite.
+    pub fn plan_clean(&self, cleanable: &Cleanable, now_ms: i64) -> Result<CleanPlan> {
+        let end = cleanable.first_uncleanable_offset;
+        let segments: Vec<PlannedSegment> = self
+            .segments
+            .values()
+            .filter(|s| !s.is_active() && s.base_offset() < end)
+            .map(|s| PlannedSegment {
+                base_offset: s.base_offset(),
+                next_offset: s.next_offset(),
+                size_bytes: s.size_bytes(),
+            })
+            .collect();
+        let mut aborted = Vec::new();
+        for segment in self
+            .segments
+            .values()
+            .filter(|s| !s.is_active() && s.base_offset() < end)
+        {
+            aborted.extend(segment.aborted_txns()?);
+        }
+        let producer_last_offsets = self
+            .producers
+            .snapshot_entries()
+            .into_iter()
+            .filter(|e| e.last_offset >= 0)
+            .map(|e| (e.producer_id, e.last_offset))
+            .collect();
+        Ok(CleanPlan {
+            dir: self.dir.clone(),
+            config: self.config.clone(),
+            segments,
+            first_dirty: cleanable.first_dirty_offset,
+            end,
+            aborted,
+            producer_last_offsets,
+            now_ms,
+        })
+    }
+
+    /// Step 3 of a cleaner pass: swaps the output in when the segments it replaces are
+    /// still the ones planned; otherwise deletes the output and returns `None`.
+    pub fn install_cleaned(&mut self, cleaned: Cleaned) -> Result<Option<CleanStats>> {
+        let unchanged = cleaned.groups.iter().all(|group| {
+            group.replaced.iter().all(|old| {
+                self.segments.get(&old.base_offset).is_some_and(|s| {
+                    !s.is_active()
+                        && s.next_offset() == old.next_offset
+                        && s.size_bytes() == old.size_bytes
+                })
+            })
+        });
+        if !unchanged {
+            tracing::info!(dir = %self.dir.display(), "segments changed during cleaning; dropping the pass");
+            cleaned.discard()?;
+            return Ok(None);
+        }
+        let now = now_ms();
+        for group in &cleaned.groups {
+            cleaner::swap_in(&self.dir, group)?;
+            for old in &group.replaced {
+                self.segments.remove(&old.base_offset);
+            }
+            if !group.empty {
+                let mut segment =
+                    LogSegment::open(&self.dir, group.base_offset, &self.config, now)?;
+                segment.open_txn_index()?;
+                self.segments.insert(group.base_offset, segment);
+            }
+        }
+        self.latest_delete_horizon = cleaned.stats.latest_delete_horizon;
+        self.check_invariants();
+        Ok(Some(cleaned.stats))
+    }
+
+    /// A whole cleaner pass while holding the log (tests and tools; the broker runs the
+    /// steps apart so the log stays available). `None` when no pass was due.
+    pub fn clean(
+        &mut self,
+        first_dirty: i64,
+        max_offset: i64,
+        now_ms: i64,
+        map_bytes: usize,
+    ) -> Result<Option<CleanStats>> {
+        let Some(cleanable) = self.cleanable(first_dirty, max_offset, now_ms) else {
+            return Ok(None);
+        };
+        if cleanable.dirty_bytes == 0 && !cleanable.tombstones_due {
+            return Ok(None);
+        }
+        let plan = self.plan_clean(&cleanable, now_ms)?;
+        let cleaned = cleaner::run(&plan, map_bytes)?;
+        self.install_cleaned(cleaned)
     }
 }
 

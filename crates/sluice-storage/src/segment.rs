@@ -169,9 +169,35 @@ impl LogSegment {
         dir.join(segment_file_name(base_offset, TXN_INDEX_SUFFIX))
     }
 
+    /// The four files of the segment at `base_offset` (log, offset index, time index,
+    /// transaction index), each name followed by `suffix` (`""`, `".cleaned"`,
+    /// `".swap"`, `".deleted"`).
+    pub fn file_paths(dir: &Path, base_offset: i64, suffix: &str) -> [PathBuf; 4] {
+        [
+            LOG_SUFFIX,
+            INDEX_SUFFIX,
+            TIME_INDEX_SUFFIX,
+            TXN_INDEX_SUFFIX,
+        ]
+        .map(|kind| dir.join(segment_file_name(base_offset, kind) + suffix))
+    }
+
     /// Creates a new, empty, active segment (replacing stale files of that name).
     pub fn create(dir: &Path, base_offset: i64, config: &LogConfig, now_ms: i64) -> Result<Self> {
-        let (log_path, index_path, time_index_path) = Self::paths(dir, base_offset);
+        Self::create_with_suffix(dir, base_offset, config, now_ms, "")
+    }
+
+    /// [`LogSegment::create`] with every file name followed by `suffix`: the log cleaner
+    /// writes its output as `.cleaned` files this way.
+    pub fn create_with_suffix(
+        dir: &Path,
+        base_offset: i64,
+        config: &LogConfig,
+        now_ms: i64,
+        suffix: &str,
+    ) -> Result<Self> {
+        let [log_path, index_path, time_index_path, txn_index_path] =
+            Self::file_paths(dir, base_offset, suffix);
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -182,7 +208,7 @@ impl LogSegment {
         for path in [&index_path, &time_index_path] {
             File::create(path).at(path)?;
         }
-        let txn_index = TransactionIndex::create(Self::txn_index_file(dir, base_offset))?;
+        let txn_index = TransactionIndex::create(txn_index_path)?;
         Ok(LogSegment {
             txn_index,
             rescan_saw_control_batch: false,
