@@ -93,6 +93,8 @@ pub struct Broker {
     /// this node leads.
     pub groups: crate::group::GroupCoordinator,
     pub transactions: crate::txn::TransactionCoordinator,
+    /// Partitions a log-cleaner task is cleaning now.
+    cleaning: Mutex<std::collections::HashSet<TopicPartition>>,
 }
 
 impl std::fmt::Debug for Broker {
@@ -129,6 +131,7 @@ impl Broker {
             replication: Default::default(),
             groups: Default::default(),
             transactions: Default::default(),
+            cleaning: Default::default(),
             fetch_sessions: FetchSessions::new(
                 config
                     .get("max.incremental.fetch.session.cache.slots")
@@ -507,6 +510,80 @@ impl Broker {
             deleted += manager.run_periodic_tasks(now)?;
         }
         Ok(deleted)
+    }
+
+    /// One pass of the log cleaner ([`sluice_storage::cleaner`]), as each of Kafka's
+    /// `log.cleaner.threads` runs: takes the compacted log (leader or follower) with the
+    /// highest dirty ratio at or above its `min.cleanable.dirty.ratio`, or one overdue
+    /// (`max.compaction.lag.ms`, or a tombstone past its delete horizon), that no other
+    /// task is cleaning, and cleans it up to its high watermark. The log's lock is held
+    /// only to plan and to swap the output in. Returns what was cleaned.
+    pub fn clean_filthiest_log(
+        &self,
+    ) -> Result<Option<(TopicPartition, sluice_storage::cleaner::CleanStats)>, StorageError> {
+        let now = sluice_storage::now_ms();
+        let threads = self
+            .config
+            .get("log.cleaner.threads")
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(1)
+            .max(1);
+        let dedupe_bytes = self
+            .config
+            .get("log.cleaner.dedupe.buffer.size")
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(128 << 20);
+        let map_bytes = usize::try_from(dedupe_bytes / threads).unwrap_or(usize::MAX);
+        let mut best: Option<(
+            f64,
+            TopicPartition,
+            Arc<Replica>,
+            sluice_storage::cleaner::Cleanable,
+        )> = None;
+        for (tp, replica) in self.replicas() {
+            if guard(&self.cleaning).contains(&tp) {
+                continue;
+            }
+            let first_dirty = guard(&self.managers)
+                .get(replica.dir_index)
+                .map_or(0, |m| m.cleaner_offset(&tp));
+            let high_watermark = replica.high_watermark();
+            let Some(cleanable) =
+                sluice_storage::lock(&replica.log).cleanable(first_dirty, high_watermark, now)
+            else {
+                continue;
+            };
+            if !cleanable.is_due() {
+                continue;
+            }
+            let score = if cleanable.overdue || cleanable.tombstones_due {
+                f64::INFINITY
+            } else {
+                cleanable.dirty_ratio()
+            };
+            if best.as_ref().is_none_or(|(s, ..)| score > *s) {
+                best = Some((score, tp, replica, cleanable));
+            }
+        }
+        let Some((_, tp, replica, cleanable)) = best else {
+            return Ok(None);
+        };
+        if !guard(&self.cleaning).insert(tp.clone()) {
+            return Ok(None);
+        }
+        let result = (|| {
+            let plan = sluice_storage::lock(&replica.log).plan_clean(&cleanable, now)?;
+            let cleaned = sluice_storage::cleaner::run(&plan, map_bytes)?;
+            sluice_storage::lock(&replica.log).install_cleaned(cleaned)
+        })();
+        guard(&self.cleaning).remove(&tp);
+        let Some(stats) = result? else {
+            return Ok(None);
+        };
+        if let Some(manager) = guard(&self.managers).get_mut(replica.dir_index) {
+            manager.set_cleaner_offset(&tp, stats.next_dirty_offset);
+        }
+        Ok(Some((tp, stats)))
     }
 
     /// Time-based flushes (`flush.ms`) and the deferred fsync of rolled segments.

@@ -1,6 +1,8 @@
 //! Compacted topics (`cleanup.policy=compact`) over the wire: a record without a key is
 //! refused with INVALID_RECORD and the index of the first keyless record, as Kafka's
-//! LogValidator does; keyed records are appended.
+//! LogValidator does; keyed records are appended; the broker's log cleaner compacts the
+//! guide's example, and keeps `__consumer_offsets` and `__transaction_state` bounded
+//! under repeated commits.
 
 mod common;
 
@@ -17,13 +19,21 @@ async fn produce(
     wire: &mut Wire,
     keys: &[Option<&str>],
 ) -> produce_response::PartitionProduceResponse {
+    let records: Vec<(Option<&str>, &str)> = keys.iter().map(|k| (*k, "v")).collect();
+    produce_values(wire, &records).await
+}
+
+async fn produce_values(
+    wire: &mut Wire,
+    records: &[(Option<&str>, &str)],
+) -> produce_response::PartitionProduceResponse {
     let mut builder = RecordBatchBuilder::new(Compression::None);
-    for key in keys {
+    for (key, value) in records {
         builder
             .append(&NewRecord {
                 timestamp: sluice_storage::now_ms(),
                 key: key.map(|k| Bytes::copy_from_slice(k.as_bytes())),
-                value: Some(Bytes::from_static(b"v")),
+                value: Some(Bytes::copy_from_slice(value.as_bytes())),
                 headers: Vec::new(),
             })
             .unwrap();
@@ -70,5 +80,270 @@ async fn a_compacted_topic_refuses_records_without_a_key() {
     // Nothing of the refused batch was written.
     let next = produce(&mut wire, &[Some("c")]).await;
     assert_eq!((next.error_code, next.base_offset), (0, 2));
+    node.stop().await;
+}
+
+/// Node settings for a cleaner that runs often.
+const CLEANER: &[(&str, &str)] = &[
+    ("log.cleaner.backoff.ms", "50"),
+    ("group.initial.rebalance.delay.ms", "0"),
+];
+
+fn s(text: &str) -> StrBytes {
+    StrBytes::from_string(text.into())
+}
+
+/// (offset, key, value) of every record of compacted-0 from the beginning (a fetch
+/// returns one segment's batches at most, so it takes several).
+async fn read_all(wire: &mut Wire) -> Vec<(i64, String, String)> {
+    let mut out: Vec<(i64, String, String)> = Vec::new();
+    let mut offset = 0;
+    loop {
+        let (records, next) = fetch_from(wire, offset).await;
+        if records.is_empty() {
+            return out;
+        }
+        out.extend(records);
+        offset = next;
+    }
+}
+
+/// The records of one fetch at `offset`, and the offset after its last batch.
+async fn fetch_from(wire: &mut Wire, offset: i64) -> (Vec<(i64, String, String)>, i64) {
+    let request = FetchRequest::default()
+        .with_max_wait_ms(0)
+        .with_max_bytes(1 << 20)
+        .with_topics(vec![
+            fetch_request::FetchTopic::default()
+                .with_topic(TopicName(StrBytes::from_static_str("compacted")))
+                .with_partitions(vec![
+                    fetch_request::FetchPartition::default()
+                        .with_partition(0)
+                        .with_fetch_offset(offset)
+                        .with_partition_max_bytes(1 << 20),
+                ]),
+        ]);
+    let response = wire.call(&request, 11).await;
+    let partition = &response.responses[0].partitions[0];
+    assert_eq!(partition.error_code, 0, "{partition:?}");
+    let mut out = Vec::new();
+    let mut next = offset;
+    for batch in sluice_protocol::batches(partition.records.clone().unwrap_or_default()) {
+        let batch = batch.unwrap();
+        next = batch.next_offset();
+        for record in batch.records().unwrap() {
+            let record = record.unwrap();
+            let text =
+                |b: Option<Bytes>| String::from_utf8(b.unwrap_or_default().to_vec()).unwrap();
+            out.push((
+                batch.base_offset() + i64::from(record.offset_delta),
+                text(record.key),
+                text(record.value),
+            ));
+        }
+    }
+    (out, next)
+}
+
+/// The guide's example through the broker: A v1, B v1, A v2, C v1, B v2, A v3 at
+/// offsets 0–5; a later record rolls the segment (`segment.ms`); the cleaner then
+/// leaves, of offsets 0–5, only 3 C=v1, 4 B=v2, 5 A=v3 for a consumer from the start.
+#[tokio::test]
+async fn the_cleaner_compacts_the_guides_example() {
+    let node = TestNode::start(CLEANER).await;
+    assert_eq!(
+        common::create_assigned(
+            node.address,
+            "compacted",
+            &[1],
+            &[
+                ("cleanup.policy", "compact"),
+                ("segment.ms", "100"),
+                ("min.cleanable.dirty.ratio", "0.01"),
+            ]
+        )
+        .await,
+        0
+    );
+    let mut wire = Wire::connect(node.address).await;
+    for (i, (key, value)) in [
+        ("A", "v1"),
+        ("B", "v1"),
+        ("A", "v2"),
+        ("C", "v1"),
+        ("B", "v2"),
+        ("A", "v3"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let response = produce_values(&mut wire, &[(Some(key), value)]).await;
+        assert_eq!((response.error_code, response.base_offset), (0, i as i64));
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let rolled = produce_values(&mut wire, &[(Some("D"), "v1")]).await;
+    assert_eq!((rolled.error_code, rolled.base_offset), (0, 6));
+    let row = |o: i64, k: &str, v: &str| (o, k.to_string(), v.to_string());
+    let expected = vec![
+        row(3, "C", "v1"),
+        row(4, "B", "v2"),
+        row(5, "A", "v3"),
+        row(6, "D", "v1"),
+    ];
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut seen = read_all(&mut wire).await;
+    while seen != expected {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the cleaner did not compact the log: {seen:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        seen = read_all(&mut wire).await;
+    }
+    // The cleaner checkpoints where it stopped, and a restart reads the cleaned log.
+    let dir = node.stop().await;
+    let checkpoint = std::fs::read_to_string(dir.path().join("cleaner-offset-checkpoint")).unwrap();
+    assert!(checkpoint.contains("compacted 0 6"), "{checkpoint}");
+    let node = TestNode::start_in(dir, CLEANER).await;
+    let mut wire = Wire::connect(node.address).await;
+    assert_eq!(read_all(&mut wire).await, expected);
+    node.stop().await;
+}
+
+/// Bytes of a partition's segment files.
+fn partition_bytes(dir: &std::path::Path, partition: &str) -> u64 {
+    std::fs::read_dir(dir.join(partition))
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".log"))
+        .map(|e| e.metadata().unwrap().len())
+        .sum()
+}
+
+/// Repeated offset commits and transactional-id re-initialisations rewrite the same
+/// keys of `__consumer_offsets` and `__transaction_state`; with small segments the
+/// cleaner keeps both partitions to a few segments, and the latest values survive it
+/// and a restart.
+#[tokio::test]
+async fn internal_topics_stay_bounded_under_repeated_commits() {
+    let mut settings = CLEANER.to_vec();
+    settings.extend([
+        ("offsets.topic.num.partitions", "1"),
+        ("offsets.topic.segment.bytes", "8192"),
+        ("transaction.state.log.num.partitions", "1"),
+        ("transaction.state.log.segment.bytes", "8192"),
+    ]);
+    let node = TestNode::start(&settings).await;
+    assert_eq!(
+        common::create_assigned(node.address, "input", &[1], &[]).await,
+        0
+    );
+    let mut wire = Wire::connect(node.address).await;
+    let find = |key: &str, key_type: i8| {
+        FindCoordinatorRequest::default()
+            .with_key_type(key_type)
+            .with_coordinator_keys(vec![s(key)])
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    for (key, key_type) in [("bounded", 0), ("bounded-txn", 1)] {
+        while wire.call(&find(key, key_type), 4).await.coordinators[0].error_code != 0 {
+            assert!(std::time::Instant::now() < deadline);
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+    let rounds = 1_500i64;
+    let mut producer_epoch = -1;
+    for round in 0..rounds {
+        let commit = OffsetCommitRequest::default()
+            .with_group_id(GroupId(s("bounded")))
+            .with_generation_id_or_member_epoch(-1)
+            .with_member_id(s(""))
+            .with_topics(vec![
+                offset_commit_request::OffsetCommitRequestTopic::default()
+                    .with_name(TopicName(s("input")))
+                    .with_partitions(vec![
+                        offset_commit_request::OffsetCommitRequestPartition::default()
+                            .with_partition_index(0)
+                            .with_committed_offset(round * 10),
+                    ]),
+            ]);
+        let response = wire.call(&commit, 8).await;
+        assert!(
+            response.topics[0]
+                .partitions
+                .iter()
+                .all(|p| p.error_code == 0),
+            "{response:?}"
+        );
+        if round % 3 == 0 {
+            let init = InitProducerIdRequest::default()
+                .with_transactional_id(Some(TransactionalId(s("bounded-txn"))))
+                .with_transaction_timeout_ms(60_000)
+                .with_producer_id(ProducerId(-1))
+                .with_producer_epoch(-1);
+            let response = wire.call(&init, 4).await;
+            assert_eq!(response.error_code, 0, "{response:?}");
+            producer_epoch = response.producer_epoch;
+        }
+    }
+    // Uncompacted, the commits alone take more than 1,500 batch headers (61 bytes each):
+    // over 89 KiB.
+    let bound = 48 * 1024;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let offsets = partition_bytes(node.dir.path(), "__consumer_offsets-0");
+        let txns = partition_bytes(node.dir.path(), "__transaction_state-0");
+        if offsets < bound && txns < bound {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not compacted: __consumer_offsets-0 {offsets} bytes, __transaction_state-0 {txns} bytes"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    // The latest values survive the cleaning, and a restart that replays the cleaned logs.
+    let dir = node.stop().await;
+    let checkpoint = std::fs::read_to_string(dir.path().join("cleaner-offset-checkpoint")).unwrap();
+    for partition in ["__consumer_offsets 0 ", "__transaction_state 0 "] {
+        assert!(checkpoint.contains(partition), "{checkpoint}");
+    }
+    let node = TestNode::start_in(dir, &settings).await;
+    let mut wire = Wire::connect(node.address).await;
+    let fetch = OffsetFetchRequest::default().with_groups(vec![
+        offset_fetch_request::OffsetFetchRequestGroup::default()
+            .with_group_id(GroupId(s("bounded")))
+            .with_topics(None),
+    ]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let committed = loop {
+        let response = wire.call(&fetch, 9).await;
+        let group = &response.groups[0];
+        if group.error_code == 0 && !group.topics.is_empty() {
+            break group.topics[0]
+                .partitions
+                .iter()
+                .map(|p| (p.partition_index, p.committed_offset))
+                .collect::<Vec<_>>();
+        }
+        assert!(std::time::Instant::now() < deadline, "{response:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    let last = (rounds - 1) * 10;
+    assert_eq!(committed, vec![(0, last)]);
+    let describe = DescribeTransactionsRequest::default()
+        .with_transactional_ids(vec![TransactionalId(s("bounded-txn"))]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let response = wire.call(&describe, 0).await;
+        let state = &response.transaction_states[0];
+        if state.error_code == 0 {
+            assert_eq!(state.producer_epoch, producer_epoch);
+            assert_eq!(state.transaction_state.as_str(), "Empty");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{response:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     node.stop().await;
 }

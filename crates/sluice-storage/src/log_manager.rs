@@ -8,6 +8,8 @@
 //!   DeleteRecords move it; it must survive restarts).
 //! - `.kafka_cleanshutdown`: written last by a clean shutdown and removed at start, so
 //!   its absence at start means the previous run crashed and logs must be recovered.
+//! - `cleaner-offset-checkpoint`: per compacted partition, the first offset the log
+//!   cleaner has not yet deduplicated ([`crate::cleaner`]); the next pass starts there.
 //!
 //! The broker calls [`LogManager::run_periodic_tasks`] from its scheduler
 //! (`log.retention.check.interval.ms`, `log.flush.scheduler.interval.ms`).
@@ -80,6 +82,8 @@ pub struct LogManager {
     logs: BTreeMap<TopicPartition, SharedLog>,
     /// Whether this start followed a clean shutdown.
     clean_start: bool,
+    /// The cleaner's first dirty offset per partition.
+    cleaner_offsets: BTreeMap<TopicPartition, i64>,
 }
 
 impl LogManager {
@@ -93,6 +97,8 @@ impl LogManager {
         let clean_start = marker.exists();
         let recovery_points = read_checkpoint_or_empty(&dir.join(RECOVERY_POINT_CHECKPOINT))?;
         let log_start_offsets = read_checkpoint_or_empty(&dir.join(LOG_START_OFFSET_CHECKPOINT))?;
+        let cleaner_offsets =
+            read_checkpoint_or_empty(&dir.join(crate::cleaner::CLEANER_OFFSET_CHECKPOINT))?;
         let now = crate::log::now_ms();
         let mut logs = BTreeMap::new();
         for entry in std::fs::read_dir(dir).at(dir)? {
@@ -126,11 +132,16 @@ impl LogManager {
             std::fs::remove_file(&marker).at(&marker)?;
             checkpoint::sync_dir(dir)?;
         }
+        let cleaner_offsets = cleaner_offsets
+            .into_iter()
+            .filter(|(tp, _)| logs.contains_key(tp))
+            .collect();
         let manager = LogManager {
             dir: dir.to_path_buf(),
             default_config,
             logs,
             clean_start,
+            cleaner_offsets,
         };
         manager.checkpoint()?;
         Ok(manager)
@@ -179,8 +190,22 @@ impl LogManager {
         Ok(self.logs[partition].clone())
     }
 
+    /// The log cleaner's first dirty offset of `partition` (0 when it has none: the
+    /// log is clamped to its start).
+    pub fn cleaner_offset(&self, partition: &TopicPartition) -> i64 {
+        self.cleaner_offsets.get(partition).copied().unwrap_or(0)
+    }
+
+    /// Records a cleaner pass's end; written with the next checkpoint.
+    pub fn set_cleaner_offset(&mut self, partition: &TopicPartition, offset: i64) {
+        if self.logs.contains_key(partition) {
+            self.cleaner_offsets.insert(partition.clone(), offset);
+        }
+    }
+
     /// Deletes a partition's log and its directory.
     pub fn delete(&mut self, partition: &TopicPartition) -> Result<()> {
+        self.cleaner_offsets.remove(partition);
         if let Some(log) = self.logs.remove(partition) {
             let dir = lock(&log).dir().to_path_buf();
             drop(log);
@@ -206,6 +231,15 @@ impl LogManager {
         checkpoint::write_offset_checkpoint(
             &self.dir.join(LOG_START_OFFSET_CHECKPOINT),
             &collect(Log::log_start_offset),
+        )?;
+        let cleaned: Vec<(String, i32, i64)> = self
+            .cleaner_offsets
+            .iter()
+            .map(|(tp, offset)| (tp.topic.clone(), tp.partition, *offset))
+            .collect();
+        checkpoint::write_offset_checkpoint(
+            &self.dir.join(crate::cleaner::CLEANER_OFFSET_CHECKPOINT),
+            &cleaned,
         )
     }
 

@@ -223,8 +223,19 @@ fn plan_topic(
                 format!("Null value not supported for topic configs: {key}"),
             ));
         };
-        topic_config::validate_overrides([(key.as_str(), Some(value.as_str()))])
-            .map_err(|m| refusal(errors::INVALID_CONFIG, m))?;
+        // The coordinators' topics take `segment.bytes` from `offsets.topic.segment.bytes`
+        // / `transaction.state.log.segment.bytes`, broker keys Kafka checks only for
+        // being at least 1, not against the topic key's 1 MiB minimum (KIP-1030).
+        let internal_segment_bytes = key == "segment.bytes"
+            && matches!(
+                name.as_str(),
+                crate::group::OFFSETS_TOPIC | crate::txn::TRANSACTION_STATE_TOPIC
+            )
+            && value.trim().parse::<i32>().is_ok_and(|v| v >= 61);
+        if !internal_segment_bytes {
+            topic_config::validate_overrides([(key.as_str(), Some(value.as_str()))])
+                .map_err(|m| refusal(errors::INVALID_CONFIG, m))?;
+        }
         configs.insert(key, value.trim().to_string());
     }
     Ok(NewTopic {
