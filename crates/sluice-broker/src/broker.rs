@@ -512,6 +512,17 @@ impl Broker {
         Ok(deleted)
     }
 
+    /// A broker key's value from the most specific layer that sets it: this node's
+    /// dynamic config, the cluster-wide dynamic default, the static configuration, then
+    /// Kafka's default.
+    pub fn dynamic_config(&self, key: &str) -> Option<String> {
+        let image = self.image();
+        topic_config::BrokerLayers::new(&self.config, &image)
+            .get(key)
+            .map(|(value, _)| value)
+            .or_else(|| self.config.get(key).map(str::to_string))
+    }
+
     /// One pass of the log cleaner ([`sluice_storage::cleaner`]), as each of Kafka's
     /// `log.cleaner.threads` runs: takes the compacted log (leader or follower) with the
     /// highest dirty ratio at or above its `min.cleanable.dirty.ratio`, or one overdue
@@ -523,15 +534,13 @@ impl Broker {
     ) -> Result<Option<(TopicPartition, sluice_storage::cleaner::CleanStats)>, StorageError> {
         let now = sluice_storage::now_ms();
         let threads = self
-            .config
-            .get("log.cleaner.threads")
-            .and_then(|v| v.parse::<u64>().ok())
+            .dynamic_config("log.cleaner.threads")
+            .and_then(|v| v.trim().parse::<u64>().ok())
             .unwrap_or(1)
             .max(1);
         let dedupe_bytes = self
-            .config
-            .get("log.cleaner.dedupe.buffer.size")
-            .and_then(|v| v.parse::<u64>().ok())
+            .dynamic_config("log.cleaner.dedupe.buffer.size")
+            .and_then(|v| v.trim().parse::<u64>().ok())
             .unwrap_or(128 << 20);
         let map_bytes = usize::try_from(dedupe_bytes / threads).unwrap_or(usize::MAX);
         let mut best: Option<(

@@ -685,6 +685,19 @@ impl BrokerConfig {
     }
 
     /// The raw value of a known key (explicit or Kafka's default).
+    /// Checks `value` for the broker key `key` with the same rules as a configuration
+    /// file (a dynamic broker config is checked this way before it is stored).
+    pub fn validate_value(key: &str, value: &str) -> Result<(), ConfigError> {
+        match DEFINITIONS.iter().find(|d| d.key == key) {
+            Some(definition) => check(definition, value.trim()),
+            None => Err(ConfigError::Invalid {
+                key: key.to_string(),
+                value: value.to_string(),
+                reason: "unknown broker config".to_string(),
+            }),
+        }
+    }
+
     pub fn get(&self, key: &str) -> Option<&str> {
         self.values.get(key).map(String::as_str)
     }

@@ -21,6 +21,7 @@ pub mod fetch_session;
 pub mod fuzzing;
 pub mod group;
 mod handlers;
+pub mod log_cleaner;
 pub mod metrics;
 pub mod network;
 pub mod node;

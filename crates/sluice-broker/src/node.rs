@@ -527,58 +527,12 @@ pub async fn run(
     // Retention and checkpoints every log.retention.check.interval.ms; time-based
     // flushes (flush.ms) and deferred flushes of rolled segments every second.
     let retention_every = config.log_retention_check_interval_ms().max(1) as u64;
-    // The log cleaner: `log.cleaner.threads` tasks, each cleaning the filthiest log in
-    // turn and resting `log.cleaner.backoff.ms` when none is due.
-    let cleaner_threads = if config.get("log.cleaner.enable") == Some("false") {
-        0
-    } else {
-        config
-            .get("log.cleaner.threads")
-            .and_then(|v| v.parse::<usize>().ok())
-            .unwrap_or(1)
-    };
-    let cleaner_backoff = Duration::from_millis(
-        config
-            .get("log.cleaner.backoff.ms")
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(15_000)
-            .max(1),
-    );
-    for _ in 0..cleaner_threads {
-        let broker = broker.clone();
-        let mut shutdown = shutdown.clone();
-        tasks.push(tokio::spawn(async move {
-            loop {
-                let pass = {
-                    let broker = broker.clone();
-                    tokio::task::spawn_blocking(move || broker.clean_filthiest_log()).await
-                };
-                let cleaned = match pass {
-                    Ok(Ok(Some((tp, stats)))) => {
-                        tracing::info!(partition = %tp, next_dirty_offset = stats.next_dirty_offset, bytes_read = stats.bytes_read, bytes_written = stats.bytes_written, segments_before = stats.segments_before, segments_after = stats.segments_after, "log cleaner pass");
-                        true
-                    }
-                    Ok(Ok(None)) => false,
-                    Ok(Err(error)) => {
-                        tracing::error!(%error, "log cleaner pass failed");
-                        false
-                    }
-                    Err(error) => {
-                        tracing::error!(%error, "log cleaner pass panicked");
-                        false
-                    }
-                };
-                if !cleaned {
-                    tokio::select! {
-                        _ = tokio::time::sleep(cleaner_backoff) => {}
-                        _ = shutdown.changed() => {}
-                    }
-                }
-                if *shutdown.borrow() {
-                    break;
-                }
-            }
-        }));
+    // The log cleaner: `log.cleaner.threads` passes at a time (a dynamic config).
+    if is_broker && config.get("log.cleaner.enable") != Some("false") {
+        tasks.push(tokio::spawn(crate::log_cleaner::run(
+            broker.clone(),
+            shutdown.clone(),
+        )));
     }
     let mut flush_timer = tokio::time::interval(Duration::from_millis(FLUSH_CHECK_INTERVAL_MS));
     let mut retention_timer = tokio::time::interval(Duration::from_millis(retention_every));

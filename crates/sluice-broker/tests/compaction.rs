@@ -347,3 +347,76 @@ async fn internal_topics_stay_bounded_under_repeated_commits() {
     }
     node.stop().await;
 }
+
+/// The cleaner's broker keys are dynamic, as in Kafka: a node started with
+/// `log.cleaner.threads=0` cleans nothing until IncrementalAlterConfigs sets the
+/// cluster-wide default to 1; a bad value is INVALID_CONFIG and changes nothing.
+#[tokio::test]
+async fn cleaner_threads_change_without_a_restart() {
+    let mut settings = CLEANER.to_vec();
+    settings.push(("log.cleaner.threads", "0"));
+    let node = TestNode::start(&settings).await;
+    assert_eq!(
+        common::create_assigned(
+            node.address,
+            "compacted",
+            &[1],
+            &[
+                ("cleanup.policy", "compact"),
+                ("segment.ms", "100"),
+                ("min.cleanable.dirty.ratio", "0.01"),
+            ]
+        )
+        .await,
+        0
+    );
+    let mut wire = Wire::connect(node.address).await;
+    for value in ["v1", "v2", "v3"] {
+        assert_eq!(
+            produce_values(&mut wire, &[(Some("K"), value)])
+                .await
+                .error_code,
+            0
+        );
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+    assert_eq!(
+        produce_values(&mut wire, &[(Some("L"), "v1")])
+            .await
+            .error_code,
+        0
+    );
+    // Several backoffs later nothing is cleaned.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(read_all(&mut wire).await.len(), 4);
+    let alter = |value: &str| {
+        IncrementalAlterConfigsRequest::default().with_resources(vec![
+            incremental_alter_configs_request::AlterConfigsResource::default()
+                .with_resource_type(4)
+                .with_resource_name(s(""))
+                .with_configs(vec![
+                    incremental_alter_configs_request::AlterableConfig::default()
+                        .with_name(s("log.cleaner.threads"))
+                        .with_config_operation(0)
+                        .with_value(Some(s(value))),
+                ]),
+        ])
+    };
+    let refused = wire.call(&alter("many"), 1).await;
+    assert_eq!(refused.responses[0].error_code, 40, "{refused:?}");
+    let accepted = wire.call(&alter("1"), 1).await;
+    assert_eq!(accepted.responses[0].error_code, 0, "{accepted:?}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let offsets: Vec<i64> = read_all(&mut wire).await.iter().map(|r| r.0).collect();
+        if offsets == [2, 3] {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not cleaned: {offsets:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    node.stop().await;
+}

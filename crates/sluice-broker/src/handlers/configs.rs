@@ -4,7 +4,8 @@
 //! Kafka validates them. Broker configs set here are dynamic (resource type 4; name = a
 //! node id, or "" for the cluster-wide default) and limited to the keys Kafka lets change
 //! without a restart that Sluice applies: the log keys that are topic defaults
-//! (`log.retention.ms`, `log.segment.bytes`, ...). They take effect on every log at once.
+//! (`log.retention.ms`, `log.segment.bytes`, ...), which take effect on every log at
+//! once, and the log cleaner's (`log.cleaner.threads`, ...), read at its next pass.
 
 use std::collections::BTreeMap;
 
@@ -31,6 +32,17 @@ fn dynamic_broker_key(name: &str) -> Option<&'static topic_config::TopicKey> {
     };
     TOPIC_KEYS.iter().find(|k| k.synonym == Some(base))
 }
+
+/// The log cleaner's broker keys that Kafka updates without a restart (cluster-wide or
+/// per broker); the cleaner reads them at each pass ([`crate::log_cleaner`]).
+const DYNAMIC_CLEANER_KEYS: &[&str] = &[
+    "log.cleaner.threads",
+    "log.cleaner.backoff.ms",
+    "log.cleaner.dedupe.buffer.size",
+    "log.cleaner.io.buffer.size",
+    "log.cleaner.io.buffer.load.factor",
+    "log.cleaner.io.max.bytes.per.second",
+];
 
 fn check_broker_name(broker: &Broker, name: &str) -> Result<(), Refusal> {
     if name.is_empty() || name == broker.node_id.to_string() {
@@ -220,6 +232,11 @@ fn plan(
         BROKER_RESOURCE => {
             check_broker_name(broker, name)?;
             for (key, value) in &next {
+                if DYNAMIC_CLEANER_KEYS.contains(&key.as_str()) {
+                    crate::config::BrokerConfig::validate_value(key, value)
+                        .map_err(|e| (errors::INVALID_CONFIG, e.to_string()))?;
+                    continue;
+                }
                 let Some(topic_key) = dynamic_broker_key(key) else {
                     return Err((
                         errors::INVALID_CONFIG,
