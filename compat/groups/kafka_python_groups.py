@@ -14,8 +14,18 @@ The second consumer starts once the first owns the partitions: kafka-python 3.0.
 (seen against Kafka 4.1.1, about 1 run in 4) can leave a leader's SyncGroup hanging
 when both join a just-created topic at once, with its metadata arriving mid-rebalance;
 the leader is then dropped after the session timeout.
+
+Each consumer also loads the topic's partitions (partitions_for_topic) before it
+subscribes. Without that, a loaded machine (1 full CI run in 2) let kafka-python's
+first JoinGroup win the race with its first topic metadata: as leader it assigned
+nothing ("No partition metadata for topic"), rejoined when the metadata came, received
+the second SyncGroup's full assignment (generation 2, all 6 partitions, in its DEBUG log)
+and never applied it: its poll thread had already marked the rejoin done. The broker
+answered every request as Kafka does; KP_DEBUG_LOG=path writes that client log.
 """
 
+import logging
+import os
 import queue
 import sys
 import threading
@@ -27,6 +37,10 @@ from kafka.coordinator.assignors.range import RangePartitionAssignor
 from common import ALL, T, committed, create_topic, name, produce
 from checklib import Checks, CheckFailed, expect, main_guard
 
+# KP_DEBUG_LOG=path: kafka-python's DEBUG log (requests, responses, coordinator state).
+if os.environ.get("KP_DEBUG_LOG"):
+    logging.basicConfig(filename=os.environ["KP_DEBUG_LOG"], level=logging.DEBUG,
+                        format="%(asctime)s %(threadName)s %(name)s %(levelname)s %(message)s")
 BOOTSTRAP = sys.argv[1] if len(sys.argv) > 1 else "127.0.0.1:9092"
 checks = Checks("kafka-python")
 TOPIC, GROUP = name("kp"), name("gkp")
@@ -39,6 +53,12 @@ def consumer(cid):
                       max_poll_interval_ms=30000, request_timeout_ms=T * 1000 + 1000,
                       fetch_max_wait_ms=100,
                       partition_assignment_strategy=[RangePartitionAssignor])
+    # The topic's metadata first (see the module doc).
+    deadline = time.monotonic() + T
+    while len(c.partitions_for_topic(TOPIC) or ()) < len(ALL):
+        if time.monotonic() > deadline:
+            raise CheckFailed("%s: no metadata for %s" % (cid, TOPIC))
+        time.sleep(0.1)
     c.subscribe([TOPIC])
     return c
 

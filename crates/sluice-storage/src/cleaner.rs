@@ -249,32 +249,65 @@ pub fn run(plan: &CleanPlan, map_bytes: usize) -> Result<Cleaned> {
     })
 }
 
-/// The batches of a closed segment file, whole, in order.
-fn read_batches(dir: &Path, segment: &PlannedSegment) -> Result<Vec<(BatchHeader, Bytes)>> {
+/// The batches of a closed segment file, whole, in order, read one at a time (a pass
+/// holds one batch of a segment in memory, not the segment).
+fn read_batches(dir: &Path, segment: &PlannedSegment) -> Result<SegmentBatches> {
     let path = dir.join(crate::segment::segment_file_name(
         segment.base_offset,
         LOG_SUFFIX,
     ));
     let file = File::open(&path).at(&path)?;
-    let mut batches = Vec::new();
-    let mut end = 0;
-    for item in HeaderScan::new(&file, 0, segment.size_bytes) {
-        let (position, header) = item.at(&path)?;
+    Ok(SegmentBatches {
+        file,
+        path,
+        position: 0,
+        end: segment.size_bytes,
+    })
+}
+
+struct SegmentBatches {
+    file: File,
+    path: PathBuf,
+    position: u64,
+    end: u64,
+}
+
+impl Iterator for SegmentBatches {
+    type Item = Result<(BatchHeader, Bytes)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.position >= self.end {
+            return None;
+        }
+        let header = HeaderScan::new(&self.file, self.position, self.end)
+            .next()
+            .map(|item| item.at(&self.path));
+        let (position, header) = match header {
+            Some(Ok(found)) => found,
+            Some(Err(error)) => {
+                self.position = self.end;
+                return Some(Err(error));
+            }
+            None => {
+                let at = self.position;
+                self.position = self.end;
+                return Some(Err(StorageError::Corrupt {
+                    path: self.path.clone(),
+                    reason: format!(
+                        "the cleaner found a partial batch at byte {at} of {}",
+                        self.end
+                    ),
+                }));
+            }
+        };
         let mut bytes = vec![0u8; header.size_bytes as usize];
-        file.read_exact_at(&mut bytes, position).at(&path)?;
-        end = position + header.size_bytes;
-        batches.push((header, Bytes::from(bytes)));
+        if let Err(error) = self.file.read_exact_at(&mut bytes, position).at(&self.path) {
+            self.position = self.end;
+            return Some(Err(error));
+        }
+        self.position = position + header.size_bytes;
+        Some(Ok((header, Bytes::from(bytes))))
     }
-    if end != segment.size_bytes {
-        return Err(StorageError::Corrupt {
-            path,
-            reason: format!(
-                "the cleaner found a partial batch at byte {end} of {}",
-                segment.size_bytes
-            ),
-        });
-    }
-    Ok(batches)
 }
 
 fn corrupt(dir: &Path, base_offset: i64, reason: String) -> StorageError {
@@ -309,7 +342,8 @@ fn build_offset_map(
         if segment.next_offset <= plan.first_dirty {
             continue;
         }
-        for (header, bytes) in read_batches(&plan.dir, segment)? {
+        for item in read_batches(&plan.dir, segment)? {
+            let (header, bytes) = item?;
             if header.last_offset() < plan.first_dirty {
                 continue;
             }
@@ -343,7 +377,13 @@ fn build_offset_map(
             }
             used += added_bytes;
             for (key, offset) in added {
-                map.insert(key, offset);
+                match map.get_mut(&key) {
+                    Some(latest) => *latest = offset,
+                    // A copy: the record's key shares its whole (decompressed) batch.
+                    None => {
+                        map.insert(Bytes::copy_from_slice(&key), offset);
+                    }
+                }
             }
             mapped_any = true;
             stats.records_read += u64::from(header.record_count.max(0) as u32);
@@ -406,7 +446,8 @@ fn clean_group(
     )?;
     let horizon = plan.now_ms.saturating_add(plan.config.delete_retention_ms);
     for segment in group {
-        for (header, bytes) in read_batches(&plan.dir, segment)? {
+        for item in read_batches(&plan.dir, segment)? {
+            let (header, bytes) = item?;
             stats.bytes_read += header.size_bytes;
             let decision = if header.last_offset() >= map_end {
                 Decision::Keep
