@@ -602,6 +602,16 @@ fn crash_fixture(dir: &Path) -> Log {
     log
 }
 
+/// Runs a pass up to its output on disk, then "crashes": neither the log nor the output
+/// is closed or installed.
+fn crash_after_writing_output(log: Log) {
+    let cleanable = log.cleanable(0, log.log_end_offset(), now_ms()).unwrap();
+    let plan = log.plan_clean(&cleanable, now_ms()).unwrap();
+    let cleaned = cleaner::run(&plan, MAP).unwrap();
+    std::mem::forget(cleaned);
+    std::mem::forget(log);
+}
+
 fn renamed(dir: &Path, from: &str, to: &str) {
     for name in files_with_suffix(dir, from) {
         let target = name.strip_suffix(from).unwrap().to_string() + to;
@@ -614,13 +624,9 @@ fn a_crash_before_the_swap_leaves_the_log_as_it_was() {
     let dir = tempfile::tempdir().unwrap();
     let log = crash_fixture(dir.path());
     let before = contents(&log);
-    let cleanable = log.cleanable(0, log.log_end_offset(), now_ms()).unwrap();
-    let plan = log.plan_clean(&cleanable, now_ms()).unwrap();
-    let cleaned = cleaner::run(&plan, MAP).unwrap();
+    // Killed with the cleaned files written, before the swap.
+    crash_after_writing_output(log);
     assert!(!files_with_suffix(dir.path(), ".log.cleaned").is_empty());
-    // Killed here: the cleaned files exist, the swap never happened.
-    std::mem::forget(cleaned);
-    std::mem::forget(log);
     let log = open(dir.path(), compacted());
     assert_eq!(contents(&log), before);
     assert!(files_with_suffix(dir.path(), CLEANED_SUFFIX).is_empty());
@@ -630,11 +636,7 @@ fn a_crash_before_the_swap_leaves_the_log_as_it_was() {
 fn a_crash_after_the_commit_point_finishes_the_swap() {
     let dir = tempfile::tempdir().unwrap();
     let log = crash_fixture(dir.path());
-    let cleanable = log.cleanable(0, log.log_end_offset(), now_ms()).unwrap();
-    let plan = log.plan_clean(&cleanable, now_ms()).unwrap();
-    let cleaned = cleaner::run(&plan, MAP).unwrap();
-    std::mem::forget(cleaned);
-    std::mem::forget(log);
+    crash_after_writing_output(log);
     // Killed after the commit point (every `.cleaned` renamed `.swap`) and after one of
     // the replaced segments went `.deleted`, before the `.swap` files took their names.
     renamed(dir.path(), ".cleaned", ".swap");
@@ -663,11 +665,7 @@ fn a_crash_halfway_through_the_commit_leaves_the_log_as_it_was() {
     let dir = tempfile::tempdir().unwrap();
     let log = crash_fixture(dir.path());
     let before = contents(&log);
-    let cleanable = log.cleanable(0, log.log_end_offset(), now_ms()).unwrap();
-    let plan = log.plan_clean(&cleanable, now_ms()).unwrap();
-    let cleaned = cleaner::run(&plan, MAP).unwrap();
-    std::mem::forget(cleaned);
-    std::mem::forget(log);
+    crash_after_writing_output(log);
     // Only the index files reached `.swap`: the log file's rename is the commit point.
     renamed(dir.path(), ".index.cleaned", ".index.swap");
     renamed(dir.path(), ".timeindex.cleaned", ".timeindex.swap");

@@ -6,12 +6,12 @@
 
 #[path = "../../sluice-broker/tests/common/mod.rs"]
 mod common;
+mod process;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -25,7 +25,6 @@ use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use sluice_protocol::{Compression, NewRecord, RecordBatchBuilder, batches};
 
-const SLUICE: &str = env!("CARGO_BIN_EXE_sluice");
 const KEYS: u64 = 500;
 const PER_BATCH: u64 = 200;
 
@@ -34,37 +33,7 @@ fn s(text: &str) -> StrBytes {
 }
 
 fn start(dir: &Path) -> (Child, SocketAddr) {
-    let mut child = Command::new(SLUICE)
-        .args(["server", "--set"])
-        .arg(format!("log.dirs={}", dir.display()))
-        .args([
-            "--set",
-            "listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
-            "--set",
-            "advertised.listeners=PLAINTEXT://127.0.0.1:0",
-            "--set",
-            "log.cleaner.backoff.ms=1",
-        ])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    let address = loop {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "the server exited before listening"
-        );
-        if let Some(address) = line
-            .trim()
-            .strip_prefix("sluice: listening on PLAINTEXT://")
-        {
-            break address.parse().unwrap();
-        }
-    };
-    std::thread::spawn(move || for _ in stderr.lines() {});
-    (child, address)
+    process::start(dir, &["log.cleaner.backoff.ms=1"])
 }
 
 fn cleaner_files(dir: &Path) -> Vec<String> {

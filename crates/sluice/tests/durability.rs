@@ -7,10 +7,11 @@
 
 #[path = "../../sluice-broker/tests/common/mod.rs"]
 mod common;
+mod process;
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Child;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -22,40 +23,8 @@ use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use sluice_protocol::{Compression, NewRecord, RecordBatchBuilder, batches};
 
-const SLUICE: &str = env!("CARGO_BIN_EXE_sluice");
-
-/// Starts `sluice server` on `dir` with a free port; returns it and its address.
-fn start(dir: &std::path::Path) -> (Child, SocketAddr) {
-    let mut child = Command::new(SLUICE)
-        .args(["server", "--set"])
-        .arg(format!("log.dirs={}", dir.display()))
-        .args([
-            "--set",
-            "listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
-            "--set",
-            "advertised.listeners=PLAINTEXT://127.0.0.1:0",
-        ])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    let address = loop {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "the server exited before listening"
-        );
-        if let Some(address) = line
-            .trim()
-            .strip_prefix("sluice: listening on PLAINTEXT://")
-        {
-            break address.parse().unwrap();
-        }
-    };
-    // Keep draining its log so it never blocks on a full pipe.
-    std::thread::spawn(move || for _ in stderr.lines() {});
-    (child, address)
+fn start(dir: &Path) -> (Child, SocketAddr) {
+    process::start(dir, &[])
 }
 
 fn name(text: &str) -> TopicName {
