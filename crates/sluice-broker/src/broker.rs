@@ -505,9 +505,17 @@ impl Broker {
     /// Retention, time-based flushes and checkpoints for every log directory.
     pub fn run_periodic_tasks(&self) -> Result<usize, StorageError> {
         let now = sluice_storage::now_ms();
+        // Read before the managers' lock is taken.
+        let high_watermarks: HashMap<TopicPartition, i64> = self
+            .replicas()
+            .into_iter()
+            .map(|(tp, replica)| (tp, replica.high_watermark()))
+            .collect();
         let mut deleted = 0;
         for manager in guard(&self.managers).iter_mut() {
-            deleted += manager.run_periodic_tasks(now)?;
+            deleted += manager.run_periodic_tasks(now, |tp| {
+                high_watermarks.get(tp).copied().unwrap_or(i64::MAX)
+            })?;
         }
         Ok(deleted)
     }

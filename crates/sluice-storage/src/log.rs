@@ -1116,11 +1116,21 @@ impl Log {
         Ok(false)
     }
 
-    /// Retention (Kafka's `deleteOldSegments`): deletes whole inactive segments that are
-    /// past `retention.ms`, beyond `retention.bytes`, or wholly below the log start
-    /// offset, oldest first; then advances the log start offset to the first remaining
-    /// segment. Returns how many segments were deleted.
+    /// Retention (Kafka's `deleteOldSegments`) with no high-watermark bound; see
+    /// [`Log::delete_old_segments_below`].
     pub fn delete_old_segments(&mut self, now_ms: i64) -> Result<usize> {
+        self.delete_old_segments_below(now_ms, i64::MAX)
+    }
+
+    /// Retention (Kafka's `deleteOldSegments`): deletes whole segments that are past
+    /// `retention.ms`, beyond `retention.bytes`, or wholly below the log start offset,
+    /// oldest first, each only when the high watermark has reached its end (so no
+    /// unreplicated data goes); then advances the log start offset to the first remaining
+    /// segment. The active segment goes too when it is not empty and expired or over the
+    /// size limit: the log rolls first, so it keeps an (empty) active segment at the log
+    /// end, and the log start offset becomes the log end offset, as in Kafka. Returns how
+    /// many segments were deleted.
+    pub fn delete_old_segments_below(&mut self, now_ms: i64, high_watermark: i64) -> Result<usize> {
         // A `compact`-only topic (the coordinators' internal topics) is not subject to
         // time or size retention, as in Kafka: its old segments go only below the log
         // start offset.
@@ -1135,11 +1145,18 @@ impl Log {
             i64::MIN
         };
         let bases: Vec<i64> = self.segments.keys().copied().collect();
+        let log_end_offset = self.log_end_offset();
         let mut deleted = 0;
-        for pair in bases.windows(2) {
-            let (base, next_base) = (pair[0], pair[1]);
+        for (i, base) in bases.iter().copied().enumerate() {
+            let next_base = bases.get(i + 1).copied();
             let segment = &self.segments[&base];
-            let below_start = next_base <= self.log_start_offset;
+            if next_base.is_none() && segment.size_bytes() == 0 {
+                break;
+            }
+            if high_watermark < next_base.unwrap_or(log_end_offset) {
+                break;
+            }
+            let below_start = next_base.is_some_and(|next| next <= self.log_start_offset);
             let expired = retention_ms >= 0
                 && now_ms.saturating_sub(segment.largest_timestamp()) > retention_ms;
             let over_size =
@@ -1149,6 +1166,10 @@ impl Log {
             }
             if excess_bytes != i64::MIN {
                 excess_bytes -= segment.size_bytes() as i64;
+            }
+            if next_base.is_none() {
+                // The active segment: a new empty one takes its place first.
+                self.roll(log_end_offset, now_ms)?;
             }
             let segment = self.segments.remove(&base).expect("listed above");
             tracing::info!(dir = %self.dir.display(), base_offset = base, below_start, expired, over_size, "deleting segment");

@@ -247,11 +247,17 @@ impl LogManager {
     /// `producer.id.expiration.check.interval.ms`, 10 minutes, this at the retention
     /// check's pace) and time-based flushes for every log, then the checkpoints. Returns
     /// the number of segments deleted.
-    pub fn run_periodic_tasks(&mut self, now_ms: i64) -> Result<usize> {
+    /// `high_watermark` gives each partition's high watermark (retention deletes nothing
+    /// above it; `i64::MAX` for no bound).
+    pub fn run_periodic_tasks(
+        &mut self,
+        now_ms: i64,
+        high_watermark: impl Fn(&TopicPartition) -> i64,
+    ) -> Result<usize> {
         let mut deleted = 0;
-        for log in self.logs.values() {
+        for (partition, log) in &self.logs {
             let mut log = lock(log);
-            deleted += log.delete_old_segments(now_ms)?;
+            deleted += log.delete_old_segments_below(now_ms, high_watermark(partition))?;
             log.remove_expired_producers(now_ms);
             log.flush_rolled_segments()?;
             log.flush_if_due(now_ms)?;

@@ -952,3 +952,42 @@ fn retention_leaves_compact_only_logs_alone() {
     assert_eq!(log.segments(), before);
     assert_eq!(log.log_start_offset(), 0);
 }
+
+/// Kafka deletes an expired active segment too (rolling first, so the log keeps an
+/// empty active segment at its end), but never past the high watermark.
+#[test]
+fn retention_deletes_an_expired_active_segment_up_to_the_high_watermark() {
+    let temp = tempfile::tempdir().unwrap();
+    let config = LogConfig {
+        retention_ms: 10_000,
+        ..small_segments(1 << 20)
+    };
+    let mut log = open(temp.path(), config);
+    for i in 0..4i64 {
+        let mut b = batch(2, Compression::None, T0 + i, 100);
+        log.append_as_leader(&mut b, 0, T0).unwrap();
+    }
+    assert_eq!(log.segments().len(), 1);
+    let later = T0 + 60_000;
+    // The high watermark below the log end keeps the segment.
+    assert_eq!(log.delete_old_segments_below(later, 6).unwrap(), 0);
+    assert_eq!(log.log_start_offset(), 0);
+    assert_eq!(log.delete_old_segments_below(later, 8).unwrap(), 1);
+    let segments = log.segments();
+    assert_eq!(segments.len(), 1, "{segments:?}");
+    assert!(segments[0].active);
+    assert_eq!((segments[0].base_offset, segments[0].size_bytes), (8, 0));
+    assert_eq!((log.log_start_offset(), log.log_end_offset()), (8, 8));
+    // An empty active segment is never deleted; appends go on at the old end.
+    assert_eq!(log.delete_old_segments(later).unwrap(), 0);
+    let mut b = batch(1, Compression::None, later, 100);
+    assert_eq!(
+        log.append_as_leader(&mut b, 0, later).unwrap().first_offset,
+        8
+    );
+    // And a restart keeps the new start.
+    log.close().unwrap();
+    drop(log);
+    let log = open_clean(temp.path(), small_segments(1 << 20));
+    assert_eq!((log.log_start_offset(), log.log_end_offset()), (8, 9));
+}

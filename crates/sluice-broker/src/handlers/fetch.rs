@@ -503,11 +503,27 @@ fn read_partition(
     let last_stable_offset = log
         .first_unstable_offset()
         .map_or(high_watermark, |first| first.min(high_watermark));
+    // An out-of-range fetch carries no offsets (-1), as Kafka's `createLogReadResult`
+    // answers it: a client then asks ListOffsets where to go instead of trusting a log
+    // start offset that retention may already have passed (librdkafka resets to a
+    // "cached" offset when one is given, and loses the race with a fast retention).
     let answer = |error_code: i16, records: Bytes, diverging_epoch| Fetched {
         error_code,
-        high_watermark,
-        last_stable_offset,
-        log_start_offset,
+        high_watermark: if error_code == errors::OFFSET_OUT_OF_RANGE {
+            -1
+        } else {
+            high_watermark
+        },
+        last_stable_offset: if error_code == errors::OFFSET_OUT_OF_RANGE {
+            -1
+        } else {
+            last_stable_offset
+        },
+        log_start_offset: if error_code == errors::OFFSET_OUT_OF_RANGE {
+            -1
+        } else {
+            log_start_offset
+        },
         records,
         aborted: Vec::new(),
         diverging_epoch,
