@@ -49,6 +49,28 @@ pub const IMPLEMENTED_VERSIONS: &[(ApiKey, i16, i16)] = &[
     // Every version of these two carries the same fields.
     (ApiKey::IncrementalAlterConfigs, 0, 1),
     (ApiKey::CreatePartitions, 0, 3),
+    // The producer and consumer (issue 8). Produce v3 is the first with v2 record
+    // batches (Kafka 4's floor); v12 is KIP-890's transactions v2 verification, left to
+    // the broker side. Fetch v4 brings isolation levels, v7 sessions, v12 diverging
+    // epochs; v13+ names topics by id.
+    (ApiKey::Produce, 3, 11),
+    (ApiKey::Fetch, 4, 12),
+    (ApiKey::ListOffsets, 1, 10),
+    (ApiKey::FindCoordinator, 0, 6),
+    (ApiKey::JoinGroup, 0, 9),
+    (ApiKey::SyncGroup, 0, 5),
+    (ApiKey::Heartbeat, 0, 4),
+    (ApiKey::LeaveGroup, 0, 5),
+    (ApiKey::OffsetCommit, 2, 9),
+    (ApiKey::OffsetFetch, 2, 9),
+    (ApiKey::ConsumerGroupHeartbeat, 0, 1),
+    (ApiKey::InitProducerId, 0, 5),
+    // v4+ is the brokers' batched form (KIP-890).
+    (ApiKey::AddPartitionsToTxn, 0, 3),
+    (ApiKey::AddOffsetsToTxn, 0, 4),
+    // v5 is transactions v2 (an epoch bump per transaction).
+    (ApiKey::EndTxn, 0, 4),
+    (ApiKey::TxnOffsetCommit, 0, 4),
 ];
 
 /// The range of `api_key` this client implements, if it implements it.

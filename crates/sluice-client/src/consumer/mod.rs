@@ -1,0 +1,1 @@
+//! The consumer (issue 8): being written.

@@ -1,0 +1,1 @@
+//! The producer (issue 8): being written.
