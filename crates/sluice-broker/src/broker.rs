@@ -95,6 +95,32 @@ pub struct Broker {
     pub transactions: crate::txn::TransactionCoordinator,
     /// Partitions a log-cleaner task is cleaning now.
     cleaning: Mutex<std::collections::HashSet<TopicPartition>>,
+    /// What the log cleaner last did, for Kafka's `kafka.log:type=LogCleaner` and
+    /// `LogCleanerManager` metrics.
+    pub cleaner_metrics: Mutex<CleanerMetrics>,
+}
+
+/// The cleaner's gauges, for the metrics endpoint.
+pub(crate) fn lock_cleaner_metrics(broker: &Broker) -> MutexGuard<'_, CleanerMetrics> {
+    guard(&broker.cleaner_metrics)
+}
+
+/// Kafka's log-cleaner gauges, as of the last pass (and the last scan for dirtiness).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct CleanerMetrics {
+    /// `max-dirty-percent`: the highest dirty ratio of a compacted log at the last scan.
+    pub max_dirty_percent: i64,
+    /// `max-buffer-utilization-percent`: how full the last pass's offset map got.
+    pub max_buffer_utilization_percent: i64,
+    /// `cleaner-recopy-percent`: bytes written over bytes read by the last pass.
+    pub cleaner_recopy_percent: i64,
+    /// `max-clean-time-secs`: how long the last pass took.
+    pub max_clean_time_secs: i64,
+    /// When the last pass ended (ms since the epoch; 0: none yet).
+    pub last_run_ms: i64,
+    /// Passes that failed (a damaged segment): Kafka's `uncleanable-partitions-count`
+    /// counts the partitions such passes left behind.
+    pub uncleanable_partitions: std::collections::BTreeSet<String>,
 }
 
 impl std::fmt::Debug for Broker {
@@ -132,6 +158,7 @@ impl Broker {
             groups: Default::default(),
             transactions: Default::default(),
             cleaning: Default::default(),
+            cleaner_metrics: Default::default(),
             fetch_sessions: FetchSessions::new(
                 config
                     .get("max.incremental.fetch.session.cache.slots")
@@ -582,6 +609,12 @@ impl Broker {
                 best = Some((score, tp, replica, cleanable));
             }
         }
+        {
+            let mut metrics = guard(&self.cleaner_metrics);
+            metrics.max_dirty_percent = best
+                .as_ref()
+                .map_or(0, |(_, _, _, c)| (c.dirty_ratio() * 100.0) as i64);
+        }
         let Some((_, tp, replica, cleanable)) = best else {
             return Ok(None);
         };
@@ -594,9 +627,34 @@ impl Broker {
             sluice_storage::lock(&replica.log).install_cleaned(cleaned)
         })();
         guard(&self.cleaning).remove(&tp);
-        let Some(stats) = result? else {
+        let ended = sluice_storage::now_ms();
+        let stats = match result {
+            Ok(stats) => {
+                guard(&self.cleaner_metrics)
+                    .uncleanable_partitions
+                    .remove(&tp.to_string());
+                stats
+            }
+            Err(error) => {
+                guard(&self.cleaner_metrics)
+                    .uncleanable_partitions
+                    .insert(tp.to_string());
+                return Err(error);
+            }
+        };
+        let Some(stats) = stats else {
             return Ok(None);
         };
+        {
+            let mut metrics = guard(&self.cleaner_metrics);
+            metrics.max_buffer_utilization_percent =
+                (stats.map_bytes_used as u128 * 100 / map_bytes.max(1) as u128) as i64;
+            metrics.cleaner_recopy_percent = (u128::from(stats.bytes_written) * 100
+                / u128::from(stats.bytes_read.max(1)))
+                as i64;
+            metrics.max_clean_time_secs = (ended - now).max(0) / 1000;
+            metrics.last_run_ms = ended;
+        }
         if let Some(manager) = guard(&self.managers).get_mut(replica.dir_index) {
             manager.set_cleaner_offset(&tp, stats.next_dirty_offset);
         }

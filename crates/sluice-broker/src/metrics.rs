@@ -386,6 +386,7 @@ impl Collector for BrokerCollector {
         )?;
         self.encode_groups(e)?;
         self.encode_logs(e)?;
+        self.encode_cleaner(e)?;
         self.encode_requests(e)
     }
 }
@@ -446,6 +447,54 @@ impl BrokerCollector {
         for state in ["Empty", "Assigning", "Reconciling", "Stable", "Dead"] {
             ConstGauge::new(counts.groups("consumer", Some(state)))
                 .encode(family.encode_family(&[("state", state.to_lowercase())])?)?;
+        }
+        Ok(())
+    }
+}
+
+impl BrokerCollector {
+    /// `kafka.log<type=LogCleaner, name=...>` and `kafka.log<type=LogCleanerManager,
+    /// name=...>`, from the cleaner's last pass ([`crate::broker::CleanerMetrics`]).
+    fn encode_cleaner(&self, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let metrics = crate::broker::lock_cleaner_metrics(&self.broker);
+        let since_last_run = if metrics.last_run_ms > 0 {
+            (sluice_storage::now_ms() - metrics.last_run_ms).max(0)
+        } else {
+            0
+        };
+        for (name, help, value) in [
+            (
+                "kafka_log_logcleaner_max_buffer_utilization_percent",
+                "How full the last cleaner pass's offset map got.",
+                metrics.max_buffer_utilization_percent,
+            ),
+            (
+                "kafka_log_logcleaner_cleaner_recopy_percent",
+                "Bytes the last cleaner pass wrote, in percent of those it read.",
+                metrics.cleaner_recopy_percent,
+            ),
+            (
+                "kafka_log_logcleaner_max_clean_time_secs",
+                "Seconds the last cleaner pass took.",
+                metrics.max_clean_time_secs,
+            ),
+            (
+                "kafka_log_logcleanermanager_max_dirty_percent",
+                "The highest dirty ratio of a compacted log at the last scan, in percent.",
+                metrics.max_dirty_percent,
+            ),
+            (
+                "kafka_log_logcleanermanager_time_since_last_run_ms",
+                "Milliseconds since the last cleaner pass ended.",
+                since_last_run,
+            ),
+            (
+                "kafka_log_logcleanermanager_uncleanable_partitions_count",
+                "Partitions whose last cleaner pass failed.",
+                metrics.uncleanable_partitions.len() as i64,
+            ),
+        ] {
+            gauge(encoder, name, help, value)?;
         }
         Ok(())
     }

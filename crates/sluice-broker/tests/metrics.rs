@@ -7,14 +7,13 @@ mod common;
 use std::net::SocketAddr;
 
 use bytes::Bytes;
-use common::{TestNode, Wire};
+use common::{TestNode, Wire, get, sample};
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
 use kafka_protocol::messages::{BrokerId, FetchRequest, fetch_request};
 use kafka_protocol::protocol::StrBytes;
 use sluice_protocol::{Compression, NewRecord, RecordBatchBuilder};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn name(text: &str) -> TopicName {
     TopicName(StrBytes::from_string(text.to_string()))
@@ -24,25 +23,6 @@ fn name(text: &str) -> TopicName {
 fn free_address() -> SocketAddr {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.local_addr().unwrap()
-}
-
-/// `GET path` over a bare HTTP/1.1 connection: (status code, body).
-async fn get(address: SocketAddr, path: &str) -> (u16, String) {
-    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap();
-    let (head, body) = response.split_once("\r\n\r\n").expect("a full response");
-    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    (status, body.to_string())
-}
-
-/// The value of the sample `series` (name and labels as exposed), if present.
-fn sample(text: &str, series: &str) -> Option<f64> {
-    text.lines()
-        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
-        .map(|value| value.trim().parse().unwrap())
 }
 
 fn batch(count: usize) -> Bytes {

@@ -186,8 +186,9 @@ pub struct CleanStats {
     pub bytes_written: u64,
     pub records_read: u64,
     pub records_kept: u64,
-    /// Keys in the offset map.
+    /// Keys in the offset map, and the bytes of its budget they took.
     pub map_keys: usize,
+    pub map_bytes_used: usize,
     pub tombstones_removed: u64,
     pub markers_removed: u64,
     pub aborted_batches_removed: u64,
@@ -376,6 +377,7 @@ fn build_offset_map(
                 return Ok((map, header.base_offset));
             }
             used += added_bytes;
+            stats.map_bytes_used = used;
             for (key, offset) in added {
                 match map.get_mut(&key) {
                     Some(latest) => *latest = offset,
