@@ -10,6 +10,7 @@
 mod cluster;
 mod dump_log;
 mod group;
+mod produce;
 mod remote;
 mod topic;
 
@@ -81,6 +82,10 @@ enum Command {
         #[command(subcommand)]
         command: group::GroupCommand,
     },
+    /// Write records from stdin, one a line, as `kcat -P` does (`-k key`,
+    /// `--key-separator`, `-H name=value`, `-p partition`, `--acks`, `--compression`,
+    /// `-X key=value` producer settings).
+    Produce(produce::ProduceArgs),
     /// The cluster's metadata quorum, over the wire as Kafka's
     /// `kafka-metadata-quorum.sh describe --status --replication` shows it.
     Cluster {
@@ -147,6 +152,13 @@ fn main() -> anyhow::Result<()> {
         } => {
             if let Err(error) = group::run(&bootstrap_server, command) {
                 eprintln!("sluice group: {error:#}");
+                std::process::exit(1);
+            }
+            Ok(())
+        }
+        Command::Produce(args) => {
+            if let Err(error) = produce::run(args) {
+                eprintln!("sluice produce: {error:#}");
                 std::process::exit(1);
             }
             Ok(())

@@ -86,6 +86,26 @@ impl Server {
         run(tool, &self.address, args)
     }
 
+    /// Runs `sluice <tool> --bootstrap-server <this server> <args>` with `input` on stdin.
+    pub fn run_input(&self, tool: &str, args: &[&str], input: &str) -> Output {
+        use std::io::Write;
+        let mut child = Command::new(SLUICE)
+            .args([tool, "--bootstrap-server", &self.address])
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    }
+
     /// Runs a command that must succeed; returns its stdout and stderr.
     pub fn ok(&self, tool: &str, args: &[&str]) -> (String, String) {
         let output = self.run(tool, args);
