@@ -540,7 +540,14 @@ impl ClassicGroup {
         let Some(index) = self.members.iter().position(|m| m.member_id == old_id) else {
             return Reply::Now(JoinResult::error(errors::UNKNOWN_MEMBER_ID, ""));
         };
-        let protocols_changed = self.members[index].protocols != request.protocols;
+        // As Kafka (`updateStaticMemberThenRebalanceOrCompleteJoin`): the member's
+        // subscription is replaced, and a Stable group rebalances only when that changes
+        // the protocol the group would select; new subscription bytes alone (a restarted
+        // consumer's generation -1 in them) do not.
+        let previous_protocols = self.members[index].protocols.clone();
+        self.members[index].protocols = request.protocols.clone();
+        let protocol_changed = self.select_protocol() != self.protocol;
+        self.members[index].protocols = previous_protocols;
         {
             let member = &mut self.members[index];
             if let Some(sender) = member.awaiting_join.take() {
@@ -566,7 +573,8 @@ impl ClassicGroup {
             self.pending_sync.insert(new_id.clone());
         }
         match self.state {
-            ClassicState::Stable if !protocols_changed => {
+            ClassicState::Stable if !protocol_changed => {
+                self.members[index].protocols = request.protocols.clone();
                 self.dirty = true;
                 let is_leader = self.leader.as_deref() == Some(new_id.as_str());
                 let mut result = self.join_result(&new_id, is_leader);
@@ -1324,6 +1332,49 @@ mod tests {
             panic!()
         };
         assert_eq!(sync.assignment, Bytes::from_static(b"p0"));
+    }
+
+    /// Kafka rebalances a Stable group on a static member's rejoin only when the
+    /// protocol it would select changes, not for new subscription bytes.
+    #[test]
+    fn static_rejoin_rebalances_only_when_the_selected_protocol_changes() {
+        let mut group = ClassicGroup::new("g".into(), 0);
+        let first = now_result(group.join(
+            request("", Some("i1"), &["range", "roundrobin"]),
+            &config(),
+            0,
+        ));
+        let SyncOutcome::Store(store) = group.sync(
+            &first.member_id,
+            Some("i1"),
+            1,
+            None,
+            None,
+            vec![(first.member_id.clone(), Bytes::from_static(b"p0"))],
+            0,
+        ) else {
+            panic!()
+        };
+        group.finish_sync(&store.value, 1, errors::NONE, &config(), 0);
+        // Same protocol, other subscription bytes (a restarted consumer's generation -1).
+        let mut changed_bytes = request("", Some("i1"), &["range", "roundrobin"]);
+        changed_bytes.protocols[0].1 = Bytes::from_static(b"range with generation -1");
+        let again = now_result(group.join(changed_bytes, &config(), 10));
+        assert_eq!((again.error, again.generation), (errors::NONE, 1));
+        assert_eq!(group.state, ClassicState::Stable);
+        // The member's new subscription is what the group now holds.
+        assert_eq!(
+            group.members[0].protocols[0].1,
+            Bytes::from_static(b"range with generation -1")
+        );
+        // Another first choice, so another selected protocol: the group rebalances.
+        let other = group.join(
+            request("", Some("i1"), &["roundrobin", "range"]),
+            &config(),
+            20,
+        );
+        drop(other);
+        assert_ne!(group.state, ClassicState::Stable);
     }
 
     #[test]
