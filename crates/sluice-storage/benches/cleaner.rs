@@ -3,7 +3,8 @@
 //!
 //! Run with `cargo bench -p sluice-storage --bench cleaner`. Results: `docs/benchmarks.md`.
 //!
-//! - `clean-64MiB/<codec>/<keys>`: 64 MiB of 100-byte values in batches of 100 records,
+//! - `clean-64MiB/<codec>/<keys>`: 64 MiB of 100-byte values (random lowercase letters,
+//!   so lz4 batches compress about as text does) in batches of 100 records,
 //!   keys drawn round-robin from a key space of `keys` keys (so each key is rewritten
 //!   many times), 8 MiB segments, the last segment active; one pass with a 128 MiB offset
 //!   map. Throughput counts the bytes the pass read. The log is rebuilt outside the timing
@@ -51,7 +52,20 @@ fn build(root: &Path, codec: Compression, keys: usize) -> (Log, tempfile::TempDi
         .tempdir_in(root)
         .expect("a temporary directory");
     let mut log = Log::open(dir.path(), config(), LogOpenOptions::default()).expect("open");
-    let value = Bytes::from(vec![b'v'; VALUE_BYTES]);
+    // Values of random lowercase letters (xorshift): about as compressible as text, so a
+    // compressed log holds a realistic amount of record data.
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut value = move || {
+        let letters: Vec<u8> = (0..VALUE_BYTES)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                b'a' + (state % 26) as u8
+            })
+            .collect();
+        Bytes::from(letters)
+    };
     let mut written = 0;
     let mut next_key = 0usize;
     while written < DATA_BYTES {
@@ -61,7 +75,7 @@ fn build(root: &Path, codec: Compression, keys: usize) -> (Log, tempfile::TempDi
                 .append(&NewRecord {
                     timestamp: TIMESTAMP + i as i64,
                     key: Some(Bytes::from(format!("key-{:08}", next_key % keys))),
-                    value: Some(value.clone()),
+                    value: Some(value()),
                     headers: vec![],
                 })
                 .expect("a record");
