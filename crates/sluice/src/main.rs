@@ -8,6 +8,7 @@
 //! `sluice cluster status` shows the metadata quorum as `kafka-metadata-quorum.sh` does.
 
 mod cluster;
+mod consume;
 mod dump_log;
 mod group;
 mod produce;
@@ -86,6 +87,9 @@ enum Command {
     /// `--key-separator`, `-H name=value`, `-p partition`, `--acks`, `--compression`,
     /// `-X key=value` producer settings).
     Produce(produce::ProduceArgs),
+    /// Print records, as `kcat -C` does (`-g group`, `-o beginning|end|<offset>|@<ms>`,
+    /// `-c count`, `-e`, `-f format`, `-X key=value` consumer settings).
+    Consume(consume::ConsumeArgs),
     /// The cluster's metadata quorum, over the wire as Kafka's
     /// `kafka-metadata-quorum.sh describe --status --replication` shows it.
     Cluster {
@@ -152,6 +156,13 @@ fn main() -> anyhow::Result<()> {
         } => {
             if let Err(error) = group::run(&bootstrap_server, command) {
                 eprintln!("sluice group: {error:#}");
+                std::process::exit(1);
+            }
+            Ok(())
+        }
+        Command::Consume(args) => {
+            if let Err(error) = consume::run(args) {
+                eprintln!("sluice consume: {error:#}");
                 std::process::exit(1);
             }
             Ok(())
