@@ -5,6 +5,9 @@
 //   java -cp 'CLASSES:compat/kafka/libs/*' TxnJava zombie BOOTSTRAP SUITE   (suite zombie)
 //   java -cp ... TxnJava processor BOOTSTRAP IN OUT GROUP TXN_ID INSTANCE HOLD_AT
 //                                             (the EOS processor, a child of "eos")
+//   EOS_PROCESSOR=path java ... TxnJava eos BOOTSTRAP eos-rust
+//                                             (the same driver and checks, with another
+//                                             client's processor: Sluice's Rust client)
 //
 // eos: the exactly-once consume-transform-produce loop of the guide (transactional.id,
 //   read_committed consumer, enable.auto.commit=false, sendOffsetsToTransaction with
@@ -319,13 +322,21 @@ public class TxnJava {
         int committed = 0, aborted = 0;
 
         Proc(String in, String out, String group, String txnId, String instance, int holdAt) throws Exception {
-            String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-            List<String> cmd = new ArrayList<>(List.of(java, "-Xms32m", "-Xmx256m", "-XX:TieredStopAtLevel=1",
-                    "-XX:+UseSerialGC", "-XX:-UsePerfData", "-Xshare:auto"));
-            String log4j = System.getProperty("log4j2.configurationFile");
-            if (log4j != null) cmd.add("-Dlog4j2.configurationFile=" + log4j);
-            cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), "TxnJava", "processor", bootstrap,
-                    in, out, group, txnId, instance, String.valueOf(holdAt)));
+            List<String> cmd = new ArrayList<>();
+            String external = System.getenv("EOS_PROCESSOR");
+            if (external != null && !external.isEmpty()) {
+                // Another client's processor speaking the same lines (suite eos-rust: Sluice's
+                // native client, crates/sluice-client/examples/transactional_processor.rs).
+                cmd.add(external);
+            } else {
+                String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+                cmd.addAll(List.of(java, "-Xms32m", "-Xmx256m", "-XX:TieredStopAtLevel=1",
+                        "-XX:+UseSerialGC", "-XX:-UsePerfData", "-Xshare:auto"));
+                String log4j = System.getProperty("log4j2.configurationFile");
+                if (log4j != null) cmd.add("-Dlog4j2.configurationFile=" + log4j);
+                cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), "TxnJava", "processor"));
+            }
+            cmd.addAll(List.of(bootstrap, in, out, group, txnId, instance, String.valueOf(holdAt)));
             p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
             children.add(p);
             Thread t = new Thread(() -> {
@@ -382,7 +393,7 @@ public class TxnJava {
         Map<Integer, Long> inputEnd = new TreeMap<>();
         final List<String> kills = new ArrayList<>();
         final int[] totals = {0, 0};
-        boolean ran = check("processor (separate JVM) SIGKILLed 3 times mid-run and restarted, finishes the " + N + " inputs", () -> {
+        boolean ran = check("processor (separate " + (System.getenv("EOS_PROCESSOR") == null ? "JVM" : "process") + ") SIGKILLed 3 times mid-run and restarted, finishes the " + N + " inputs", () -> {
             createTopic(in, IN_PARTS);
             createTopic(out, IN_PARTS);
             try (KafkaProducer<String, String> p = producer(null)) {

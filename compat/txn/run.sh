@@ -8,7 +8,7 @@
 # Options: --no-build (use target/debug/sluice as it is; SLUICE=path picks another
 # binary), --serial (one suite at a time; default: all at once), --keep (keep the work
 # dir with each suite's stderr and the broker's log), --only "SUITE ..." (some of:
-# eos-java rdkafka-txn zombie hanging tools broker-kill), --tv "1 2" (the transaction.version
+# eos-java eos-rust rdkafka-txn zombie hanging tools broker-kill), --tv "1 2" (the transaction.version
 # levels to run at, in order).
 #
 # For each level: kafka-features.sh (org.apache.kafka.tools.FeatureCommand) upgrade/
@@ -19,6 +19,9 @@
 #                                     aborted: each input exactly once in the output
 #                                     (read_committed), committed offsets = input end offsets,
 #                                     read_uncommitted sees the aborted records too
+#   eos-rust     TxnJava.java eos     the same driver and checks with the processor written
+#                                     with Sluice's Rust client (the transactional_processor
+#                                     example of sluice-client; EOS_PROCESSOR)
 #   rdkafka-txn  rdkafka_txn.py       orders/inventory/notifications transactions (commit and
 #                                     abort) with send_offsets_to_transaction; read_committed /
 #                                     read_uncommitted values and offsets; librdkafka fencing
@@ -41,7 +44,7 @@ root="$PWD"
 here="$root/compat/txn"
 
 broker=sluice build=1 serial=0 keep=0
-all_suites="eos-java rdkafka-txn zombie hanging tools broker-kill"
+all_suites="eos-java eos-rust rdkafka-txn zombie hanging tools broker-kill"
 only="$all_suites"
 levels="1 2"
 while [[ $# -gt 0 ]]; do
@@ -137,6 +140,15 @@ suite_cmd() { # sets cmd=(...) for suite $1 (SUITE@tvN)
         cmd=(sh -c "echo 'FAIL $1: (suite) javac TxnJava.java failed: $(tr '\n' ' ' < "$work/javac.err" | tr -d "'" | tail -c 300)'; exit 1")
       else
         cmd=(timeout 100 "${jvm[@]}" -cp "$work/classes:$libs/*" TxnJava "${s%-java}" "$bootstrap" "$1")
+      fi ;;
+    eos-rust)
+      processor="$root/target/debug/examples/transactional_processor"
+      if [[ "$javac_rc" != 0 ]]; then
+        cmd=(sh -c "echo 'FAIL $1: (suite) javac TxnJava.java failed'; exit 1")
+      elif [[ ! -x "$processor" ]]; then
+        cmd=(sh -c "echo 'FAIL $1: (suite) no $processor (compat/build.sh builds it)'; exit 1")
+      else
+        cmd=(env EOS_PROCESSOR="$processor" timeout 100 "${jvm[@]}" -cp "$work/classes:$libs/*" TxnJava eos "$bootstrap" "$1")
       fi ;;
     rdkafka-txn) cmd=(timeout 60 python3 "$here/rdkafka_txn.py" "$bootstrap" "$1") ;;
     hanging) cmd=(timeout 60 python3 "$here/hanging.py" "$bootstrap" "$1") ;;
