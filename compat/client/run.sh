@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Native client compat suite: Sluice's Rust producer (crates/sluice-client) against one
+# Native client compat suite: Sluice's Rust producer and consumer (crates/sluice-client) against one
 # broker, judged by third-party clients: librdkafka (confluent-kafka), Kafka's Java
 # producer and Kafka's tools.
 #
@@ -9,7 +9,7 @@
 # Options: --no-build (use target/debug/sluice and target/debug/examples/client_compat as
 # they are; SLUICE=path / CLIENT_COMPAT=path pick other binaries), --serial (one suite at
 # a time; default: all at once), --keep (keep the work dir with each suite's stderr and the
-# broker's log), --only "SUITE ..." (some of: roundtrip murmur2 txn restart).
+# broker's log), --only "SUITE ..." (some of: roundtrip murmur2 txn fresh mixed-group restart).
 #
 # The producer is driven through crates/sluice-client/examples/client_compat.rs. Suites
 # (details in each script's docstring and README.md), at once:
@@ -23,21 +23,28 @@
 #   txn        txn.py        commit, abort (records acknowledged first), commit:
 #                            read_committed sees only the committed records, in order;
 #                            kafka-transactions.sh list/describe show the transactional id
+#   fresh      fresh.py      3 freshly created 6-partition topics, each sent 50,000 1 KiB
+#                            records at once by an idempotent producer (Kafka answers
+#                            NOT_LEADER_OR_FOLLOWER for a moment on such partitions): every
+#                            record acknowledged once, read back by librdkafka exactly once
+#                            at its offset, in send order per partition
+#   mixed-group mixed_group.sh 2 Sluice consumers + 1 Java consumer, cooperative-sticky, in
+#                            one group: 6 partitions split 2/2/2; the Java member's join
+#                            revokes only the moved partitions (the consumer's acceptance;
+#                            the test lives in crates/sluice-client/tests/consumer.rs)
 # and then, alone:
 #   restart    restart.py    an idempotent stream of 6,000 records; the broker is SIGKILLed
 #                            mid-stream and restarted (same ports and data dir): every
 #                            record acknowledged, each exactly once, in order per partition
-# (Consumer checks are to be added as further suites: a script printing PASS/FAIL lines,
-# a name in all_suites and a line in suite_cmd.)
-# Ends with "client: N passed, M failed" and exits 1 if anything failed. About 25 s
-# against Sluice and 40 s against Kafka on 2 cores, plus the build.
+# Ends with "client: N passed, M failed" and exits 1 if anything failed. About 20 s
+# against Sluice and 25 s against Kafka on 2 cores, plus the build.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root="$PWD"
 here="$root/compat/client"
 
 broker=sluice build=1 serial=0 keep=0
-all_suites="roundtrip murmur2 txn restart"
+all_suites="roundtrip murmur2 txn fresh mixed-group restart"
 only="$all_suites"
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -46,7 +53,7 @@ while [[ $# -gt 0 ]]; do
     --serial) serial=1 ;;
     --keep) keep=1 ;;
     --only) only="$2"; shift ;;
-    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -120,6 +127,8 @@ suite_cmd() { # sets cmd=(...) for suite $1
     roundtrip) cmd=(timeout 90 python3 "$here/roundtrip.py" "$bootstrap" "$work" "$libs" "$data_dir" "$1") ;;
     murmur2) cmd=(timeout 90 python3 "$here/murmur2.py" "$bootstrap" "$work" "$libs" "$1") ;;
     txn) cmd=(timeout 90 python3 "$here/txn.py" "$bootstrap" "$work" "$libs" "$1") ;;
+    fresh) cmd=(timeout 400 python3 "$here/fresh.py" "$bootstrap" "$work" "$1") ;;
+    mixed-group) cmd=(timeout 200 "$here/mixed_group.sh" "$bootstrap" "$1") ;;
     *) cmd=(sh -c "echo 'FAIL $1: (suite) unknown suite'; exit 1") ;;
   esac
 }

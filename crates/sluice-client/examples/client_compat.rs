@@ -17,6 +17,12 @@
 //!     init_transactions, then three transactions of COUNT records each: `commit-1-I`
 //!     (committed), `abort-I` (flushed so it reaches the log, then aborted), `commit-2-I`
 //!     (committed); keys `k-I`. Prints each step (`committed 1`, `aborted`, ...).
+//! client_compat burst BOOTSTRAP TOPIC COUNT VALUE_BYTES [-X key=value ...]
+//!     Sends COUNT records without key (the sticky partitioner spreads them), value `I`
+//!     (10 digits) padded with `.` to VALUE_BYTES bytes, as fast as `send` takes them,
+//!     then prints `INDEX<TAB>PARTITION<TAB>OFFSET` per acknowledged record (send order),
+//!     `failure I: ERROR` per failed one and `delivered N failed M`; exit 0 only if every
+//!     record was acknowledged.
 //! client_compat perf BOOTSTRAP TOPIC RECORDS VALUE_BYTES [-X key=value ...]
 //!     Sends RECORDS records of VALUE_BYTES bytes (no key) as fast as `send` takes them,
 //!     flushes, and prints one line `RESULT {json}`: records, bytes, seconds, records/s,
@@ -37,6 +43,7 @@ fn usage() -> ! {
         "usage: client_compat produce BOOTSTRAP TOPIC RECORDS_FILE [-X k=v ...]\n       \
          client_compat stream BOOTSTRAP TOPIC COUNT RATE [-X k=v ...]\n       \
          client_compat txn BOOTSTRAP TOPIC TRANSACTIONAL_ID COUNT [-X k=v ...]\n       \
+         client_compat burst BOOTSTRAP TOPIC COUNT VALUE_BYTES [-X k=v ...]\n       \
          client_compat perf BOOTSTRAP TOPIC RECORDS VALUE_BYTES [-X k=v ...]"
     );
     std::process::exit(2)
@@ -261,6 +268,41 @@ async fn txn(
     Ok(true)
 }
 
+async fn burst(
+    bootstrap: &str,
+    topic: &str,
+    count: u64,
+    value_bytes: usize,
+    settings: &[(String, String)],
+) -> anyhow::Result<bool> {
+    let producer = Producer::connect(config(bootstrap, settings, &[])?).await?;
+    let mut deliveries = Vec::with_capacity(count as usize);
+    for i in 0..count {
+        let mut value = format!("{i:010}").into_bytes();
+        value.resize(value_bytes.max(value.len()), b'.');
+        deliveries.push(producer.send(ProducerRecord::new(topic, value)).await?);
+    }
+    producer.flush().await?;
+    let (mut acked, mut failed) = (0u64, 0u64);
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    for (i, delivery) in deliveries.into_iter().enumerate() {
+        match delivery.await {
+            Ok(metadata) => {
+                acked += 1;
+                writeln!(out, "{i}\t{}\t{}", metadata.partition, metadata.offset)?;
+            }
+            Err(error) => {
+                failed += 1;
+                writeln!(out, "failure {i}: {error}")?;
+            }
+        }
+    }
+    producer.close().await?;
+    writeln!(out, "delivered {acked} failed {failed}")?;
+    out.flush()?;
+    Ok(failed == 0)
+}
+
 fn peak_rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     status
@@ -345,6 +387,7 @@ async fn main() -> anyhow::Result<()> {
         "produce" => produce(arg(0), arg(1), arg(2), &settings).await?,
         "stream" => stream(arg(0), arg(1), number(2)?, number(3)?, &settings).await?,
         "txn" => txn(arg(0), arg(1), arg(2), number(3)?, &settings).await?,
+        "burst" => burst(arg(0), arg(1), number(2)?, number(3)? as usize, &settings).await?,
         "perf" => perf(arg(0), arg(1), number(2)?, number(3)? as usize, &settings).await?,
         _ => usage(),
     };

@@ -124,7 +124,7 @@ async fn main() -> anyhow::Result<()> {
                 say(&format!("holding {txn} {}", records.len()));
                 tokio::time::sleep(Duration::from_secs(600)).await;
             }
-            if txn % ABORT_EVERY == 0 {
+            if txn.is_multiple_of(ABORT_EVERY) {
                 return Ok(false);
             }
             producer.commit_transaction().await?;

@@ -1280,3 +1280,96 @@ async fn await_balanced_views(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// The acceptance: a group of 2 Sluice consumers and 1 Java consumer with
+/// cooperative-sticky splits 6 partitions, and the Java member's arrival rebalances
+/// incrementally: each Sluice member keeps the partitions it still owns (its listener is
+/// told of revocations only of partitions it gives up, never of its whole assignment, and
+/// loses nothing). Needs Java and `compat/kafka/libs`; `SLUICE_INTEROP_BOOTSTRAP` points it
+/// at Apache Kafka (compat/client/run.sh runs it against both).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Java and compat/kafka/libs: cargo test --test consumer -- --ignored"]
+async fn two_sluice_consumers_and_a_java_one_split_incrementally() {
+    let node;
+    let bootstrap = match std::env::var("SLUICE_INTEROP_BOOTSTRAP") {
+        Ok(bootstrap) => bootstrap,
+        Err(_) => {
+            node = TestNode::start(NODE_SETTINGS).await;
+            node.address.to_string()
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("JavaMember.java");
+    std::fs::write(&source, JAVA_MEMBER).unwrap();
+    let admin = Admin::connect(ClientConfig::new([bootstrap.clone()]))
+        .await
+        .unwrap();
+    let run = std::process::id();
+    let topic = format!("mixed-coop-{run}");
+    let group = format!("mixed-coop-group-{run}");
+    admin
+        .create_topics(
+            &[sluice_client::NewTopic {
+                name: topic.clone(),
+                num_partitions: Some(6),
+                replication_factor: Some(1),
+                configs: Vec::new(),
+            }],
+            false,
+        )
+        .await
+        .unwrap();
+    let config = ConsumerConfig::new([bootstrap.clone()])
+        .session_timeout_ms(6_000)
+        .heartbeat_interval_ms(500)
+        .group_id(group.clone())
+        .partition_assignment_strategy(vec![Assignor::CooperativeSticky]);
+    let a = Member::start(config.clone(), &[&topic]).await;
+    let b = Member::start(config, &[&topic]).await;
+    let before = await_balanced_views(&[&a.view(), &b.view()], 6).await;
+    assert!(before.iter().all(|s| s.len() == 3), "{before:?}");
+    let events_before = [
+        a.events.0.lock().unwrap().len(),
+        b.events.0.lock().unwrap().len(),
+    ];
+    let java = JavaMember::start(
+        &source,
+        &bootstrap,
+        &group,
+        &topic,
+        "org.apache.kafka.clients.consumer.CooperativeStickyAssignor",
+    );
+    let java_view = JavaMemberView(java.assignment.clone());
+    let after = await_balanced_views(&[&a.view(), &b.view(), &java_view], 6).await;
+    assert!(after.iter().all(|s| s.len() == 2), "{after:?}");
+    for (i, member) in [&a, &b].into_iter().enumerate() {
+        assert!(
+            after[i].is_subset(&before[i]),
+            "member {i} kept its partitions: {:?} -> {:?}",
+            before[i],
+            after[i]
+        );
+        let events = member.events.0.lock().unwrap();
+        let revoked: BTreeSet<TopicPartition> = events[events_before[i]..]
+            .iter()
+            .flat_map(|e| match e {
+                Event::Revoked(p) => p.clone(),
+                _ => BTreeSet::new(),
+            })
+            .collect();
+        let expected: BTreeSet<TopicPartition> = before[i].difference(&after[i]).cloned().collect();
+        assert_eq!(
+            revoked, expected,
+            "member {i}: only the moved partitions are revoked"
+        );
+        assert!(
+            !events[events_before[i]..]
+                .iter()
+                .any(|e| matches!(e, Event::Lost(_))),
+            "member {i} lost nothing"
+        );
+    }
+    drop(java);
+    a.stop().await;
+    b.stop().await;
+}

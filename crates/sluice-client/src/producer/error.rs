@@ -28,7 +28,6 @@ pub(crate) const INVALID_PRODUCER_ID_MAPPING: ErrorCode = ErrorCode(49);
 pub(crate) const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: ErrorCode = ErrorCode(53);
 pub(crate) const UNKNOWN_PRODUCER_ID: ErrorCode = ErrorCode(59);
 pub(crate) const PRODUCER_FENCED: ErrorCode = ErrorCode(90);
-pub(crate) const NOT_LEADER_OR_FOLLOWER: ErrorCode = ErrorCode(6);
 pub(crate) const COORDINATOR_LOAD_IN_PROGRESS: ErrorCode = ErrorCode(14);
 pub(crate) const COORDINATOR_NOT_AVAILABLE: ErrorCode = ErrorCode(15);
 pub(crate) const NOT_COORDINATOR: ErrorCode = ErrorCode(16);

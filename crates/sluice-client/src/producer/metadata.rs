@@ -1,7 +1,7 @@
 //! The producer's view of topic metadata: each partition's leader, refreshed when a
-//! produce answer says the leader moved (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION,
-//! LEADER_NOT_AVAILABLE, a connection failure), when a partition has no known leader, and
-//! every `metadata.max.age.ms`.
+//! produce answer has a retriable error (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION,
+//! NOT_ENOUGH_REPLICAS, ..., a connection failure; the retry waits for the refresh), when a
+//! partition has no known leader, and every `metadata.max.age.ms`.
 //!
 //! Metadata requests ask with `allow_auto_topic_creation`, as the Java producer does, so
 //! a broker with `auto.create.topics.enable` creates a topic on first send.
@@ -20,6 +20,9 @@ pub(crate) struct Metadata {
     pub(crate) topics: HashMap<String, TopicInfo>,
     pub(crate) refresh_requested: bool,
     pub(crate) last_refresh: Instant,
+    /// When the last successful refresh began (a retry after a retriable error waits for
+    /// one begun after the error).
+    pub(crate) last_refresh_started: Instant,
 }
 
 pub(crate) struct TopicInfo {
@@ -35,6 +38,7 @@ impl Metadata {
             topics: HashMap::new(),
             refresh_requested: false,
             last_refresh: Instant::now(),
+            last_refresh_started: Instant::now(),
         }
     }
 
@@ -58,8 +62,11 @@ impl Metadata {
 
 /// Asks for `topics` and stores what comes back.
 pub(crate) async fn refresh(shared: &Shared, topics: Vec<String>) -> Result<(), ProducerError> {
+    let started = Instant::now();
     if topics.is_empty() {
-        shared.lock().metadata.last_refresh = Instant::now();
+        let mut state = shared.lock();
+        state.metadata.last_refresh = Instant::now();
+        state.metadata.last_refresh_started = state.metadata.last_refresh_started.max(started);
         return Ok(());
     }
     let request_topics: Vec<MetadataRequestTopic> = topics
@@ -98,6 +105,7 @@ pub(crate) async fn refresh(shared: &Shared, topics: Vec<String>) -> Result<(), 
             );
         }
         state.metadata.last_refresh = Instant::now();
+        state.metadata.last_refresh_started = state.metadata.last_refresh_started.max(started);
         state.metadata.refresh_requested = false;
     }
     if unknown_broker {

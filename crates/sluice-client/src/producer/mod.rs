@@ -6,10 +6,13 @@
 //! ([`sender`]) takes batches that are full (`batch.size`) or lingered (`linger.ms`), and
 //! sends one Produce request per broker carrying one batch of every ready partition it
 //! leads, with up to `max.in.flight.requests.per.connection` requests in flight per
-//! broker and per partition. Retriable errors are retried after `retry.backoff.ms` until
-//! `retries` or `delivery.timeout.ms` runs out; an idempotent producer (the default)
-//! stamps each batch with its producer id, epoch and sequence so retries neither
-//! duplicate nor reorder records, and bumps its epoch (KIP-360) when a batch is lost for
+//! broker and per partition. Retriable errors are retried after `retry.backoff.ms` (and a
+//! metadata refresh) until `retries` or `delivery.timeout.ms` runs out; an idempotent
+//! producer (the default) stamps each batch with its producer id, epoch and sequence so
+//! retries neither duplicate nor reorder records: a partition sends one batch at a time
+//! until it acknowledged one of the producer's epoch and holds back behind a batch in
+//! retry (the drain rule in [`accumulator`]), a batch the broker can no longer take in
+//! order fails at once, and the producer bumps its epoch (KIP-360) when a batch is lost for
 //! good. A `transactional.id` makes it transactional ([`transaction`]).
 //!
 //! Not here: `acks=0` (the connection has no request without a response), splitting a

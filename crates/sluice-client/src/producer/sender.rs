@@ -4,9 +4,13 @@
 //! Requests are futures this one task owns and polls in the order they were made: the
 //! first poll of each queues its frame on the broker's connection (whose in-flight
 //! slots are handed out first come, first served), so batches of one partition leave in
-//! sequence order. Answers can still come back reordered across a reconnect; an
+//! sequence order. Which batches of a partition may go is the accumulator's drain rule
+//! ([`PartitionQueue`](super::accumulator::PartitionQueue)): one at a time until the
+//! partition acknowledged one of this epoch, and none past a batch being retried.
+//! Answers can still come back reordered across a reconnect; an
 //! OUT_OF_ORDER_SEQUENCE_NUMBER for a batch whose predecessor is not yet acknowledged is
-//! therefore retried, as the Java client does.
+//! therefore retried, as the Java client does, while one for a batch at or below the
+//! partition's last acknowledged sequence fails at once (it can never be written in order).
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -20,10 +24,11 @@ use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProdu
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse, TransactionalId};
 use kafka_protocol::protocol::StrBytes;
 
-use super::accumulator::{BatchState, PartitionQueue};
+use super::accumulator::{
+    BatchState, DrainRules, SequencePosition, increment_sequence, sequence_position,
+};
 use super::error::{
-    DUPLICATE_SEQUENCE_NUMBER, NOT_LEADER_OR_FOLLOWER, OUT_OF_ORDER_SEQUENCE_NUMBER,
-    UNKNOWN_PRODUCER_ID, classify,
+    DUPLICATE_SEQUENCE_NUMBER, OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID, classify,
 };
 use super::{ProducerError, Shared, State, metadata, transaction};
 use crate::client::{Target, topic_name};
@@ -187,6 +192,14 @@ fn drain(
         requests_in_flight,
         ..
     } = state;
+    let rules = DrainRules {
+        now,
+        linger,
+        send_now,
+        max_in_flight,
+        idempotent,
+        metadata_refresh_started: metadata.last_refresh_started,
+    };
     let mut expired = Vec::new();
     for (topic, queues) in accumulator.topics.iter_mut() {
         for (index, queue) in queues.partitions.iter_mut().enumerate() {
@@ -208,7 +221,7 @@ fn drain(
             if queue.batches.is_empty() || !identity_ready {
                 continue;
             }
-            if queue.retrying && queue.in_flight > 0 {
+            if queue.in_flight >= queue.in_flight_limit(max_in_flight, idempotent) {
                 continue;
             }
             let Some(leader) = metadata.leader(topic, partition) else {
@@ -220,11 +233,12 @@ fn drain(
             {
                 continue;
             }
-            let limit = if queue.retrying { 1 } else { max_in_flight };
-            if queue.in_flight >= limit {
-                continue;
+            let mut wants_metadata = false;
+            let index = queue.take_next(&rules, &mut wants_metadata, &mut due);
+            if wants_metadata {
+                metadata.refresh_requested = true;
             }
-            let Some(index) = next_sendable(queue, now, linger, send_now, &mut due) else {
+            let Some(index) = index else {
                 continue;
             };
             let size = queue.batches[index].size_bytes();
@@ -233,23 +247,10 @@ fn drain(
                 due(now);
                 continue;
             }
-            if idempotent && queue.batches[index].sequence.is_none() {
-                let sequence = queue.next_sequence;
-                let record_count = queue.batches[index].record_count();
-                queue.next_sequence = increment_sequence(sequence, record_count);
-                queue.batches[index].assign_sequence(
-                    *producer_id,
-                    *producer_epoch,
-                    sequence,
-                    transaction.transactional,
-                );
-            }
-            let batch = &mut queue.batches[index];
-            batch.state = BatchState::InFlight;
-            batch.attempts += 1;
-            let bytes = batch.bytes();
-            let batch_id = batch.id;
-            queue.in_flight += 1;
+            let identity =
+                idempotent.then_some((*producer_id, *producer_epoch, transaction.transactional));
+            let bytes = queue.mark_sent(index, identity);
+            let batch_id = queue.batches[index].id;
             *request_bytes.entry(leader).or_default() += bytes.len();
             requests.entry(leader).or_default().push(Sent {
                 topic: topic.clone(),
@@ -303,44 +304,6 @@ fn fail_batch_completion(
     batch.completion.complete(Err(error));
 }
 
-/// Kafka's `DefaultRecordBatch.incrementSequence`: sequences wrap at `i32::MAX` to 0.
-fn increment_sequence(sequence: i32, increment: i32) -> i32 {
-    if sequence > i32::MAX - increment {
-        increment - (i32::MAX - sequence) - 1
-    } else {
-        sequence + increment
-    }
-}
-
-/// The partition's first batch not in flight, if it may go now; records when it will.
-fn next_sendable(
-    queue: &mut PartitionQueue,
-    now: Instant,
-    linger: Duration,
-    send_now: bool,
-    due: &mut dyn FnMut(Instant),
-) -> Option<usize> {
-    let index = queue
-        .batches
-        .iter()
-        .position(|batch| batch.state != BatchState::InFlight)?;
-    let batch = &mut queue.batches[index];
-    let ready_at = match batch.state {
-        BatchState::Open if !send_now => batch.created + linger,
-        BatchState::Retry(after) => after,
-        _ => now,
-    };
-    if ready_at > now {
-        due(ready_at);
-        return None;
-    }
-    if batch.state == BatchState::Open {
-        // It leaves now: later records go to a new batch.
-        batch.state = BatchState::Closed;
-    }
-    Some(index)
-}
-
 /// Sends one Produce request and settles its batches.
 async fn produce(shared: Arc<Shared>, node: i32, batches: Vec<Sent>) {
     let mut topics: Vec<TopicProduceData> = Vec::new();
@@ -385,7 +348,8 @@ async fn produce(shared: Arc<Shared>, node: i32, batches: Vec<Sent>) {
 /// What happens to a batch after an answer.
 enum Outcome {
     Done(i64, i64),
-    Retry(ProducerError),
+    /// Retry; `true`: after a metadata refresh.
+    Retry(ProducerError, bool),
     Fail(ProducerError),
 }
 
@@ -450,52 +414,70 @@ fn settle(
             .iter()
             .position(|batch| batch.id == sent.batch_id)
         else {
+            queue.in_flight = queue.in_flight.saturating_sub(1);
             continue;
         };
-        queue.in_flight = queue.in_flight.saturating_sub(1);
         let batch = &queue.batches[position];
-        // The Java client's rule: a sequence error for a batch that does not directly
-        // follow the last acknowledged one means an earlier batch is being retried.
-        let predecessor_unacked = batch
+        let position_of_sequence = batch
             .sequence
-            .is_some_and(|(_, _, sequence)| sequence != queue.last_acked_sequence.wrapping_add(1));
+            .map(|(_, _, sequence)| sequence_position(sequence, queue.last_acked_sequence));
         let outcome = match answer {
             Ok((code, base_offset, append_time, _)) if code == ErrorCode::NONE => {
                 Outcome::Done(base_offset, append_time)
             }
             // The broker already has this batch (an earlier attempt's answer was lost).
             Ok((code, ..)) if code == DUPLICATE_SEQUENCE_NUMBER => Outcome::Done(-1, -1),
+            // The broker holds later sequences of this partition than this batch's: it can
+            // never be written in order, and retrying would only wait for
+            // delivery.timeout.ms. Fail it now; an idempotent producer then bumps its epoch
+            // (KIP-360) and a transaction must be aborted, as with the Java client.
+            Ok((code, _, _, message))
+                if code == OUT_OF_ORDER_SEQUENCE_NUMBER
+                    && position_of_sequence == Some(SequencePosition::Behind) =>
+            {
+                let (_, _, sequence) = batch.sequence.expect("a sequence");
+                let last = increment_sequence(sequence, batch.record_count() - 1);
+                Outcome::Fail(ProducerError::api(
+                    code,
+                    Some(&format!(
+                        "{}; the batch of {}-{} with sequences {sequence}..={last} cannot be \
+                         written: the broker already acknowledged the partition up to \
+                         sequence {} (later batches were written before it), so its {} \
+                         records are failed rather than retried",
+                        message.as_deref().unwrap_or("out of order sequence number"),
+                        sent.topic,
+                        sent.partition,
+                        queue.last_acked_sequence,
+                        batch.record_count(),
+                    )),
+                ))
+            }
             Ok((code, _, _, message)) => {
                 let error = ProducerError::api(code, message.as_deref());
                 let sequence_error =
                     code == OUT_OF_ORDER_SEQUENCE_NUMBER || code == UNKNOWN_PRODUCER_ID;
-                if code.is_retriable() || (sequence_error && predecessor_unacked) {
-                    // Kafka's InvalidMetadataException family: the leader moved.
-                    if [
-                        NOT_LEADER_OR_FOLLOWER,
-                        ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
-                        ErrorCode::LEADER_NOT_AVAILABLE,
-                        ErrorCode(56), // KAFKA_STORAGE_ERROR
-                        ErrorCode(74), // FENCED_LEADER_EPOCH
-                        ErrorCode(75), // UNKNOWN_LEADER_EPOCH
-                    ]
-                    .contains(&code)
-                    {
-                        metadata.refresh_requested = true;
-                    }
-                    Outcome::Retry(error)
+                if code.is_retriable() {
+                    // The leader may have moved (certainly so for Kafka's
+                    // InvalidMetadataException family): refresh before the retry.
+                    metadata.refresh_requested = true;
+                    Outcome::Retry(error, true)
+                } else if sequence_error && position_of_sequence == Some(SequencePosition::Ahead) {
+                    // The Java client's rule: a sequence error for a batch that does not
+                    // directly follow the last acknowledged one means an earlier batch is
+                    // being retried.
+                    Outcome::Retry(error, false)
                 } else {
                     Outcome::Fail(error)
                 }
             }
             Err(error) if error.is_retriable() => {
                 metadata.refresh_requested = true;
-                Outcome::Retry(error)
+                Outcome::Retry(error, true)
             }
             Err(error) => Outcome::Fail(error),
         };
         let outcome = match outcome {
-            Outcome::Retry(error)
+            Outcome::Retry(error, _)
                 if batch.attempts > config.retries as u32
                     || batch.created + Duration::from_millis(config.delivery_timeout_ms) <= now =>
             {
@@ -504,49 +486,32 @@ fn settle(
             other => other,
         };
         match outcome {
-            Outcome::Retry(error) => {
+            Outcome::Retry(error, refresh) => {
                 tracing::debug!(topic = %sent.topic, partition = sent.partition, %error, "retrying a batch");
                 let backoff = retry_backoff(
                     config.retry_backoff_ms,
                     config.retry_backoff_max_ms,
                     batch.attempts,
                 );
-                let batch = &mut queue.batches[position];
-                batch.state = BatchState::Retry(now + backoff);
-                if config.enable_idempotence {
-                    queue.retrying = true;
-                }
+                queue.retry(
+                    position,
+                    now + backoff,
+                    config.enable_idempotence,
+                    refresh.then_some(now),
+                );
             }
             Outcome::Done(base_offset, append_time) => {
-                let batch = queue.batches.remove(position).expect("found above");
-                if let Some((_, _, sequence)) = batch.sequence {
-                    queue.last_acked_sequence = sequence.wrapping_add(batch.record_count() - 1);
-                }
-                if queue.retrying
-                    && !queue
-                        .batches
-                        .iter()
-                        .any(|b| matches!(b.state, BatchState::Retry(_)))
-                {
-                    queue.retrying = false;
-                }
+                let batch = queue.acknowledged(position);
                 shared.release_memory(batch.memory_bytes);
                 batch.completion.complete(Ok((base_offset, append_time)));
                 completed += 1;
             }
             Outcome::Fail(error) => {
-                let batch = queue.batches.remove(position).expect("found above");
+                let batch = queue.failed(position);
+                tracing::debug!(topic = %sent.topic, partition = sent.partition, %error, "a batch failed");
                 if batch.sequence.is_some() && !transaction.transactional {
                     // The partition's sequence has a gap now (KIP-360: bump the epoch).
                     *epoch_bump_needed = true;
-                }
-                if queue.retrying
-                    && !queue
-                        .batches
-                        .iter()
-                        .any(|b| matches!(b.state, BatchState::Retry(_)))
-                {
-                    queue.retrying = false;
                 }
                 if batch.sequence.is_some() && transaction.transactional {
                     transaction.epoch_bump_needed = true;
