@@ -9,7 +9,7 @@
 # Options: --no-build (use target/debug/sluice and target/debug/examples/client_compat as
 # they are; SLUICE=path / CLIENT_COMPAT=path pick other binaries), --serial (one suite at
 # a time; default: all at once), --keep (keep the work dir with each suite's stderr and the
-# broker's log), --only "SUITE ..." (some of: roundtrip murmur2 txn fresh mixed-group restart).
+# broker's log), --only "SUITE ..." (some of: roundtrip consume murmur2 txn fresh mixed-group restart).
 #
 # The producer is driven through crates/sluice-client/examples/client_compat.rs. Suites
 # (details in each script's docstring and README.md), at once:
@@ -18,6 +18,9 @@
 #                            by librdkafka at the reported offsets, in order; keyed records
 #                            on librdkafka's murmur2_random partition; the segment files
 #                            carry the codec (Kafka's DumpLogSegments)
+#   consume    consume.py    every codec the other way: librdkafka writes 300 keyed records
+#                            with headers, `sluice consume` (the native consumer) prints each
+#                            at the reported partition and offset, in order, nothing else
 #   murmur2    murmur2.py    300 keys: the native producer's partition equals Kafka's Java
 #                            producer's (JavaPartitions.java) and librdkafka's
 #   txn        txn.py        commit, abort (records acknowledged first), commit:
@@ -44,7 +47,7 @@ root="$PWD"
 here="$root/compat/client"
 
 broker=sluice build=1 serial=0 keep=0
-all_suites="roundtrip murmur2 txn fresh mixed-group restart"
+all_suites="roundtrip consume murmur2 txn fresh mixed-group restart"
 only="$all_suites"
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -125,6 +128,7 @@ echo "client: against $what at $bootstrap"
 suite_cmd() { # sets cmd=(...) for suite $1
   case "$1" in
     roundtrip) cmd=(timeout 90 python3 "$here/roundtrip.py" "$bootstrap" "$work" "$libs" "$data_dir" "$1") ;;
+    consume) cmd=(timeout 120 python3 "$here/consume.py" "$bootstrap" "$work" "$1") ;;
     murmur2) cmd=(timeout 90 python3 "$here/murmur2.py" "$bootstrap" "$work" "$libs" "$1") ;;
     txn) cmd=(timeout 90 python3 "$here/txn.py" "$bootstrap" "$work" "$libs" "$1") ;;
     fresh) cmd=(timeout 400 python3 "$here/fresh.py" "$bootstrap" "$work" "$1") ;;
