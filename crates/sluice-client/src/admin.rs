@@ -176,7 +176,15 @@ impl AlterConfigOp {
 /// One result per topic name.
 pub type TopicResults<T> = BTreeMap<String, Result<T, ApiError>>;
 
-/// The admin client: manages topics and reads configuration.
+/// What `describe_cluster` returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterDescription {
+    pub cluster_id: Option<String>,
+    pub controller_id: Option<i32>,
+    pub brokers: BTreeMap<i32, String>,
+}
+
+/// The admin client: topics, configs, the cluster, groups and offsets.
 pub struct Admin {
     client: Client,
 }
@@ -333,6 +341,17 @@ impl Admin {
             results.insert(name.to_string(), result);
         }
         Ok(results)
+    }
+
+    /// The cluster as Kafka's `describeCluster` shows it (from Metadata): its id, the
+    /// controller id the brokers report, and every broker (id → `host:port`).
+    pub async fn describe_cluster(&self) -> Result<ClusterDescription, Error> {
+        self.client.metadata(Some(&[])).await?;
+        Ok(ClusterDescription {
+            cluster_id: self.client.cluster_id(),
+            controller_id: self.client.controller_id(),
+            brokers: self.client.brokers(),
+        })
     }
 
     /// Every config of each named topic, in the order the broker lists them.

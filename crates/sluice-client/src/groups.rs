@@ -1,6 +1,7 @@
 //! Admin calls for consumer groups and partition offsets, as Kafka's Java `Admin` offers
 //! them: `listGroups`, `describeConsumerGroups`, `listConsumerGroupOffsets`,
-//! `deleteConsumerGroups`, `alterConsumerGroupOffsets` and `listOffsets`.
+//! `deleteConsumerGroups`, `alterConsumerGroupOffsets`, `deleteConsumerGroupOffsets` and
+//! `listOffsets`.
 //!
 //! Group requests go to the group's coordinator, found with FindCoordinator (key type 0);
 //! a coordinator that moved or is still loading (NOT_COORDINATOR,
@@ -14,7 +15,7 @@
 //! A call costs one TCP connect and one ApiVersions round trip more than a pooled
 //! connection would, which is nothing next to a CLI's process start.
 //!
-//! Not here: OffsetDelete (`--delete-offsets`), share and streams groups.
+//! Not here: share and streams groups.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -47,6 +48,7 @@ pub const GROUP_API_VERSIONS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::OffsetFetch, 2, 9),
     (ApiKey::OffsetCommit, 2, 9),
     (ApiKey::DeleteGroups, 0, 2),
+    (ApiKey::OffsetDelete, 0, 0),
     // v1 is the first with one offset per partition (v0 returned a list).
     (ApiKey::ListOffsets, 1, 10),
 ];
@@ -482,6 +484,61 @@ impl Admin {
             };
         }
         Ok(results)
+    }
+
+    /// Deletes the group's committed offsets of `partitions` (OffsetDelete, Kafka's
+    /// `deleteConsumerGroupOffsets`, `kafka-consumer-groups.sh --delete-offsets`): one
+    /// result per partition; GROUP_SUBSCRIBED_TO_TOPIC while a member consumes the topic,
+    /// GROUP_ID_NOT_FOUND for no such group (the whole call fails then).
+    pub async fn delete_group_offsets(
+        &self,
+        group_id: &str,
+        partitions: &[TopicPartition],
+    ) -> Result<PartitionResults<()>, Error> {
+        use kafka_protocol::messages::OffsetDeleteRequest;
+        use kafka_protocol::messages::offset_delete_request::{
+            OffsetDeleteRequestPartition, OffsetDeleteRequestTopic,
+        };
+        let mut topics: BTreeMap<&str, Vec<OffsetDeleteRequestPartition>> = BTreeMap::new();
+        for partition in partitions {
+            topics.entry(&partition.topic).or_default().push(
+                OffsetDeleteRequestPartition::default().with_partition_index(partition.partition),
+            );
+        }
+        let topics: Vec<OffsetDeleteRequestTopic> = topics
+            .into_iter()
+            .map(|(name, partitions)| {
+                OffsetDeleteRequestTopic::default()
+                    .with_name(topic_name(name))
+                    .with_partitions(partitions)
+            })
+            .collect();
+        self.at_coordinator(group_id, async |_, connection| {
+            let response = send(connection, |_| {
+                OffsetDeleteRequest::default()
+                    .with_group_id(group_name(group_id))
+                    .with_topics(topics.clone())
+            })
+            .await?;
+            ErrorCode(response.error_code).check(None)?;
+            let mut results: PartitionResults<()> = partitions
+                .iter()
+                .map(|partition| {
+                    let error = no_result("OffsetDelete", &partition.to_string());
+                    (partition.clone(), Err(api_error(error)))
+                })
+                .collect();
+            for topic in response.topics {
+                for partition in topic.partitions {
+                    results.insert(
+                        TopicPartition::new(topic.name.to_string(), partition.partition_index),
+                        ErrorCode(partition.error_code).check(None),
+                    );
+                }
+            }
+            Ok(results)
+        })
+        .await
     }
 
     /// Commits `offsets` for the group as an admin does (OffsetCommit with generation -1

@@ -19,8 +19,9 @@ mod groups;
 pub mod producer;
 
 pub use admin::{
-    Admin, AlterConfigOp, ConfigEntry, ConfigSource, CreatedTopic, NewTopic, PartitionInfo,
-    QuorumInfo, QuorumReplica, TopicDescription, TopicId, TopicListing, TopicResults,
+    Admin, AlterConfigOp, ClusterDescription, ConfigEntry, ConfigSource, CreatedTopic, NewTopic,
+    PartitionInfo, QuorumInfo, QuorumReplica, TopicDescription, TopicId, TopicListing,
+    TopicResults,
 };
 pub use client::{Client, Target};
 pub use config::ClientConfig;
