@@ -28,6 +28,14 @@
 //!     flushes, and prints one line `RESULT {json}`: records, bytes, seconds, records/s,
 //!     MB/s (10^6 bytes of values per second), failures, and the process's peak RSS
 //!     (VmHWM) in KiB.
+//! client_compat consume-perf BOOTSTRAP TOPIC PARTITIONS RECORDS [-X key=value ...]
+//!     Assigns partitions 0..PARTITIONS of TOPIC (no group: `assign`, no commits),
+//!     seeks them to the beginning and polls until RECORDS records arrived; the clock runs
+//!     from the first record returned to the last (the time to the first record, which
+//!     holds the metadata, ListOffsets and first Fetch round trips, is `startup_s`).
+//!     Prints one line `RESULT {json}`: records, value bytes, seconds, records/s, MB/s
+//!     (10^6 bytes of values per second) and peak RSS (VmHWM) in KiB; exit 1 if more
+//!     records arrived than asked or none for 30 s.
 //! ```
 
 use std::collections::VecDeque;
@@ -36,6 +44,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use bytes::Bytes;
+use sluice_client::TopicPartition;
+use sluice_client::consumer::{Consumer, ConsumerConfig};
 use sluice_client::producer::{DeliveryFuture, Producer, ProducerConfig, ProducerRecord};
 
 fn usage() -> ! {
@@ -44,7 +54,8 @@ fn usage() -> ! {
          client_compat stream BOOTSTRAP TOPIC COUNT RATE [-X k=v ...]\n       \
          client_compat txn BOOTSTRAP TOPIC TRANSACTIONAL_ID COUNT [-X k=v ...]\n       \
          client_compat burst BOOTSTRAP TOPIC COUNT VALUE_BYTES [-X k=v ...]\n       \
-         client_compat perf BOOTSTRAP TOPIC RECORDS VALUE_BYTES [-X k=v ...]"
+         client_compat perf BOOTSTRAP TOPIC RECORDS VALUE_BYTES [-X k=v ...]\n       \
+         client_compat consume-perf BOOTSTRAP TOPIC PARTITIONS RECORDS [-X k=v ...]"
     );
     std::process::exit(2)
 }
@@ -364,6 +375,60 @@ async fn perf(
     Ok(failed.is_empty())
 }
 
+async fn consume_perf(
+    bootstrap: &str,
+    topic: &str,
+    partitions: i32,
+    records: u64,
+    settings: &[(String, String)],
+) -> anyhow::Result<bool> {
+    let mut all: Vec<(String, String)> = vec![
+        ("bootstrap.servers".into(), bootstrap.into()),
+        ("enable.auto.commit".into(), "false".into()),
+    ];
+    all.extend(settings.iter().cloned());
+    let mut consumer = Consumer::new(ConsumerConfig::from_map(all)?).await?;
+    let assigned: Vec<TopicPartition> = (0..partitions)
+        .map(|p| TopicPartition::new(topic.to_string(), p))
+        .collect();
+    consumer.assign(assigned.iter().cloned())?;
+    consumer.seek_to_beginning(&assigned)?;
+    let begun = Instant::now();
+    let mut started: Option<Instant> = None;
+    let (mut count, mut bytes, mut last_record) = (0u64, 0u64, Instant::now());
+    while count < records {
+        let batch = consumer.poll(Duration::from_millis(1000)).await?;
+        if batch.is_empty() {
+            if last_record.elapsed() > Duration::from_secs(30) {
+                eprintln!("client_compat: no record for 30 s after {count} of {records}");
+                break;
+            }
+            continue;
+        }
+        started.get_or_insert_with(Instant::now);
+        last_record = Instant::now();
+        count += batch.len() as u64;
+        bytes += batch
+            .iter()
+            .map(|r| r.value.as_ref().map_or(0, |v| v.len() as u64))
+            .sum::<u64>();
+    }
+    let ended = Instant::now();
+    let started = started.unwrap_or(ended);
+    let seconds = (ended - started).as_secs_f64().max(1e-9);
+    let startup = (started - begun).as_secs_f64();
+    consumer.close().await?;
+    println!(
+        "RESULT {{\"records\": {count}, \"value_bytes_total\": {bytes}, \"seconds\": {seconds:.3}, \
+         \"startup_s\": {startup:.3}, \"records_per_s\": {:.0}, \"mb_per_s\": {:.2}, \
+         \"peak_rss_kib\": {}}}",
+        count as f64 / seconds,
+        bytes as f64 / seconds / 1e6,
+        peak_rss_kib().map_or("null".to_string(), |kib| kib.to_string()),
+    );
+    Ok(count == records)
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     // RUST_LOG=sluice_client=debug shows the producer's retries on stderr.
@@ -389,6 +454,9 @@ async fn main() -> anyhow::Result<()> {
         "txn" => txn(arg(0), arg(1), arg(2), number(3)?, &settings).await?,
         "burst" => burst(arg(0), arg(1), number(2)?, number(3)? as usize, &settings).await?,
         "perf" => perf(arg(0), arg(1), number(2)?, number(3)? as usize, &settings).await?,
+        "consume-perf" => {
+            consume_perf(arg(0), arg(1), number(2)? as i32, number(3)?, &settings).await?
+        }
         _ => usage(),
     };
     std::io::stdout().flush()?;

@@ -120,6 +120,20 @@ impl Client {
         connection.send(version, &build(version)).await
     }
 
+    /// [`Client::send`] for a request the broker does not answer (Produce with
+    /// `acks=0`).
+    pub async fn send_without_response<R: Request>(
+        &self,
+        target: Target,
+        build: impl FnOnce(i16) -> R,
+    ) -> Result<(), Error> {
+        let connection = self.connection(target).await?;
+        let version = connection.version(api_key::<R>())?;
+        connection
+            .send_without_response(version, &build(version))
+            .await
+    }
+
     /// An open connection to `target`, opening one if needed.
     async fn connection(&self, target: Target) -> Result<Arc<Connection>, Error> {
         let candidates = {

@@ -225,6 +225,27 @@ impl Connection {
         })
     }
 
+    /// Sends `request` at `version` when the broker sends no response to it (Produce with
+    /// `acks=0`): the frame is queued behind the requests already written and nothing is
+    /// awaited. It still takes a correlation id, as Kafka's clients do.
+    pub async fn send_without_response<R: Request>(
+        &self,
+        version: i16,
+        request: &R,
+    ) -> Result<(), Error> {
+        let api_key = api_key::<R>();
+        let correlation_id = self.next_correlation_id.fetch_add(1, Ordering::Relaxed);
+        let frame = encode_request(api_key, version, correlation_id, &self.client_id, request)?;
+        if let Some(reason) = &self.shared.lock().closed {
+            return Err(self.shared.disconnected(reason));
+        }
+        if self.frames.send(frame).is_err() {
+            self.shared.close("the writer stopped".to_string());
+            return Err(self.shared.disconnected("the writer stopped"));
+        }
+        Ok(())
+    }
+
     /// Sends one request and returns its response body (after the response header).
     async fn round_trip(
         &self,

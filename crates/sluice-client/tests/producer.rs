@@ -566,3 +566,55 @@ async fn a_new_producer_with_the_same_transactional_id_fences_the_old_one() {
     assert_eq!(committed, vec!["new".to_string()]);
     node.stop().await;
 }
+
+/// `acks=0`: the broker sends no answer; every record is reported sent at offset -1 (as
+/// the Java client does) once its request is written, and all of them reach the log. The
+/// producer is not idempotent then (Kafka's rule: idempotence needs acks=all).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acks_zero_sends_without_answers() {
+    let node = TestNode::start(SETTINGS).await;
+    create_topic(node.address, "fire", 1).await;
+    let producer = Producer::connect(config(node.address, &[("acks", "0"), ("linger.ms", "5")]))
+        .await
+        .unwrap();
+    assert!(!producer.config().enable_idempotence);
+    let mut deliveries = Vec::new();
+    for i in 0..100 {
+        deliveries.push(
+            producer
+                .send(ProducerRecord::new("fire", format!("v{i}")))
+                .await
+                .unwrap(),
+        );
+    }
+    for delivery in deliveries {
+        assert_eq!(delivery.await.unwrap().offset, -1);
+    }
+    producer.flush().await.unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let fetched = fetch_all(node.address, "fire", 0, false).await;
+        if fetched.len() == 100 {
+            assert_eq!(
+                values(&fetched),
+                (0..100).map(|i| format!("v{i}")).collect::<Vec<_>>()
+            );
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} of 100",
+            fetched.len()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // With idempotence asked for explicitly, acks=0 is a configuration error.
+    let refused = ProducerConfig::from_iter([
+        ("bootstrap.servers", node.address.to_string()),
+        ("acks", "0".to_string()),
+        ("enable.idempotence", "true".to_string()),
+    ]);
+    assert!(refused.is_err());
+    producer.close().await.unwrap();
+    node.stop().await;
+}

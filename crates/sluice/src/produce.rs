@@ -41,7 +41,7 @@ pub struct ProduceArgs {
     /// The partition (default: the partitioner's choice: murmur2 of the key, else sticky).
     #[arg(short = 'p', long)]
     partition: Option<i32>,
-    /// `all` (-1, the default), `1` (the leader) — Kafka's `acks`.
+    /// `all` (-1, the default), `1` (the leader) or `0` (no answer) — Kafka's `acks`.
     #[arg(long)]
     acks: Option<String>,
     /// `none`, `gzip`, `snappy`, `lz4` or `zstd` — Kafka's `compression.type`.

@@ -22,8 +22,8 @@ use crate::config::ClientConfig;
 /// `acks`: how many replicas must have a batch before the leader answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Acks {
-    /// `acks=0`: no answer. Not supported yet: it needs a request the connection sends
-    /// without waiting for a response.
+    /// `acks=0`: the broker does not answer; a record counts as sent once its request
+    /// is written, and its offset is reported as -1 (as in the Java client).
     None,
     /// `acks=1`: the leader wrote it.
     Leader,
@@ -232,12 +232,6 @@ impl ProducerConfig {
             return Err(config_error(
                 "enable.idempotence",
                 "cannot be false when transactional.id is set",
-            ));
-        }
-        if acks == Acks::None {
-            return Err(config_error(
-                "acks",
-                "0 is not supported by this client yet (requests without a response)",
             ));
         }
         let linger_ms = parse_int(value, "linger.ms", 0, i64::MAX)? as u64;

@@ -15,8 +15,8 @@
 //! order fails at once, and the producer bumps its epoch (KIP-360) when a batch is lost for
 //! good. A `transactional.id` makes it transactional ([`transaction`]).
 //!
-//! Not here: `acks=0` (the connection has no request without a response), splitting a
-//! batch the broker finds too large (MESSAGE_TOO_LARGE fails the batch), adaptive
+//! `acks=0` sends without waiting (the broker does not answer; offsets are reported as -1).
+//! Not here: splitting a batch the broker finds too large (MESSAGE_TOO_LARGE fails the batch), adaptive
 //! partitioning (`partitioner.adaptive.partitioning.enable`), transactions v2 (KIP-890
 //! part 2: Produce v12, EndTxn v5; this client speaks v1, which Kafka 4.1 brokers serve).
 

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse, TransactionalId};
 use kafka_protocol::protocol::StrBytes;
 
@@ -330,16 +331,51 @@ async fn produce(shared: Arc<Shared>, node: i32, batches: Vec<Sent>) {
         .map(|id| TransactionalId(StrBytes::from_string(id.clone())));
     let acks = shared.config.acks.wire_value();
     let timeout_ms = shared.config.request_timeout_ms.min(i32::MAX as u64) as i32;
-    let result = shared
-        .client
-        .send(Target::Node(node), |_version| {
-            ProduceRequest::default()
-                .with_transactional_id(transactional_id)
-                .with_acks(acks)
-                .with_timeout_ms(timeout_ms)
-                .with_topic_data(topics)
-        })
-        .await;
+    let result = if acks == 0 {
+        // No answer comes: every partition of the request is done once it is written,
+        // at offset -1.
+        let answered: Vec<TopicProduceResponse> = topics
+            .iter()
+            .map(|topic| {
+                TopicProduceResponse::default()
+                    .with_name(topic.name.clone())
+                    .with_partition_responses(
+                        topic
+                            .partition_data
+                            .iter()
+                            .map(|p| {
+                                PartitionProduceResponse::default()
+                                    .with_index(p.index)
+                                    .with_base_offset(-1)
+                                    .with_log_append_time_ms(-1)
+                            })
+                            .collect(),
+                    )
+            })
+            .collect();
+        shared
+            .client
+            .send_without_response(Target::Node(node), |_version| {
+                ProduceRequest::default()
+                    .with_transactional_id(transactional_id)
+                    .with_acks(acks)
+                    .with_timeout_ms(timeout_ms)
+                    .with_topic_data(topics)
+            })
+            .await
+            .map(|()| ProduceResponse::default().with_responses(answered))
+    } else {
+        shared
+            .client
+            .send(Target::Node(node), |_version| {
+                ProduceRequest::default()
+                    .with_transactional_id(transactional_id)
+                    .with_acks(acks)
+                    .with_timeout_ms(timeout_ms)
+                    .with_topic_data(topics)
+            })
+            .await
+    };
     settle(&shared, node, batches, result.map_err(ProducerError::from));
     shared.progress.notify_waiters();
     shared.wake.notify_one();
