@@ -31,8 +31,9 @@
 //! client_compat consume-perf BOOTSTRAP TOPIC PARTITIONS RECORDS [-X key=value ...]
 //!     Assigns partitions 0..PARTITIONS of TOPIC (no group: `assign`, no commits),
 //!     seeks them to the beginning and polls until RECORDS records arrived; the clock runs
-//!     from the first record returned to the last (the time to the first record, which
-//!     holds the metadata, ListOffsets and first Fetch round trips, is `startup_s`).
+//!     from the assign to the last record (so it holds the first poll's metadata,
+//!     ListOffsets and first Fetch round trips; the time to the first record is
+//!     `startup_s`).
 //!     Prints one line `RESULT {json}`: records, value bytes, seconds, records/s, MB/s
 //!     (10^6 bytes of values per second) and peak RSS (VmHWM) in KiB; exit 1 if more
 //!     records arrived than asked or none for 30 s.
@@ -391,9 +392,9 @@ async fn consume_perf(
     let assigned: Vec<TopicPartition> = (0..partitions)
         .map(|p| TopicPartition::new(topic.to_string(), p))
         .collect();
+    let begun = Instant::now();
     consumer.assign(assigned.iter().cloned())?;
     consumer.seek_to_beginning(&assigned)?;
-    let begun = Instant::now();
     let mut started: Option<Instant> = None;
     let (mut count, mut bytes, mut last_record) = (0u64, 0u64, Instant::now());
     while count < records {
@@ -415,7 +416,7 @@ async fn consume_perf(
     }
     let ended = Instant::now();
     let started = started.unwrap_or(ended);
-    let seconds = (ended - started).as_secs_f64().max(1e-9);
+    let seconds = (ended - begun).as_secs_f64();
     let startup = (started - begun).as_secs_f64();
     consumer.close().await?;
     println!(
