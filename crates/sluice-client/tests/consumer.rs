@@ -1143,6 +1143,42 @@ impl Drop for JavaMember {
     }
 }
 
+/// What an interop test runs against: `SLUICE_INTEROP_BOOTSTRAP` (Apache Kafka, say),
+/// else a Sluice node started here; and the Java member's source in a temporary dir.
+struct Interop {
+    _node: Option<TestNode>,
+    bootstrap: String,
+    _dir: tempfile::TempDir,
+    source: std::path::PathBuf,
+    admin: Admin,
+}
+
+impl Interop {
+    async fn start() -> Interop {
+        let (node, bootstrap) = match std::env::var("SLUICE_INTEROP_BOOTSTRAP") {
+            Ok(bootstrap) => (None, bootstrap),
+            Err(_) => {
+                let node = TestNode::start(NODE_SETTINGS).await;
+                let bootstrap = node.address.to_string();
+                (Some(node), bootstrap)
+            }
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("JavaMember.java");
+        std::fs::write(&source, JAVA_MEMBER).unwrap();
+        let admin = Admin::connect(ClientConfig::new([bootstrap.clone()]))
+            .await
+            .unwrap();
+        Interop {
+            _node: node,
+            bootstrap,
+            _dir: dir,
+            source,
+            admin,
+        }
+    }
+}
+
 /// Java and Sluice consumers in one group, for each assignor both implement: the
 /// assignment is complete, disjoint and balanced whichever member leads. Needs Java and
 /// the jars of `compat/kafka/fetch-kafka.sh`; `SLUICE_INTEROP_BOOTSTRAP` points it at
@@ -1150,20 +1186,13 @@ impl Drop for JavaMember {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs Java and compat/kafka/libs: cargo test --test consumer -- --ignored"]
 async fn java_and_sluice_consumers_share_a_group() {
-    let node;
-    let bootstrap = match std::env::var("SLUICE_INTEROP_BOOTSTRAP") {
-        Ok(bootstrap) => bootstrap,
-        Err(_) => {
-            node = TestNode::start(NODE_SETTINGS).await;
-            node.address.to_string()
-        }
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let source = dir.path().join("JavaMember.java");
-    std::fs::write(&source, JAVA_MEMBER).unwrap();
-    let admin = Admin::connect(ClientConfig::new([bootstrap.clone()]))
-        .await
-        .unwrap();
+    let Interop {
+        _node,
+        bootstrap,
+        _dir,
+        source,
+        admin,
+    } = Interop::start().await;
     let run = std::process::id();
     // (assignor, Java's setting; `None`: group.protocol=consumer on both sides).
     for (assignor, java_class) in [
@@ -1290,20 +1319,13 @@ async fn await_balanced_views(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs Java and compat/kafka/libs: cargo test --test consumer -- --ignored"]
 async fn two_sluice_consumers_and_a_java_one_split_incrementally() {
-    let node;
-    let bootstrap = match std::env::var("SLUICE_INTEROP_BOOTSTRAP") {
-        Ok(bootstrap) => bootstrap,
-        Err(_) => {
-            node = TestNode::start(NODE_SETTINGS).await;
-            node.address.to_string()
-        }
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let source = dir.path().join("JavaMember.java");
-    std::fs::write(&source, JAVA_MEMBER).unwrap();
-    let admin = Admin::connect(ClientConfig::new([bootstrap.clone()]))
-        .await
-        .unwrap();
+    let Interop {
+        _node,
+        bootstrap,
+        _dir,
+        source,
+        admin,
+    } = Interop::start().await;
     let run = std::process::id();
     let topic = format!("mixed-coop-{run}");
     let group = format!("mixed-coop-group-{run}");
