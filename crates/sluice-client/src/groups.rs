@@ -398,58 +398,7 @@ impl Admin {
                 }
             })
             .await?;
-            let mut offsets = BTreeMap::new();
-            let mut record = |topic: &str,
-                              partition: i32,
-                              offset: i64,
-                              epoch: i32,
-                              metadata: Option<StrBytes>,
-                              error_code: i16|
-             -> Result<(), Error> {
-                ErrorCode(error_code).check(None)?;
-                // -1: no committed offset (Kafka's admin client leaves such partitions out).
-                if offset >= 0 {
-                    offsets.insert(
-                        TopicPartition::new(topic, partition),
-                        OffsetAndMetadata {
-                            offset,
-                            leader_epoch: (epoch >= 0).then_some(epoch),
-                            metadata: metadata.map(|m| m.to_string()).unwrap_or_default(),
-                        },
-                    );
-                }
-                Ok(())
-            };
-            if let Some(group) = response.groups.into_iter().next() {
-                ErrorCode(group.error_code).check(None)?;
-                for topic in group.topics {
-                    for partition in topic.partitions {
-                        record(
-                            &topic.name,
-                            partition.partition_index,
-                            partition.committed_offset,
-                            partition.committed_leader_epoch,
-                            partition.metadata,
-                            partition.error_code,
-                        )?;
-                    }
-                }
-            } else {
-                ErrorCode(response.error_code).check(None)?;
-                for topic in response.topics {
-                    for partition in topic.partitions {
-                        record(
-                            &topic.name,
-                            partition.partition_index,
-                            partition.committed_offset,
-                            partition.committed_leader_epoch,
-                            partition.metadata,
-                            partition.error_code,
-                        )?;
-                    }
-                }
-            }
-            Ok(offsets)
+            committed_offsets(response)
         })
         .await
     }
@@ -940,6 +889,65 @@ fn api_error(error: Error) -> ApiError {
             message: Some(other.to_string()),
         },
     }
+}
+
+/// The committed offsets an OffsetFetch response carries, for one group: the v8+ `groups`
+/// form or the older top-level one. A partition or group error fails the whole call; -1
+/// (nothing committed) leaves the partition out, as Kafka's clients do.
+pub(crate) fn committed_offsets(
+    response: kafka_protocol::messages::OffsetFetchResponse,
+) -> Result<BTreeMap<TopicPartition, OffsetAndMetadata>, Error> {
+    let mut offsets = BTreeMap::new();
+    let mut record = |topic: &str,
+                      partition: i32,
+                      offset: i64,
+                      epoch: i32,
+                      metadata: Option<StrBytes>,
+                      error_code: i16|
+     -> Result<(), Error> {
+        ErrorCode(error_code).check(None)?;
+        if offset >= 0 {
+            offsets.insert(
+                TopicPartition::new(topic, partition),
+                OffsetAndMetadata {
+                    offset,
+                    leader_epoch: (epoch >= 0).then_some(epoch),
+                    metadata: metadata.map(|m| m.to_string()).unwrap_or_default(),
+                },
+            );
+        }
+        Ok(())
+    };
+    if let Some(group) = response.groups.into_iter().next() {
+        ErrorCode(group.error_code).check(None)?;
+        for topic in group.topics {
+            for p in topic.partitions {
+                record(
+                    &topic.name,
+                    p.partition_index,
+                    p.committed_offset,
+                    p.committed_leader_epoch,
+                    p.metadata,
+                    p.error_code,
+                )?;
+            }
+        }
+    } else {
+        ErrorCode(response.error_code).check(None)?;
+        for topic in response.topics {
+            for p in topic.partitions {
+                record(
+                    &topic.name,
+                    p.partition_index,
+                    p.committed_offset,
+                    p.committed_leader_epoch,
+                    p.metadata,
+                    p.error_code,
+                )?;
+            }
+        }
+    }
+    Ok(offsets)
 }
 
 #[cfg(test)]

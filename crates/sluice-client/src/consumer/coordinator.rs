@@ -571,57 +571,7 @@ impl Group {
                         }
                     })
                     .await?;
-                let mut offsets = BTreeMap::new();
-                let mut add = |topic: &str,
-                               partition: i32,
-                               offset: i64,
-                               epoch: i32,
-                               metadata: Option<StrBytes>,
-                               code: i16|
-                 -> Result<(), Error> {
-                    ErrorCode(code).check(None)?;
-                    if offset >= 0 {
-                        offsets.insert(
-                            TopicPartition::new(topic, partition),
-                            OffsetAndMetadata {
-                                offset,
-                                leader_epoch: (epoch >= 0).then_some(epoch),
-                                metadata: metadata.map(|m| m.to_string()).unwrap_or_default(),
-                            },
-                        );
-                    }
-                    Ok(())
-                };
-                if let Some(group) = response.groups.into_iter().next() {
-                    ErrorCode(group.error_code).check(None)?;
-                    for topic in group.topics {
-                        for p in topic.partitions {
-                            add(
-                                &topic.name,
-                                p.partition_index,
-                                p.committed_offset,
-                                p.committed_leader_epoch,
-                                p.metadata,
-                                p.error_code,
-                            )?;
-                        }
-                    }
-                } else {
-                    ErrorCode(response.error_code).check(None)?;
-                    for topic in response.topics {
-                        for p in topic.partitions {
-                            add(
-                                &topic.name,
-                                p.partition_index,
-                                p.committed_offset,
-                                p.committed_leader_epoch,
-                                p.metadata,
-                                p.error_code,
-                            )?;
-                        }
-                    }
-                }
-                Ok::<_, Error>(offsets)
+                crate::groups::committed_offsets(response)
             };
             match attempt.await {
                 Ok(offsets) => return Ok(offsets),
