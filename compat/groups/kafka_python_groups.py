@@ -22,6 +22,15 @@ nothing ("No partition metadata for topic"), rejoined when the metadata came, re
 the second SyncGroup's full assignment (generation 2, all 6 partitions, in its DEBUG log)
 and never applied it: its poll thread had already marked the rejoin done. The broker
 answered every request as Kafka does; KP_DEBUG_LOG=path writes that client log.
+
+Each member thread polls with a 1 s timeout. kafka-python 3.0.12 loses a rebalance that a
+poll's timeout cuts short when the rejoin came from a metadata change (its first join
+always does: the subscription's metadata snapshot is still empty then, so the leader
+rejoins at generation 2 once metadata arrives): the leader records its new assignment
+snapshot before SyncGroup, so the next poll sees nothing left to join and never awaits
+the SyncGroup it sent. The member then never applies that assignment, never heartbeats
+again, and keeps the generation-1 partitions. With poll(timeout_ms=50) a loaded machine
+hit it in 1 of 2 runs (the SyncGroup response arrived 7 ms after the poll returned).
 """
 
 import logging
@@ -91,7 +100,8 @@ class KPMember:
                         box.put((True, fn(self.c)))
                     except Exception as e:  # noqa: BLE001
                         box.put((False, e))
-                for tp, recs in self.c.poll(timeout_ms=50).items():
+                # 1 s, not less: see the module doc.
+                for tp, recs in self.c.poll(timeout_ms=1000).items():
                     self.records.extend((tp.partition, r.offset) for r in recs)
                 self.assigned = {tp.partition for tp in self.c.assignment()}
         except Exception as e:  # noqa: BLE001
