@@ -14,7 +14,17 @@
 //! versions.
 
 pub mod avro;
+pub mod client;
 pub mod compatibility;
+pub mod error;
+pub mod http;
 pub mod json_schema;
+pub mod kafka_store;
+pub mod leader;
 pub mod protobuf;
+pub mod records;
+pub mod registry;
 pub mod schema;
+pub mod serde;
+pub mod server;
+pub mod store;

@@ -12,6 +12,7 @@ mod consume;
 mod dump_log;
 mod group;
 mod produce;
+mod registry;
 mod remote;
 mod topic;
 
@@ -41,7 +42,17 @@ enum Command {
         /// Override one key, `key=value`; repeatable.
         #[arg(long = "set", value_name = "KEY=VALUE")]
         overrides: Vec<String>,
+        /// Also run a schema registry in-process, on `--registry-listen`, storing its
+        /// schemas in this node's `_schemas` topic.
+        #[arg(long)]
+        with_registry: bool,
+        /// The registry's HTTP address with `--with-registry`.
+        #[arg(long, default_value = "127.0.0.1:8081")]
+        registry_listen: String,
     },
+    /// Run a schema registry (Confluent Schema Registry's REST API) against a running
+    /// cluster, with Confluent's `schema-registry.properties` keys.
+    Registry(registry::RegistryArgs),
     /// Print the batches, records and index entries of segment files, in the format of
     /// Kafka's `kafka-dump-log.sh` (DumpLogSegments).
     DumpLog {
@@ -115,7 +126,19 @@ fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     match Cli::parse().command {
-        Command::Server { config, overrides } => server(config, &overrides),
+        Command::Server {
+            config,
+            overrides,
+            with_registry,
+            registry_listen,
+        } => server(config, &overrides, with_registry.then_some(registry_listen)),
+        Command::Registry(args) => {
+            if let Err(error) = registry::run(args) {
+                eprintln!("sluice registry: {error:#}");
+                std::process::exit(1);
+            }
+            Ok(())
+        }
         Command::DumpLog {
             files,
             deep_iteration,
@@ -187,7 +210,11 @@ fn main() -> anyhow::Result<()> {
     }
 }
 
-fn server(config_path: Option<PathBuf>, overrides: &[String]) -> anyhow::Result<()> {
+fn server(
+    config_path: Option<PathBuf>,
+    overrides: &[String],
+    registry_listen: Option<String>,
+) -> anyhow::Result<()> {
     use anyhow::Context;
     let text = match &config_path {
         Some(path) => {
@@ -220,12 +247,35 @@ fn server(config_path: Option<PathBuf>, overrides: &[String]) -> anyhow::Result<
             eprintln!("sluice: shutting down");
             let _ = stop.send(true);
         });
-        sluice_broker::node::run(loaded.config, stopped, |listener, address| {
+        // With --with-registry, the registry starts once the broker's first client
+        // listener is bound, and stores its schemas through it.
+        let (bound, broker_address) = tokio::sync::oneshot::channel::<std::net::SocketAddr>();
+        let bound = std::sync::Mutex::new(Some(bound));
+        let registry = registry_listen.map(|listen| {
+            tokio::spawn(async move {
+                let Ok(broker) = broker_address.await else {
+                    return;
+                };
+                if let Err(error) = registry::start_in_process(broker, &listen).await {
+                    eprintln!("sluice: the schema registry did not start: {error:#}");
+                }
+            })
+        });
+        let outcome = sluice_broker::node::run(loaded.config, stopped, |listener, address| {
             // One line per listener on stderr, for operators and for tests that ask
             // for port 0.
             eprintln!("sluice: listening on {}://{address}", listener.name);
+            if listener.name != "CONTROLLER"
+                && let Some(bound) = bound.lock().unwrap_or_else(|p| p.into_inner()).take()
+            {
+                let _ = bound.send(address);
+            }
         })
-        .await
+        .await;
+        if let Some(registry) = registry {
+            registry.abort();
+        }
+        outcome
     })?;
     Ok(())
 }

@@ -1,0 +1,1 @@
+//! A client of the registry's REST API (placeholder: being written).

@@ -1,0 +1,1 @@
+//! Serializers and deserializers in Confluent's wire format (placeholder: being written).
