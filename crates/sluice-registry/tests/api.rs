@@ -17,6 +17,9 @@ const ORDER_V2: &str = r#"{"type":"record","name":"Order","namespace":"com.examp
 /// v1 plus a field without a default: not BACKWARD compatible.
 const ORDER_NO_DEFAULT: &str = r#"{"type":"record","name":"Order","namespace":"com.example","fields":[{"name":"id","type":"string"},{"name":"amount","type":"double"},{"name":"customer","type":"string"}]}"#;
 
+/// v1 without `amount`: an old reader of `amount` (no default) cannot read it (FORWARD).
+const ORDER_ID_ONLY: &str = r#"{"type":"record","name":"Order","namespace":"com.example","fields":[{"name":"id","type":"string"}]}"#;
+
 struct Harness {
     node: TestNode,
     registry: RunningRegistry,
@@ -226,7 +229,11 @@ async fn compatibility_levels_decide_registration() {
         .0,
         200
     );
-    let (status, body) = h.register("orders-value", ORDER_V1).await;
+    // (A schema the subject already holds is answered with its id, unchecked, as in
+    // Confluent: v1 here would pass. A new one that drops fields the latest version reads
+    // without defaults does not.)
+    assert_eq!(h.register("orders-value", ORDER_V1).await, (200, json!({"id": 1})));
+    let (status, body) = h.register("orders-value", ORDER_ID_ONLY).await;
     assert_eq!((status, error_code(&body)), (409, 409), "{body}");
 
     assert_eq!(
