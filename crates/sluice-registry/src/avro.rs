@@ -49,13 +49,16 @@ use serde_json::{Map, Number, Value};
 
 use crate::schema::{InvalidSchema, ParsedSchema, ResolvedReference, SchemaType};
 
-/// How deep printing, structural comparison and default validation may recurse. Real
-/// schemas nest a few dozen levels at most; the bound keeps a hostile schema (a chain of
-/// references each nesting 128 levels) from exhausting a worker thread's stack.
-pub const SCHEMA_DEPTH_MAX: usize = 512;
+/// How deep a schema may nest once its references are inlined, which bounds printing,
+/// structural comparison and default validation. One JSON document cannot nest deeper
+/// (`serde_json` stops at 128 levels), but a chain of references could; the bound keeps
+/// such a chain from exhausting a worker thread's stack, here and in compatibility checks.
+pub const SCHEMA_DEPTH_MAX: usize = 128;
 
-/// How many nested (reader, writer) steps a compatibility check may take.
-pub const CHECK_DEPTH_MAX: usize = 1_024;
+/// How many nested (reader, writer) steps a compatibility check may take. A record nested
+/// in a record costs one step, an optional one (through a union) three; a debug build
+/// spends about 4 KiB of stack per step, so this stays well inside a 2 MiB thread stack.
+pub const CHECK_DEPTH_MAX: usize = 256;
 
 /// How many distinct (reader node, writer node) pairs a compatibility check may visit.
 pub const CHECK_PAIRS_MAX: usize = 1_000_000;
@@ -63,6 +66,10 @@ pub const CHECK_PAIRS_MAX: usize = 1_000_000;
 /// How many incompatibilities one check reports; Avro's checker can repeat a memoized
 /// result once per use of a shared named type, so the list can grow with the schema.
 pub const INCOMPATIBILITIES_MAX: usize = 1_000;
+
+/// How many incompatibilities a check may record or copy from one result into another,
+/// which bounds its memory and time when a result is reused at many places.
+pub const CHECK_RECORDED_INCOMPATIBILITIES_MAX: usize = 1_000_000;
 
 /// Avro's largest byte length (`SystemLimitException.MAX_ARRAY_VM_LIMIT`), which bounds a
 /// fixed type's size.
@@ -2161,29 +2168,35 @@ impl IncompatibilityType {
     }
 }
 
+/// One of Avro's `Incompatibility`s. Shared text: a memoized result is copied into every
+/// result that uses it, so copies must not cost the length of the path.
 #[derive(Debug, Clone)]
 struct Incompatibility {
     kind: IncompatibilityType,
-    message: String,
-    /// Reference tokens from the root (whose token is empty) to where it was found.
-    location: Vec<String>,
+    message: Rc<str>,
+    /// Avro's `getLocation`: a JSON pointer from the root (whose token is left out).
+    path: Rc<str>,
 }
 
 impl Incompatibility {
-    /// Avro's `getLocation`: a JSON pointer, the root token left out.
-    fn path(&self) -> String {
-        let tokens: Vec<String> = self
-            .location
-            .iter()
-            .skip(1)
-            .map(|token| token.replace('~', "~0").replace('/', "~1"))
-            .collect();
-        format!("/{}", tokens.join("/"))
+    fn new(kind: IncompatibilityType, message: String, location: &[String]) -> Self {
+        let mut path = String::from("/");
+        for (index, token) in location.iter().skip(1).enumerate() {
+            if index > 0 {
+                path.push('/');
+            }
+            path.push_str(&token.replace('~', "~0").replace('/', "~1"));
+        }
+        Incompatibility {
+            kind,
+            message: message.into(),
+            path: path.into(),
+        }
     }
 
     /// Confluent's `Difference.error()` with its two placeholders filled (reader first).
     fn describe(&self, reader_role: &str, writer_role: &str) -> String {
-        let path = self.path();
+        let path = &self.path;
         let message = &self.message;
         let description = match self.kind {
             IncompatibilityType::FixedSizeMismatch => format!(
@@ -2223,6 +2236,7 @@ enum CheckAborted {
     AmbiguousField(String),
     TooDeep,
     TooManyPairs,
+    TooManyIncompatibilities,
 }
 
 impl CheckAborted {
@@ -2235,6 +2249,9 @@ impl CheckAborted {
             CheckAborted::TooManyPairs => {
                 format!("the schemas have more than {CHECK_PAIRS_MAX} pairs of types to compare")
             }
+            CheckAborted::TooManyIncompatibilities => format!(
+                "the schemas differ in more than {CHECK_RECORDED_INCOMPATIBILITIES_MAX} places"
+            ),
         }
     }
 }
@@ -2243,13 +2260,19 @@ type Found = Rc<Vec<Incompatibility>>;
 
 /// One reader/writer check. Results are memoized per (reader node, writer node) pair, and
 /// a pair met again while it is being checked counts as compatible: that is how recursive
-/// types terminate. A memoized result is reused as is, locations included, as Avro does.
+/// types terminate. A memoized result is reused as is, paths included, as Avro does.
+///
+/// The recursion runs through `check`, `calculate`, a per-type function and `check` again;
+/// each is kept small (messages are built in separate functions) because the depth
+/// allowed, [`CHECK_DEPTH_MAX`], is paid for in stack.
 struct CompatibilityCheck<'a> {
     reader: &'a SchemaGraph,
     writer: &'a SchemaGraph,
     /// `None` while the pair is being checked.
     memo: HashMap<(NodeId, NodeId), Option<Found>>,
     depth: usize,
+    /// Incompatibilities still allowed to be recorded or copied between results.
+    recorded_budget: usize,
     compatible: Found,
 }
 
@@ -2260,6 +2283,7 @@ impl<'a> CompatibilityCheck<'a> {
             writer,
             memo: HashMap::new(),
             depth: 0,
+            recorded_budget: CHECK_RECORDED_INCOMPATIBILITIES_MAX,
             compatible: Rc::new(Vec::new()),
         }
     }
@@ -2307,176 +2331,128 @@ impl<'a> CompatibilityCheck<'a> {
         writer: NodeId,
         location: &mut Vec<String>,
     ) -> Result<Vec<Incompatibility>, CheckAborted> {
+        let reader_type = self.reader.avro_type(reader);
+        let writer_type = self.writer.avro_type(writer);
+        if reader_type == writer_type {
+            return self.calculate_same_type(reader, writer, location);
+        }
+        if writer_type == AvroType::Union {
+            return self.calculate_writer_union(reader, writer, location);
+        }
+        if is_promotion(reader_type, writer_type) {
+            return Ok(Vec::new());
+        }
+        if reader_type == AvroType::Union {
+            return self.calculate_reader_union(reader, writer, location);
+        }
+        let mut found = Vec::new();
+        self.record(
+            &mut found,
+            type_mismatch(reader_type, writer_type, location),
+        )?;
+        Ok(found)
+    }
+
+    fn calculate_same_type(
+        &mut self,
+        reader: NodeId,
+        writer: NodeId,
+        location: &mut Vec<String>,
+    ) -> Result<Vec<Incompatibility>, CheckAborted> {
         let reader_graph = self.reader;
         let writer_graph = self.writer;
-        let reader_type = reader_graph.avro_type(reader);
-        let writer_type = writer_graph.avro_type(writer);
         let mut found = Vec::new();
-        if reader_type == writer_type {
-            match (
-                &reader_graph.nodes[reader].kind,
-                &writer_graph.nodes[writer].kind,
-            ) {
-                (Kind::Array(reader_items), Kind::Array(writer_items)) => {
-                    let items =
-                        self.check("items".to_owned(), *reader_items, *writer_items, location)?;
-                    extend(&mut found, &items);
-                }
-                (Kind::Map(reader_values), Kind::Map(writer_values)) => {
-                    let values = self.check(
-                        "values".to_owned(),
-                        *reader_values,
-                        *writer_values,
-                        location,
-                    )?;
-                    extend(&mut found, &values);
-                }
-                (
-                    Kind::Fixed {
-                        named: reader_named,
-                        size: reader_size,
-                    },
-                    Kind::Fixed {
-                        named: writer_named,
-                        size: writer_size,
-                    },
-                ) => {
-                    check_names(reader_named, writer_named, location, &mut found);
-                    if reader_size != writer_size {
-                        location.push("size".to_owned());
-                        push(
-                            &mut found,
-                            IncompatibilityType::FixedSizeMismatch,
-                            format!("expected: {writer_size}, found: {reader_size}"),
-                            location,
-                        );
-                        location.pop();
-                    }
-                }
-                (
-                    Kind::Enum {
-                        named: reader_named,
-                        symbols: reader_symbols,
-                        default: reader_default,
-                    },
-                    Kind::Enum {
-                        named: writer_named,
-                        symbols: writer_symbols,
-                        ..
-                    },
-                ) => {
-                    check_names(reader_named, writer_named, location, &mut found);
-                    let mut missing: Vec<&str> = writer_symbols
-                        .iter()
-                        .filter(|symbol| !reader_symbols.contains(symbol))
-                        .map(String::as_str)
-                        .collect();
-                    missing.sort_unstable();
-                    missing.dedup();
-                    // A reader enum with a default reads unknown symbols as that default.
-                    let has_default = reader_default
-                        .as_ref()
-                        .is_some_and(|default| reader_symbols.contains(default));
-                    if !missing.is_empty() && !has_default {
-                        location.push("symbols".to_owned());
-                        push(
-                            &mut found,
-                            IncompatibilityType::MissingEnumSymbols,
-                            format!("[{}]", missing.join(", ")),
-                            location,
-                        );
-                        location.pop();
-                    }
-                }
-                (
-                    Kind::Record {
-                        named: reader_named,
-                        ..
-                    },
-                    Kind::Record {
-                        named: writer_named,
-                        ..
-                    },
-                ) => {
-                    check_names(reader_named, writer_named, location, &mut found);
-                    self.check_record_fields(reader, writer, location, &mut found)?;
-                }
-                (Kind::Union(_), Kind::Union(writer_branches)) => {
-                    // Every branch the writer may have written must be readable; what is
-                    // wrong inside a branch is not detailed.
-                    for (index, writer_branch) in writer_branches.iter().enumerate() {
-                        location.push(index.to_string());
-                        if !self.check_detached(reader, *writer_branch)?.is_empty() {
-                            push(
-                                &mut found,
-                                IncompatibilityType::MissingUnionBranch,
-                                format!(
-                                    "reader union lacking writer type: {}",
-                                    writer_graph.avro_type(*writer_branch).upper_name()
-                                ),
-                                location,
-                            );
-                        }
-                        location.pop();
-                    }
-                }
-                _ => {}
+        match (
+            &reader_graph.nodes[reader].kind,
+            &writer_graph.nodes[writer].kind,
+        ) {
+            (Kind::Array(reader_items), Kind::Array(writer_items)) => {
+                let items =
+                    self.check("items".to_owned(), *reader_items, *writer_items, location)?;
+                self.copy(&mut found, &items)?;
             }
-            return Ok(found);
+            (Kind::Map(reader_values), Kind::Map(writer_values)) => {
+                let values = self.check(
+                    "values".to_owned(),
+                    *reader_values,
+                    *writer_values,
+                    location,
+                )?;
+                self.copy(&mut found, &values)?;
+            }
+            (
+                Kind::Record {
+                    named: reader_named,
+                    ..
+                },
+                Kind::Record {
+                    named: writer_named,
+                    ..
+                },
+            ) => {
+                if let Some(mismatch) = name_mismatch(reader_named, writer_named, location) {
+                    self.record(&mut found, mismatch)?;
+                }
+                self.check_record_fields(reader, writer, location, &mut found)?;
+            }
+            (Kind::Union(_), Kind::Union(writer_branches)) => {
+                // Every branch the writer may have written must be readable; what is
+                // wrong inside a branch is not detailed.
+                for (index, writer_branch) in writer_branches.iter().enumerate() {
+                    location.push(index.to_string());
+                    if !self.check_detached(reader, *writer_branch)?.is_empty() {
+                        let writer_type = writer_graph.avro_type(*writer_branch);
+                        self.record(&mut found, missing_union_branch(writer_type, location))?;
+                    }
+                    location.pop();
+                }
+            }
+            (reader_kind, writer_kind) => {
+                for incompatibility in
+                    named_leaf_incompatibilities(reader_kind, writer_kind, location)
+                {
+                    self.record(&mut found, incompatibility)?;
+                }
+            }
         }
-        if let Kind::Union(writer_branches) = &writer_graph.nodes[writer].kind {
+        Ok(found)
+    }
+
+    /// Reading a writer union: every branch the writer may have written must be readable.
+    fn calculate_writer_union(
+        &mut self,
+        reader: NodeId,
+        writer: NodeId,
+        location: &mut Vec<String>,
+    ) -> Result<Vec<Incompatibility>, CheckAborted> {
+        let mut found = Vec::new();
+        if let Kind::Union(writer_branches) = &self.writer.nodes[writer].kind {
             for (index, writer_branch) in writer_branches.iter().enumerate() {
                 let branch = self.check(index.to_string(), reader, *writer_branch, location)?;
-                extend(&mut found, &branch);
+                self.copy(&mut found, &branch)?;
             }
-            return Ok(found);
         }
-        let promoted = match (reader_type, writer_type) {
-            (AvroType::Primitive(reader_primitive), AvroType::Primitive(writer_primitive)) => {
-                matches!(
-                    (reader_primitive, writer_primitive),
-                    (Primitive::Long, Primitive::Int)
-                        | (Primitive::Float, Primitive::Int | Primitive::Long)
-                        | (
-                            Primitive::Double,
-                            Primitive::Int | Primitive::Long | Primitive::Float
-                        )
-                        | (Primitive::Bytes, Primitive::String)
-                        | (Primitive::String, Primitive::Bytes)
-                )
-            }
-            _ => false,
-        };
-        if promoted {
-            return Ok(found);
-        }
+        Ok(found)
+    }
+
+    /// Reading into a reader union: some branch must read what was written.
+    fn calculate_reader_union(
+        &mut self,
+        reader: NodeId,
+        writer: NodeId,
+        location: &[String],
+    ) -> Result<Vec<Incompatibility>, CheckAborted> {
+        let reader_graph = self.reader;
         if let Kind::Union(reader_branches) = &reader_graph.nodes[reader].kind {
             for reader_branch in reader_branches {
                 if self.check_detached(*reader_branch, writer)?.is_empty() {
-                    return Ok(found);
+                    return Ok(Vec::new());
                 }
             }
-            push(
-                &mut found,
-                IncompatibilityType::MissingUnionBranch,
-                format!(
-                    "reader union lacking writer type: {}",
-                    writer_type.upper_name()
-                ),
-                location,
-            );
-            return Ok(found);
         }
-        push(
-            &mut found,
-            IncompatibilityType::TypeMismatch,
-            format!(
-                "reader type: {} not compatible with writer type: {}",
-                reader_type.upper_name(),
-                writer_type.upper_name()
-            ),
-            location,
-        );
+        let mut found = Vec::new();
+        let writer_type = self.writer.avro_type(writer);
+        self.record(&mut found, missing_union_branch(writer_type, location))?;
         Ok(found)
     }
 
@@ -2508,36 +2484,27 @@ impl<'a> CompatibilityCheck<'a> {
         location.push("fields".to_owned());
         for (position, reader_field) in reader_fields.iter().enumerate() {
             location.push(position.to_string());
-            // Avro's `lookupWriterField`: by name, then by each of the reader's aliases.
-            let mut candidates: Vec<&Field> = writer_fields
-                .iter()
-                .find(|writer_field| writer_field.name == reader_field.name)
-                .into_iter()
-                .collect();
-            for alias in &reader_field.aliases {
-                candidates.extend(writer_fields.iter().filter(|field| field.name == *alias));
-            }
-            if candidates.len() > 1 {
-                return Err(CheckAborted::AmbiguousField(format!(
-                    "Reader record field {} type:{} pos:{position} matches multiple fields in \
-                     writer record schema {}",
-                    reader_field.name,
-                    reader_graph.avro_type(reader_field.schema).upper_name(),
-                    writer_graph.resolved_text(writer)
-                )));
-            }
-            match candidates.first() {
-                Some(writer_field) => {
+            match lookup_writer_field(writer_fields, reader_field) {
+                Err(()) => {
+                    return Err(ambiguous_field(
+                        reader_graph,
+                        writer_graph,
+                        reader_field,
+                        position,
+                        writer,
+                    ));
+                }
+                Ok(Some(writer_field)) => {
                     let types = self.check(
                         "type".to_owned(),
                         reader_field.schema,
                         writer_field.schema,
                         location,
                     )?;
-                    extend(found, &types);
+                    self.copy(found, &types)?;
                 }
-                None if reader_field.default.is_some() => {}
-                None => {
+                Ok(None) if reader_field.default.is_some() => {}
+                Ok(None) => {
                     let enum_with_default = matches!(
                         &reader_graph.nodes[reader_field.schema].kind,
                         Kind::Enum {
@@ -2549,14 +2516,14 @@ impl<'a> CompatibilityCheck<'a> {
                         // Avro compares the field's enum with the writer record itself.
                         let types =
                             self.check("type".to_owned(), reader_field.schema, writer, location)?;
-                        extend(found, &types);
+                        self.copy(found, &types)?;
                     } else {
-                        push(
-                            found,
+                        let missing = Incompatibility::new(
                             IncompatibilityType::ReaderFieldMissingDefaultValue,
                             reader_field.name.clone(),
                             location,
                         );
+                        self.record(found, missing)?;
                     }
                 }
             }
@@ -2565,52 +2532,227 @@ impl<'a> CompatibilityCheck<'a> {
         location.pop();
         Ok(())
     }
+
+    fn record(
+        &mut self,
+        found: &mut Vec<Incompatibility>,
+        incompatibility: Incompatibility,
+    ) -> Result<(), CheckAborted> {
+        self.spend(1)?;
+        if found.len() < INCOMPATIBILITIES_MAX {
+            found.push(incompatibility);
+        }
+        Ok(())
+    }
+
+    fn copy(
+        &mut self,
+        found: &mut Vec<Incompatibility>,
+        more: &[Incompatibility],
+    ) -> Result<(), CheckAborted> {
+        let room = INCOMPATIBILITIES_MAX
+            .saturating_sub(found.len())
+            .min(more.len());
+        self.spend(room)?;
+        found.extend(more[..room].iter().cloned());
+        Ok(())
+    }
+
+    fn spend(&mut self, count: usize) -> Result<(), CheckAborted> {
+        self.recorded_budget = self
+            .recorded_budget
+            .checked_sub(count)
+            .ok_or(CheckAborted::TooManyIncompatibilities)?;
+        Ok(())
+    }
+}
+
+/// Avro's promotions: int to long, float or double; long to float or double; float to
+/// double; string and bytes both ways.
+fn is_promotion(reader: AvroType, writer: AvroType) -> bool {
+    matches!(
+        (reader, writer),
+        (
+            AvroType::Primitive(Primitive::Long),
+            AvroType::Primitive(Primitive::Int)
+        ) | (
+            AvroType::Primitive(Primitive::Float),
+            AvroType::Primitive(Primitive::Int | Primitive::Long)
+        ) | (
+            AvroType::Primitive(Primitive::Double),
+            AvroType::Primitive(Primitive::Int | Primitive::Long | Primitive::Float)
+        ) | (
+            AvroType::Primitive(Primitive::Bytes),
+            AvroType::Primitive(Primitive::String)
+        ) | (
+            AvroType::Primitive(Primitive::String),
+            AvroType::Primitive(Primitive::Bytes)
+        )
+    )
+}
+
+/// Avro's `lookupWriterField`: by the reader field's name, then by each of its aliases;
+/// `Err` when more than one writer field matches (Avro throws).
+fn lookup_writer_field<'f>(
+    writer_fields: &'f [Field],
+    reader_field: &Field,
+) -> Result<Option<&'f Field>, ()> {
+    let mut candidates = writer_fields
+        .iter()
+        .find(|writer_field| writer_field.name == reader_field.name)
+        .into_iter()
+        .chain(reader_field.aliases.iter().filter_map(|alias| {
+            writer_fields
+                .iter()
+                .find(|writer_field| writer_field.name == *alias)
+        }));
+    let first = candidates.next();
+    match candidates.next() {
+        Some(_) => Err(()),
+        None => Ok(first),
+    }
+}
+
+#[inline(never)]
+fn ambiguous_field(
+    reader_graph: &SchemaGraph,
+    writer_graph: &SchemaGraph,
+    reader_field: &Field,
+    position: usize,
+    writer: NodeId,
+) -> CheckAborted {
+    CheckAborted::AmbiguousField(format!(
+        "Reader record field {} type:{} pos:{position} matches multiple fields in writer record \
+         schema {}",
+        reader_field.name,
+        reader_graph.avro_type(reader_field.schema).upper_name(),
+        writer_graph.resolved_text(writer)
+    ))
+}
+
+#[inline(never)]
+fn type_mismatch(
+    reader_type: AvroType,
+    writer_type: AvroType,
+    location: &[String],
+) -> Incompatibility {
+    Incompatibility::new(
+        IncompatibilityType::TypeMismatch,
+        format!(
+            "reader type: {} not compatible with writer type: {}",
+            reader_type.upper_name(),
+            writer_type.upper_name()
+        ),
+        location,
+    )
+}
+
+#[inline(never)]
+fn missing_union_branch(writer_type: AvroType, location: &[String]) -> Incompatibility {
+    Incompatibility::new(
+        IncompatibilityType::MissingUnionBranch,
+        format!(
+            "reader union lacking writer type: {}",
+            writer_type.upper_name()
+        ),
+        location,
+    )
 }
 
 /// Avro's `schemaNameEquals`: the same short name (namespaces are not compared), or the
 /// writer's full name among the reader's aliases.
-fn check_names(
+#[inline(never)]
+fn name_mismatch(
     reader: &Named,
     writer: &Named,
     location: &mut Vec<String>,
-    found: &mut Vec<Incompatibility>,
-) {
+) -> Option<Incompatibility> {
     let writer_full_name = writer.name.full();
     let same = reader.name.name == writer.name.name
         || reader
             .aliases
             .iter()
             .any(|alias| alias.alias_full_name(reader.name.space.as_deref()) == writer_full_name);
-    if !same {
-        location.push("name".to_owned());
-        push(
-            found,
-            IncompatibilityType::NameMismatch,
-            format!("expected: {writer_full_name}"),
-            location,
-        );
-        location.pop();
+    if same {
+        return None;
     }
+    location.push("name".to_owned());
+    let mismatch = Incompatibility::new(
+        IncompatibilityType::NameMismatch,
+        format!("expected: {writer_full_name}"),
+        location,
+    );
+    location.pop();
+    Some(mismatch)
 }
 
-fn push(
-    found: &mut Vec<Incompatibility>,
-    kind: IncompatibilityType,
-    message: String,
-    location: &[String],
-) {
-    if found.len() < INCOMPATIBILITIES_MAX {
-        found.push(Incompatibility {
-            kind,
-            message,
-            location: location.to_vec(),
-        });
+/// What differs between two enums or two fixed types (primitives never differ from their
+/// own type).
+#[inline(never)]
+fn named_leaf_incompatibilities(
+    reader: &Kind,
+    writer: &Kind,
+    location: &mut Vec<String>,
+) -> Vec<Incompatibility> {
+    let mut found = Vec::new();
+    match (reader, writer) {
+        (
+            Kind::Fixed {
+                named: reader_named,
+                size: reader_size,
+            },
+            Kind::Fixed {
+                named: writer_named,
+                size: writer_size,
+            },
+        ) => {
+            found.extend(name_mismatch(reader_named, writer_named, location));
+            if reader_size != writer_size {
+                location.push("size".to_owned());
+                found.push(Incompatibility::new(
+                    IncompatibilityType::FixedSizeMismatch,
+                    format!("expected: {writer_size}, found: {reader_size}"),
+                    location,
+                ));
+                location.pop();
+            }
+        }
+        (
+            Kind::Enum {
+                named: reader_named,
+                symbols: reader_symbols,
+                default: reader_default,
+            },
+            Kind::Enum {
+                named: writer_named,
+                symbols: writer_symbols,
+                ..
+            },
+        ) => {
+            found.extend(name_mismatch(reader_named, writer_named, location));
+            let mut missing: Vec<&str> = writer_symbols
+                .iter()
+                .filter(|symbol| !reader_symbols.contains(symbol))
+                .map(String::as_str)
+                .collect();
+            missing.sort_unstable();
+            // A reader enum with a default reads unknown symbols as that default.
+            let has_default = reader_default
+                .as_ref()
+                .is_some_and(|default| reader_symbols.contains(default));
+            if !missing.is_empty() && !has_default {
+                location.push("symbols".to_owned());
+                found.push(Incompatibility::new(
+                    IncompatibilityType::MissingEnumSymbols,
+                    format!("[{}]", missing.join(", ")),
+                    location,
+                ));
+                location.pop();
+            }
+        }
+        _ => {}
     }
-}
-
-fn extend(found: &mut Vec<Incompatibility>, more: &[Incompatibility]) {
-    let room = INCOMPATIBILITIES_MAX.saturating_sub(found.len());
-    found.extend(more.iter().take(room).cloned());
+    found
 }
 
 #[cfg(test)]
@@ -3241,18 +3383,66 @@ mod tests {
         }
     }
 
+    /// A cycle of `length` records, each holding the next, optionally through a union.
+    fn record_cycle(length: usize, optional: bool) -> String {
+        let mut schema = "\"N0\"".to_owned();
+        for level in (0..length).rev() {
+            if optional {
+                schema = format!(r#"["null",{schema}]"#);
+            }
+            schema = format!(
+                r#"{{"type":"record","name":"N{level}","fields":[{{"name":"next","type":{schema}}}]}}"#
+            );
+        }
+        schema
+    }
+
+    #[test]
+    fn checks_of_long_recursive_cycles_stop_at_the_depth_limit() {
+        // A 33-cycle read as a 34-cycle meets a (reader, writer) pair again only after
+        // 33 * 34 records, past the limit; reaching the limit fits in half the 2 MiB stack
+        // of a Tokio worker, even in a debug build.
+        let (reader, writer) = (record_cycle(33, false), record_cycle(34, false));
+        let reasons = std::thread::Builder::new()
+            .stack_size(1 << 20)
+            .spawn(move || messages(&reader, &writer))
+            .expect("a thread")
+            .join()
+            .expect("no stack overflow");
+        assert_eq!(
+            reasons,
+            [format!(
+                "Unexpected exception during compatibility check: the schemas nest deeper than \
+                 {CHECK_DEPTH_MAX} levels"
+            )]
+        );
+        // A 15-cycle read as a 16-cycle finishes within the limit.
+        let reasons = messages(&record_cycle(15, false), &record_cycle(16, false));
+        assert!(
+            reasons[0].starts_with("{errorType:'NAME_MISMATCH'"),
+            "{reasons:?}"
+        );
+        // A 3-cycle read as a 4-cycle differs where the cycles part, inside unions.
+        assert_eq!(
+            messages(&record_cycle(3, true), &record_cycle(4, true)),
+            [
+                "{errorType:'MISSING_UNION_BRANCH', description:'The new schema is missing a type inside a union field at path '/fields/0/type/1' in the old schema', additionalInfo:'reader union lacking writer type: RECORD'}"
+            ]
+        );
+        assert!(messages(&record_cycle(3, true), &record_cycle(3, true)).is_empty());
+    }
+
     #[test]
     fn schemas_nesting_past_the_limit_are_refused_not_overflowed() {
-        // Each reference nests 40 records (120 JSON levels, near serde_json's 128); 16 chained
-        // pass the limit once resolved.
+        // Each reference nests 40 records (120 JSON levels, near serde_json's 128); chained,
+        // four of them pass the limit once resolved.
         let mut references = Vec::new();
         let mut previous: Option<String> = None;
-        for document in 0..16 {
-            let innermost = match &previous {
+        for document in 0..4 {
+            let mut schema = match &previous {
                 Some(name) => format!("\"{name}\""),
                 None => "\"int\"".to_owned(),
             };
-            let mut schema = innermost;
             for level in 0..40 {
                 schema = format!(
                     r#"{{"type":"record","name":"D{document}L{level}","fields":[{{"name":"f","type":{schema}}}]}}"#
@@ -3261,19 +3451,25 @@ mod tests {
             references.push(reference(&format!("D{document}L39"), &schema));
             previous = Some(format!("D{document}L39"));
         }
-        let main = r#"{"type":"record","name":"Top","fields":[{"name":"f","type":"D15L39"}]}"#;
-        let error = AvroSchema::parse(main, &references).expect_err("too deep once resolved");
-        assert!(error.0.contains("nests deeper than"), "{error}");
-        let shallow = AvroSchema::parse(main, &references[..2]);
+        let using = |name: &str| {
+            format!(r#"{{"type":"record","name":"Top","fields":[{{"name":"f","type":"{name}"}}]}}"#)
+        };
+        let outcome = std::thread::Builder::new()
+            .stack_size(1 << 20)
+            .spawn(move || {
+                let error = AvroSchema::parse(&using("D3L39"), &references)
+                    .expect_err("four chained references are too deep");
+                assert!(error.0.contains("nests deeper than"), "{error}");
+                let deepest = AvroSchema::parse(&using("D2L39"), &references[..3])
+                    .expect("three chained references resolve within the limit");
+                assert!(deepest.backward_incompatibilities(&deepest).is_empty());
+                assert_eq!(deepest.normalized(), deepest.canonical());
+            })
+            .expect("a thread")
+            .join();
         assert!(
-            shallow.is_err(),
-            "D15L39 is not among the first two references"
+            outcome.is_ok(),
+            "no stack overflow and the expected outcomes"
         );
-        let two = AvroSchema::parse(
-            r#"{"type":"record","name":"Top","fields":[{"name":"f","type":"D1L39"}]}"#,
-            &references[..2],
-        )
-        .expect("two chained references resolve within the limit");
-        assert!(two.backward_incompatibilities(&two).is_empty());
     }
 }

@@ -363,7 +363,11 @@ impl SchemaRegistryClient {
         self.schema_by_id(id, Some(format)).await
     }
 
-    async fn schema_by_id(&self, id: i32, format: Option<&str>) -> Result<Arc<Schema>, ClientError> {
+    async fn schema_by_id(
+        &self,
+        id: i32,
+        format: Option<&str>,
+    ) -> Result<Arc<Schema>, ClientError> {
         let key = (id, format.map(str::to_string));
         if let Some(schema) = self.caches().schemas_by_id.get(&key) {
             return Ok(schema);
@@ -374,9 +378,7 @@ impl SchemaRegistryClient {
             .call(Method::GET, &["schemas", "ids", &id_text], &query, None)
             .await?;
         let schema = Arc::new(parse_schema_body(&url, body)?.0);
-        self.caches()
-            .schemas_by_id
-            .insert(key, Arc::clone(&schema));
+        self.caches().schemas_by_id.insert(key, Arc::clone(&schema));
         Ok(schema)
     }
 
@@ -402,9 +404,7 @@ impl SchemaRegistryClient {
             )
             .await?;
         let found = registered_schema(&url, subject, body)?;
-        self.caches()
-            .versions_by_schema
-            .insert(key, found.clone());
+        self.caches().versions_by_schema.insert(key, found.clone());
         Ok(found)
     }
 
@@ -452,8 +452,7 @@ impl SchemaRegistryClient {
     /// `GET /subjects`: every subject with a live version.
     pub async fn subjects(&self) -> Result<Vec<String>, ClientError> {
         let (url, body) = self.call(Method::GET, &["subjects"], &[], None).await?;
-        serde_json::from_value(body.clone())
-            .map_err(|e| unexpected(&url, format!("{e}: {body}")))
+        serde_json::from_value(body.clone()).map_err(|e| unexpected(&url, format!("{e}: {body}")))
     }
 
     /// `GET /subjects/{subject}/versions`: the subject's live version numbers.
@@ -461,8 +460,7 @@ impl SchemaRegistryClient {
         let (url, body) = self
             .call(Method::GET, &["subjects", subject, "versions"], &[], None)
             .await?;
-        serde_json::from_value(body.clone())
-            .map_err(|e| unexpected(&url, format!("{e}: {body}")))
+        serde_json::from_value(body.clone()).map_err(|e| unexpected(&url, format!("{e}: {body}")))
     }
 
     /// `POST /compatibility/subjects/{subject}/versions/{version}`: whether `schema` may
@@ -477,7 +475,13 @@ impl SchemaRegistryClient {
         let (url, body) = self
             .call(
                 Method::POST,
-                &["compatibility", "subjects", subject, "versions", &version_text],
+                &[
+                    "compatibility",
+                    "subjects",
+                    subject,
+                    "versions",
+                    &version_text,
+                ],
                 &[],
                 Some(schema.request_body()),
             )
@@ -564,10 +568,13 @@ async fn read_bounded(url: &Url, mut response: reqwest::Response) -> Result<Vec<
     }
     let mut bytes = Vec::new();
     loop {
-        let chunk = response.chunk().await.map_err(|source| ClientError::Transport {
-            url: url.to_string(),
-            source,
-        })?;
+        let chunk = response
+            .chunk()
+            .await
+            .map_err(|source| ClientError::Transport {
+                url: url.to_string(),
+                source,
+            })?;
         let Some(chunk) = chunk else {
             return Ok(bytes);
         };
@@ -627,7 +634,11 @@ fn parse_schema_body(url: &Url, body: Value) -> Result<(Schema, SchemaBody), Cli
     Ok((schema, parsed))
 }
 
-fn registered_schema(url: &Url, subject: &str, body: Value) -> Result<RegisteredSchema, ClientError> {
+fn registered_schema(
+    url: &Url,
+    subject: &str,
+    body: Value,
+) -> Result<RegisteredSchema, ClientError> {
     let (schema, parsed) = parse_schema_body(url, body)?;
     let (Some(id), Some(version)) = (parsed.id, parsed.version) else {
         return Err(unexpected(url, "no id or version".into()));
@@ -638,61 +649,4 @@ fn registered_schema(url: &Url, subject: &str, body: Value) -> Result<Registered
         version,
         schema,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_bounded_cache_drops_its_oldest_entry() {
-        let mut cache = BoundedCache::new(2);
-        cache.insert(1, "a");
-        cache.insert(2, "b");
-        cache.insert(1, "a2");
-        cache.insert(3, "c");
-        assert_eq!(
-            (cache.get(&1), cache.get(&2), cache.get(&3)),
-            (None, Some("b"), Some("c"))
-        );
-        let mut disabled = BoundedCache::new(0);
-        disabled.insert(1, 1);
-        assert_eq!(disabled.get(&1), None);
-    }
-
-    #[test]
-    fn endpoints_encode_each_segment() {
-        let cases = [
-            ("http://r:8081", vec!["subjects"], "http://r:8081/subjects"),
-            (
-                "http://r:8081/prefix/",
-                vec!["subjects", "common/a b.proto", "versions"],
-                "http://r:8081/prefix/subjects/common%2Fa%20b.proto/versions",
-            ),
-        ];
-        for (base, segments, want) in cases {
-            let url = endpoint(&Url::parse(base).unwrap(), &segments, &[]);
-            assert_eq!(url.as_str(), want);
-        }
-        let url = endpoint(
-            &Url::parse("http://r").unwrap(),
-            &["schemas", "ids", "7"],
-            &[("format", "serialized")],
-        );
-        assert_eq!(url.as_str(), "http://r/schemas/ids/7?format=serialized");
-    }
-
-    #[test]
-    fn error_answers_keep_confluents_code() {
-        let url = Url::parse("http://r").unwrap();
-        let error = answer(
-            &url,
-            StatusCode::NOT_FOUND,
-            br#"{"error_code":40403,"message":"Schema 9 not found"}"#,
-        )
-        .unwrap_err();
-        assert_eq!(error.error_code(), Some(40403));
-        let error = answer(&url, StatusCode::BAD_GATEWAY, b"<html>").unwrap_err();
-        assert_eq!(error.error_code(), Some(UNKNOWN_ERROR_CODE));
-    }
 }

@@ -365,10 +365,27 @@ async fn get_version(
     Query(params): Params,
 ) -> Response {
     answer(VersionSpec::parse(&version).and_then(|spec| {
-        app.registry
-            .version(&subject, spec, flag(&params, "deleted"))
-            .map(|version| subject_version_json(&version))
+        let version = app
+            .registry
+            .version(&subject, spec, flag(&params, "deleted"))?;
+        let version = with_format(&app, version, &params)?;
+        Ok(subject_version_json(&version))
     }))
+}
+
+/// `?format=` (Confluent's Python Protobuf deserializer asks `serialized` for references):
+/// the schema in that format when its type has it, else as stored.
+fn with_format(
+    app: &App,
+    mut version: SubjectVersion,
+    params: &HashMap<String, String>,
+) -> Result<SubjectVersion, RegistryError> {
+    if let Some(format) = params.get("format").filter(|format| !format.is_empty())
+        && let Some(formatted) = app.registry.formatted_schema(version.id, format)?
+    {
+        version.schema = formatted;
+    }
+    Ok(version)
 }
 
 async fn get_version_schema(
@@ -376,10 +393,13 @@ async fn get_version_schema(
     Path((subject, version)): Path<(String, String)>,
     Query(params): Params,
 ) -> Response {
-    match VersionSpec::parse(&version).and_then(|spec| {
-        app.registry
-            .version(&subject, spec, flag(&params, "deleted"))
-    }) {
+    match VersionSpec::parse(&version)
+        .and_then(|spec| {
+            app.registry
+                .version(&subject, spec, flag(&params, "deleted"))
+        })
+        .and_then(|version| with_format(&app, version, &params))
+    {
         Ok(version) => raw_schema(version.schema),
         Err(e) => error(e),
     }

@@ -272,17 +272,47 @@ fn open_source(name: &str, schema: &str) -> Result<File, protox::Error> {
         Ok(file) => return Ok(file),
         Err(error) => error,
     };
-    decode_descriptor(name, schema).ok_or(text_error)
+    match decode_descriptor(name, schema) {
+        Some(file) => file,
+        None => Err(text_error),
+    }
 }
 
-fn decode_descriptor(name: &str, schema: &str) -> Option<File> {
+/// The file a base64 `FileDescriptorProto` describes; `None` when `schema` is no such thing.
+fn decode_descriptor(name: &str, schema: &str) -> Option<Result<File, protox::Error>> {
     let mut encoded = BASE64.decode(schema.trim()).ok()?;
+    let descriptor = prost_types::FileDescriptorProto::decode(encoded.as_slice()).ok()?;
+    // Checked here because prost-reflect panics while reporting an unknown syntax.
+    if !matches!(descriptor.syntax(), "" | "proto2" | "proto3") {
+        return Some(Err(protox::Error::new(DescriptorProblem(format!(
+            "{name}: unknown syntax '{}'",
+            descriptor.syntax().escape_debug()
+        )))));
+    }
     // The file must be known by the import path that names it, whatever name it was built
     // under. The last occurrence of a singular field wins, so appending the name renames the
-    // file without decoding it into prost-types, which would drop custom options.
+    // file without going through prost-types, which would drop custom options.
     prost::encoding::string::encode(1, &name.to_owned(), &mut encoded);
-    File::decode_file_descriptor_proto(encoded.as_slice()).ok()
+    Some(File::decode_file_descriptor_proto(encoded.as_slice()).map_err(protox::Error::new))
 }
+
+/// A descriptor refused before protox sees it; prints the same for `Display` and `Debug`,
+/// since protox's errors print through `Debug`.
+struct DescriptorProblem(String);
+
+impl fmt::Display for DescriptorProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for DescriptorProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for DescriptorProblem {}
 
 /// Serves the schema's own file and its references to protox by import path; anything else
 /// falls through to the well-known types.
@@ -469,7 +499,10 @@ impl Printer {
             .filter(|message| !inline_groups.contains(message.full_name()))
             .map(|message| self.message_block(&message, format!("message {}", message.name())))
             .collect();
-        types.extend(file.enums().map(|enumeration| self.enum_block(&enumeration)));
+        types.extend(
+            file.enums()
+                .map(|enumeration| self.enum_block(&enumeration)),
+        );
         push_section(&mut out, &types, false);
         push_section(&mut out, &self.extend_blocks(&extensions, None), false);
         let services: Vec<String> = file
@@ -539,8 +572,10 @@ impl Printer {
             })
             .filter(|(_, members): &(String, Vec<&FieldDescriptor>)| !members.is_empty())
             .collect();
-        let top_level: Vec<&FieldDescriptor> =
-            fields.iter().filter(|field| !in_real_oneof(field)).collect();
+        let top_level: Vec<&FieldDescriptor> = fields
+            .iter()
+            .filter(|field| !in_real_oneof(field))
+            .collect();
 
         // The nested types that parsing the printed text declares by itself: a map field's
         // entry and a group's message. Parsing declares them where the field is, so the
@@ -548,7 +583,8 @@ impl Printer {
         let synthetic_by_field: HashMap<String, &FieldDescriptor> = fields
             .iter()
             .filter_map(|field| {
-                synthetic_type(message, field).map(|declared| (declared.full_name().to_owned(), field))
+                synthetic_type(message, field)
+                    .map(|declared| (declared.full_name().to_owned(), field))
             })
             .collect();
         let extension_groups = inline_group_types(&extensions, Some(message));
@@ -624,15 +660,21 @@ impl Printer {
             .collect();
         let extension_ranges = self.ranges("extensions", ranges, Vec::new(), FIELD_NUMBER_MAX);
         push_section(&mut out, &extension_ranges, true);
-        push_section(&mut out, &self.extend_blocks(&extensions, Some(message)), true);
+        push_section(
+            &mut out,
+            &self.extend_blocks(&extensions, Some(message)),
+            true,
+        );
 
         let mut types = Vec::new();
         for nested_message in &nested {
             if !is_synthetic(nested_message) {
-                types.push(self.message_block(
-                    nested_message,
-                    format!("message {}", nested_message.name()),
-                ));
+                types.push(
+                    self.message_block(
+                        nested_message,
+                        format!("message {}", nested_message.name()),
+                    ),
+                );
             } else if !fields_first {
                 let declaring = synthetic_by_field
                     .get(nested_message.full_name())
@@ -962,7 +1004,13 @@ impl Printer {
         extensions.sort_by_key(|(extension, _)| extension.number());
         for (extension, value) in extensions {
             let name = format!("({})", extension.full_name());
-            self.push_option(&mut texts, &name, extension.full_name(), value, &extension.kind());
+            self.push_option(
+                &mut texts,
+                &name,
+                extension.full_name(),
+                value,
+                &extension.kind(),
+            );
         }
         texts
     }
@@ -1014,7 +1062,8 @@ impl Printer {
                 .unwrap_or_else(|| number.to_string()),
             Value::Message(message) => self.aggregate(message),
             Value::List(values) => {
-                let items: Vec<String> = values.iter().map(|value| self.value(value, kind)).collect();
+                let items: Vec<String> =
+                    values.iter().map(|value| self.value(value, kind)).collect();
                 format!("[{}]", items.join(", "))
             }
             Value::Map(entries) => {
@@ -1071,7 +1120,10 @@ impl Printer {
 
 /// The nested type a field of `message` makes parsing declare by itself: its map entry, or
 /// its group's message, when that type is nested in `message`.
-fn synthetic_type(message: &MessageDescriptor, field: &FieldDescriptor) -> Option<MessageDescriptor> {
+fn synthetic_type(
+    message: &MessageDescriptor,
+    field: &FieldDescriptor,
+) -> Option<MessageDescriptor> {
     let declared = field.kind().as_message()?.clone();
     let synthetic = if field.is_group() {
         true
@@ -1378,9 +1430,12 @@ enum ScalarGroup {
 impl ScalarGroup {
     fn of(kind: &Kind) -> ScalarGroup {
         match kind {
-            Kind::Int32 | Kind::Int64 | Kind::Uint32 | Kind::Uint64 | Kind::Bool | Kind::Enum(_) => {
-                ScalarGroup::GeneralNumber
-            }
+            Kind::Int32
+            | Kind::Int64
+            | Kind::Uint32
+            | Kind::Uint64
+            | Kind::Bool
+            | Kind::Enum(_) => ScalarGroup::GeneralNumber,
             Kind::Sint32 | Kind::Sint64 => ScalarGroup::SignedNumber,
             Kind::String | Kind::Bytes | Kind::Message(_) => ScalarGroup::StringOrBytes,
             Kind::Fixed32 | Kind::Sfixed32 => ScalarGroup::Fixed32,
@@ -1482,10 +1537,7 @@ impl<'a> Diff<'a> {
         if original.package_name() != update.package_name() {
             self.add(DifferenceType::PackageChanged);
         }
-        self.message_lists(
-            original.messages().collect(),
-            update.messages().collect(),
-        );
+        self.message_lists(original.messages().collect(), update.messages().collect());
     }
 
     /// Messages of one scope, matched by name. A map entry is no type in the `.proto` that
@@ -1493,9 +1545,9 @@ impl<'a> Diff<'a> {
     fn message_lists(&mut self, original: Vec<MessageDescriptor>, update: Vec<MessageDescriptor>) {
         for original_message in original.iter().filter(|message| !message.is_map_entry()) {
             self.path.push(original_message.name().to_owned());
-            let update_message = update
-                .iter()
-                .find(|message| message.name() == original_message.name() && !message.is_map_entry());
+            let update_message = update.iter().find(|message| {
+                message.name() == original_message.name() && !message.is_map_entry()
+            });
             match update_message {
                 None => self.add(DifferenceType::MessageRemoved),
                 Some(update_message) => self.messages(original_message, update_message),
@@ -1508,7 +1560,11 @@ impl<'a> Diff<'a> {
     /// Confluent's `MessageSchemaDiff.compare`: fields by number across the whole message,
     /// whatever oneof they are in, then the nested messages.
     fn messages(&mut self, original: &MessageDescriptor, update: &MessageDescriptor) {
-        if self.in_progress.iter().any(|name| name == original.full_name()) {
+        if self
+            .in_progress
+            .iter()
+            .any(|name| name == original.full_name())
+        {
             return;
         }
         self.in_progress.push(original.full_name().to_owned());
@@ -1521,7 +1577,10 @@ impl<'a> Diff<'a> {
             .oneofs
             .iter()
             .filter(|(name, members)| {
-                !update_fields.oneofs.iter().any(|(update_name, _)| update_name == name)
+                !update_fields
+                    .oneofs
+                    .iter()
+                    .any(|(update_name, _)| update_name == name)
                     && !members
                         .iter()
                         .any(|number| update_fields.by_number.contains_key(number))
@@ -1608,8 +1667,7 @@ impl<'a> Diff<'a> {
 
     /// Confluent's `FieldSchemaDiff.compare`; a new name is compatible.
     fn fields(&mut self, original: &DiffField, update: &DiffField) {
-        let original_type =
-            FieldType::of(original.field.kind(), original.field.cardinality());
+        let original_type = FieldType::of(original.field.kind(), original.field.cardinality());
         let update_type = FieldType::of(update.field.kind(), update.field.cardinality());
         self.types(original.label, update.label, &original_type, &update_type);
     }
@@ -1640,7 +1698,10 @@ impl<'a> Diff<'a> {
             (FieldType::Message(original), FieldType::Message(update)) => {
                 self.message_types(original, update);
             }
-            (FieldType::Map(original_key, original_value), FieldType::Map(update_key, update_value)) => {
+            (
+                FieldType::Map(original_key, original_value),
+                FieldType::Map(update_key, update_value),
+            ) => {
                 self.types(None, None, original_key, update_key);
                 self.types(None, None, original_value, update_value);
             }
@@ -1718,7 +1779,10 @@ mod tests {
         let cases = [
             (quote("plain"), "\"plain\""),
             (quote("a\"b\\c"), "\"a\\\"b\\\\c\""),
-            (quote("line\nbreak\ttab\u{1}"), "\"line\\nbreak\\ttab\\001\""),
+            (
+                quote("line\nbreak\ttab\u{1}"),
+                "\"line\\nbreak\\ttab\\001\"",
+            ),
             (quote("é"), "\"é\""),
             (quote_bytes(&[0, 255, b'a', b'"']), "\"\\000\\377a\\\"\""),
         ];
@@ -1751,7 +1815,10 @@ mod tests {
             value: value.to_owned(),
         };
         assert_eq!(inline_options(&[]), "");
-        assert_eq!(inline_options(&[option("packed", "true")]), " [packed = true]");
+        assert_eq!(
+            inline_options(&[option("packed", "true")]),
+            " [packed = true]"
+        );
         assert_eq!(
             inline_options(&[option("packed", "true"), option("deprecated", "true")]),
             " [\n  packed = true,\n  deprecated = true\n]"

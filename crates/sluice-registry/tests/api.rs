@@ -232,7 +232,10 @@ async fn compatibility_levels_decide_registration() {
     // (A schema the subject already holds is answered with its id, unchecked, as in
     // Confluent: v1 here would pass. A new one that drops fields the latest version reads
     // without defaults does not.)
-    assert_eq!(h.register("orders-value", ORDER_V1).await, (200, json!({"id": 1})));
+    assert_eq!(
+        h.register("orders-value", ORDER_V1).await,
+        (200, json!({"id": 1}))
+    );
     let (status, body) = h.register("orders-value", ORDER_ID_ONLY).await;
     assert_eq!((status, error_code(&body)), (409, 409), "{body}");
 

@@ -67,6 +67,8 @@ pub enum SerdeError {
     NoRecordName { strategy: &'static str },
     #[error("Avro: {0}")]
     Avro(#[from] apache_avro::Error),
+    #[error("Avro: the datum does not match the writer's schema (truncated or corrupt)")]
+    CorruptAvroDatum,
     #[error("Protobuf: {0}")]
     Protobuf(String),
     #[error("schema {id} has no message at indexes {indexes:?}")]
@@ -234,7 +236,11 @@ pub(crate) async fn resolve_references(
 }
 
 /// Checks the schema behind an id is of the type a deserializer reads.
-pub(crate) fn expect_type(id: i32, schema: &Schema, expected: SchemaType) -> Result<(), SerdeError> {
+pub(crate) fn expect_type(
+    id: i32,
+    schema: &Schema,
+    expected: SchemaType,
+) -> Result<(), SerdeError> {
     if schema.schema_type != expected {
         return Err(SerdeError::SchemaTypeMismatch {
             id,
@@ -250,35 +256,4 @@ pub(crate) fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, 
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn config_reads_confluents_keys() {
-        let config = SerializerConfig::from_map([
-            ("auto.register.schemas", "false"),
-            ("use.latest.version", "true"),
-            ("normalize.schemas", "true"),
-        ])
-        .unwrap();
-        assert_eq!(
-            config,
-            SerializerConfig {
-                auto_register_schemas: false,
-                use_latest_version: true,
-                normalize_schemas: true,
-                skip_known_types: true,
-            }
-        );
-        for bad in [
-            vec![("use.latest.version", "true")],
-            vec![("auto.register.schemas", "yes")],
-            vec![("schema.registry.url", "http://x")],
-        ] {
-            assert!(SerializerConfig::from_map(bad.clone()).is_err(), "{bad:?}");
-        }
-    }
 }

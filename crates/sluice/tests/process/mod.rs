@@ -11,6 +11,29 @@ pub const SLUICE: &str = env!("CARGO_BIN_EXE_sluice");
 /// Starts `sluice server` on `dir` with a free port and `settings` (`key=value`);
 /// returns it and its address once it listens. Its log is drained in the background.
 pub fn start(dir: &Path, settings: &[&str]) -> (Child, SocketAddr) {
+    let (child, address, _) = start_with(dir, settings, &[], None);
+    (child, address)
+}
+
+/// `sluice server --with-registry` on free ports: returns it, the broker's address and
+/// the registry's base URL once both listen.
+#[allow(dead_code)]
+pub fn start_with_registry(dir: &Path, settings: &[&str]) -> (Child, SocketAddr, String) {
+    let (child, address, registry) = start_with(
+        dir,
+        settings,
+        &["--with-registry", "--registry-listen", "127.0.0.1:0"],
+        Some("sluice: schema registry listening on "),
+    );
+    (child, address, registry.expect("the registry's line"))
+}
+
+fn start_with(
+    dir: &Path,
+    settings: &[&str],
+    args: &[&str],
+    also_wait_for: Option<&str>,
+) -> (Child, SocketAddr, Option<String>) {
     let mut command = Command::new(SLUICE);
     command
         .args(["server", "--set"])
@@ -20,27 +43,33 @@ pub fn start(dir: &Path, settings: &[&str]) -> (Child, SocketAddr) {
             "listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
             "--set",
             "advertised.listeners=PLAINTEXT://127.0.0.1:0",
-        ]);
+        ])
+        .args(args);
     for setting in settings {
         command.args(["--set", setting]);
     }
     let mut child = command.stderr(Stdio::piped()).spawn().unwrap();
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
-    let address = loop {
+    let mut address = None;
+    let mut other = None;
+    while address.is_none() || (also_wait_for.is_some() && other.is_none()) {
         line.clear();
         assert!(
             stderr.read_line(&mut line).unwrap() > 0,
             "the server exited before listening"
         );
-        if let Some(address) = line
-            .trim()
-            .strip_prefix("sluice: listening on PLAINTEXT://")
-        {
-            break address.parse().unwrap();
+        let text = line.trim();
+        if let Some(found) = text.strip_prefix("sluice: listening on PLAINTEXT://") {
+            address = Some(found.parse().unwrap());
         }
-    };
+        if let Some(prefix) = also_wait_for
+            && let Some(found) = text.strip_prefix(prefix)
+        {
+            other = Some(found.to_string());
+        }
+    }
     // Keep draining its log so it never blocks on a full pipe.
     std::thread::spawn(move || for _ in stderr.lines() {});
-    (child, address)
+    (child, address.expect("an address"), other)
 }
