@@ -28,3 +28,4 @@ pub mod schema;
 pub mod serde;
 pub mod server;
 pub mod store;
+pub mod fuzzing;
