@@ -547,3 +547,148 @@ async fn import_mode_keeps_given_ids_and_versions() {
         (200, json!({"id": 101}))
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn references_resolve_and_protect_what_they_name() {
+    let h = Harness::start().await;
+    let address = r#"{"type":"record","name":"Address","namespace":"com.example","fields":[{"name":"city","type":"string"}]}"#;
+    let customer = r#"{"type":"record","name":"Customer","namespace":"com.example","fields":[{"name":"name","type":"string"},{"name":"address","type":"com.example.Address"}]}"#;
+    assert_eq!(
+        h.register("address", address).await,
+        (200, json!({"id": 1}))
+    );
+    let references = json!([{"name": "com.example.Address", "subject": "address", "version": 1}]);
+    // Without the reference the type is unknown.
+    assert_eq!(error_code(&h.register("customer", customer).await.1), 42201);
+    let (status, body) = h
+        .call(
+            "POST",
+            "/subjects/customer/versions",
+            Some(json!({"schema": customer, "references": references})),
+        )
+        .await;
+    assert_eq!((status, body), (200, json!({"id": 2})));
+    // Stored as Avro's Java `Schema.toString()` writes it (Confluent's canonical string):
+    // a name in the enclosing namespace is written relative to it.
+    let stored = customer.replace("\"com.example.Address\"", "\"Address\"");
+    assert_eq!(
+        h.call("GET", "/subjects/customer/versions/1", None).await,
+        (
+            200,
+            json!({"subject": "customer", "version": 1, "id": 2, "references": references, "schema": stored})
+        )
+    );
+    assert_eq!(
+        h.call("GET", "/schemas/ids/2", None).await,
+        (200, json!({"references": references, "schema": stored}))
+    );
+    assert_eq!(
+        h.call("GET", "/subjects/address/versions/1/referencedby", None)
+            .await,
+        (200, json!([2]))
+    );
+    // A referenced version cannot be deleted (42206), soft or permanent.
+    let (status, body) = h.call("DELETE", "/subjects/address/versions/1", None).await;
+    assert_eq!((status, error_code(&body)), (422, 42206), "{body}");
+    assert_eq!(
+        error_code(&h.call("DELETE", "/subjects/address", None).await.1),
+        42206
+    );
+    // Once the referrer is gone, it can.
+    h.call("DELETE", "/subjects/customer", None).await;
+    assert_eq!(
+        h.call("DELETE", "/subjects/address", None).await,
+        (200, json!([1]))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn normalize_and_listing_schemas_and_readonly_override() {
+    let h = Harness::start().await;
+    // Normalization makes attribute order irrelevant for identity.
+    let a = r#"{"type":"record","name":"N","fields":[{"name":"x","type":"int"}]}"#;
+    let b = r#"{"fields":[{"type":"int","name":"x"}],"name":"N","type":"record"}"#;
+    assert_eq!(
+        h.call(
+            "POST",
+            "/subjects/n/versions?normalize=true",
+            Some(json!({"schema": a}))
+        )
+        .await,
+        (200, json!({"id": 1}))
+    );
+    assert_eq!(
+        h.call(
+            "POST",
+            "/subjects/n/versions?normalize=true",
+            Some(json!({"schema": b}))
+        )
+        .await,
+        (200, json!({"id": 1}))
+    );
+    let (status, found) = h
+        .call(
+            "POST",
+            "/subjects/n?normalize=true",
+            Some(json!({"schema": b})),
+        )
+        .await;
+    assert_eq!(
+        (status, found["version"].clone()),
+        (200, json!(1)),
+        "{found}"
+    );
+    h.register("m", ORDER_V1).await;
+    let (status, listed) = h.call("GET", "/schemas?subjectPrefix=m", None).await;
+    assert_eq!(status, 200);
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    assert_eq!(listed[0]["subject"], json!("m"));
+
+    // A global READONLY_OVERRIDE wins over a subject's READWRITE.
+    h.call("PUT", "/mode/m", Some(json!({"mode": "READWRITE"})))
+        .await;
+    assert_eq!(
+        h.call("PUT", "/mode", Some(json!({"mode": "READONLY_OVERRIDE"})))
+            .await,
+        (200, json!({"mode": "READONLY_OVERRIDE"}))
+    );
+    assert_eq!(error_code(&h.register("m", ORDER_V2).await.1), 42205);
+    assert_eq!(
+        h.call("GET", "/mode/m", None).await,
+        (200, json!({"mode": "READWRITE"}))
+    );
+    h.call("PUT", "/mode", Some(json!({"mode": "READWRITE"})))
+        .await;
+    assert_eq!(h.register("m", ORDER_V2).await.0, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_without_the_broker_is_a_store_error_and_reads_go_on() {
+    let h = Harness::start().await;
+    h.register("s", ORDER_V1).await;
+    let Harness {
+        node,
+        registry,
+        http,
+    } = h;
+    let _dir = node.stop().await;
+    let base = registry.url();
+    // The write cannot reach _schemas: a 5000x error (store error or timeout), not a hang.
+    let started = std::time::Instant::now();
+    let (status, body) = call(
+        &http,
+        &base,
+        "POST",
+        "/subjects/s/versions",
+        Some(json!({"schema": ORDER_V2})),
+    )
+    .await;
+    assert_eq!(status, 500, "{body}");
+    assert!([50001, 50002, 50004].contains(&error_code(&body)), "{body}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+    // What the registry holds is still served.
+    assert_eq!(
+        call(&http, &base, "GET", "/subjects/s/versions", None).await,
+        (200, json!([1]))
+    );
+}
