@@ -34,8 +34,9 @@
 //! Limits: JSON nesting is bounded by `serde_json` (128 levels); printing, comparing and
 //! default validation refuse to go deeper than [`SCHEMA_DEPTH_MAX`] levels (a schema whose
 //! print would be deeper is refused as invalid); a check stops after
-//! [`CHECK_DEPTH_MAX`] nested steps or [`CHECK_PAIRS_MAX`] visited pairs and keeps at most
-//! [`INCOMPATIBILITIES_MAX`] reasons.
+//! [`CHECK_DEPTH_MAX`] nested steps, [`CHECK_PAIRS_MAX`] visited pairs or
+//! [`CHECK_RECORDED_INCOMPATIBILITIES_MAX`] recorded reasons, and reports at most
+//! [`INCOMPATIBILITIES_MAX`] of them.
 
 use std::any::Any;
 use std::borrow::Cow;
@@ -200,6 +201,20 @@ impl fmt::Debug for AvroSchema {
 }
 
 impl ParsedSchema for AvroSchema {
+    fn incompatibilities_as_reader(
+        &self,
+        writer: &dyn ParsedSchema,
+        reader_role: &str,
+        writer_role: &str,
+    ) -> Vec<String> {
+        match writer.as_any().downcast_ref::<AvroSchema>() {
+            Some(writer) => {
+                AvroSchema::incompatibilities_as_reader(self, writer, reader_role, writer_role)
+            }
+            None => self.backward_incompatibilities(writer),
+        }
+    }
+
     fn schema_type(&self) -> SchemaType {
         SchemaType::Avro
     }
@@ -3179,6 +3194,10 @@ mod tests {
             with_country.canonical(),
             r#"{"type":"record","name":"Shipment","namespace":"com.example","fields":[{"name":"to","type":"Address"},{"name":"origin","type":{"type":"enum","name":"Country","symbols":["FR","US"]}}]}"#
         );
+        // A reference listed twice (two dependents share it) defines the same types again.
+        let twice = AvroSchema::parse(customer, &[address.clone(), address.clone()])
+            .expect("a type defined again identically is accepted");
+        assert_eq!(twice.canonical(), schema.canonical());
         let error = AvroSchema::parse(customer, &[]).expect_err("the reference is needed");
         assert!(
             error.0.contains("Undefined name: \"com.example.Address\""),

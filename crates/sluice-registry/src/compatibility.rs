@@ -102,12 +102,85 @@ impl CompatibilityLevel {
                 continue;
             }
             if self.backward() {
-                reasons.extend(new.backward_incompatibilities(old));
+                reasons.extend(new.incompatibilities_as_reader(old, "new", "old"));
             }
             if self.forward() {
-                reasons.extend(old.backward_incompatibilities(new));
+                reasons.extend(old.incompatibilities_as_reader(new, "old", "new"));
             }
         }
         reasons
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::{SchemaType, parse};
+
+    const V1: &str = r#"{"type":"record","name":"Order","fields":[{"name":"id","type":"string"},{"name":"amount","type":"double"}]}"#;
+    const ID_ONLY: &str =
+        r#"{"type":"record","name":"Order","fields":[{"name":"id","type":"string"}]}"#;
+
+    #[test]
+    fn levels_pick_direction_and_name_the_roles_as_confluent() {
+        let v1 = parse(SchemaType::Avro, V1, &[]).unwrap();
+        let id_only = parse(SchemaType::Avro, ID_ONLY, &[]).unwrap();
+        // Dropping `amount` is BACKWARD compatible (the new reader ignores it) ...
+        assert!(
+            CompatibilityLevel::Backward
+                .incompatibilities(id_only.as_ref(), &[v1.as_ref()])
+                .is_empty()
+        );
+        // ... but not FORWARD: the old schema, reading, has no default for it; the
+        // message calls the reader "old".
+        let forward =
+            CompatibilityLevel::Forward.incompatibilities(id_only.as_ref(), &[v1.as_ref()]);
+        assert_eq!(forward.len(), 1, "{forward:?}");
+        assert!(
+            forward[0].contains(
+                "in the old schema has no default value and is missing in the new schema"
+            ),
+            "{forward:?}"
+        );
+        assert_eq!(
+            CompatibilityLevel::Full
+                .incompatibilities(id_only.as_ref(), &[v1.as_ref()])
+                .len(),
+            1
+        );
+        assert!(
+            CompatibilityLevel::None
+                .incompatibilities(id_only.as_ref(), &[v1.as_ref()])
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn non_transitive_levels_look_at_the_latest_only() {
+        let v1 = parse(SchemaType::Avro, V1, &[]).unwrap();
+        let id_only = parse(SchemaType::Avro, ID_ONLY, &[]).unwrap();
+        // History v1, id-only; v1 proposed again. As a reader it cannot read id-only's
+        // data (`amount` has no default); as a writer every earlier version reads it
+        // (v1 itself, and id-only ignoring `amount`).
+        let history = [v1.as_ref(), id_only.as_ref()];
+        assert_eq!(
+            CompatibilityLevel::Backward
+                .incompatibilities(v1.as_ref(), &history)
+                .len(),
+            1,
+            "a new field without default breaks BACKWARD against id-only"
+        );
+        assert_eq!(
+            CompatibilityLevel::BackwardTransitive
+                .incompatibilities(v1.as_ref(), &history)
+                .len(),
+            1,
+            "only the id-only version is unreadable"
+        );
+        assert!(
+            CompatibilityLevel::ForwardTransitive
+                .incompatibilities(v1.as_ref(), &history)
+                .is_empty()
+        );
     }
 }

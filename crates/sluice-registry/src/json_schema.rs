@@ -11,8 +11,8 @@
 //! works on (the shape everit's loader gives a draft-07 schema: `StringSchema`,
 //! `NumberSchema`, `ObjectSchema`, ..., a synthetic `allOf` when one schema object holds
 //! several kinds of constraint, an `anyOf` for a list of types); the rules then walk two
-//! models side by side and record every [`DifferenceType`] with the JSON path where it was
-//! found. The incompatible ones become Confluent's messages,
+//! models side by side and record every difference (Confluent's `Difference.Type`) with the
+//! JSON path where it was found. The incompatible ones become Confluent's messages,
 //! `{errorType:"TYPE_CHANGED", description:"A type at path '#/properties/a' is different
 //! between the new schema and the old schema'}` (the unbalanced quote is Confluent's).
 //!
@@ -23,8 +23,8 @@
 //!
 //! Known differences from Confluent:
 //! - A property added to an open content model is reported as
-//!   `PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL`, the type Confluent used up to 8.2.1 (and the one
-//!   Sluice's API documents). Confluent 8.0.6+/8.1.4+/8.2.2+/8.3 split it into
+//!   `PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL`, the name Confluent used up to 8.2.1, which Sluice
+//!   keeps. Confluent 8.0.6+/8.1.4+/8.2.2+/8.3 split it into
 //!   `REQUIRED_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL`,
 //!   `REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_OPEN_CONTENT_MODEL` and
 //!   `OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL`; all are incompatible under `STRICT`,
@@ -51,7 +51,7 @@
 //!   order. The metadata checks (`confluent:reserved`) and the `$$` property-name rule of
 //!   new registrations are not part of this type.
 //! - The canonical string is Jackson's, except for JSON Jackson accepts and serde_json does
-//!   not (`NaN`, numbers beyond `f64`, lone surrogates, text after the value).
+//!   not (`NaN`, numbers beyond the range of `f64`, lone surrogates, text after the value).
 //!
 //! Cost: parsing reads the text twice (a value tree, and the literal tree the canonical
 //! string is printed from, which re-reads each nested value once per level of nesting, so
@@ -60,7 +60,8 @@
 //! schema object with several kinds of constraint). A compatibility check visits each
 //! (old, new) pair of subschemas once when nothing is recursive, plus the cross product of
 //! the branches of each `oneOf`/`anyOf`/`allOf` it meets; both are bounded as above.
-//! Schemas are registered rarely, so none of this is on a record's path; `validate` is.
+//! Schemas are registered rarely, so none of this is on a record's path. `validate` is: one
+//! pass of the compiled validator, and a second that lists the errors only when it fails.
 
 use std::any::Any;
 use std::collections::{HashMap, HashSet};
@@ -256,6 +257,20 @@ impl JsonSchema {
 }
 
 impl ParsedSchema for JsonSchema {
+    fn incompatibilities_as_reader(
+        &self,
+        writer: &dyn ParsedSchema,
+        reader_role: &str,
+        writer_role: &str,
+    ) -> Vec<String> {
+        match writer.as_any().downcast_ref::<JsonSchema>() {
+            Some(writer) => {
+                JsonSchema::incompatibilities_with_labels(self, writer, reader_role, writer_role)
+            }
+            None => self.backward_incompatibilities(writer),
+        }
+    }
+
     fn schema_type(&self) -> SchemaType {
         SchemaType::Json
     }
@@ -3332,21 +3347,31 @@ mod tests {
 
     #[test]
     fn nesting_is_bounded() {
-        let nested = |levels: usize| {
+        let nested = |levels: usize, wrapper: &str| {
             let mut schema = String::from("{}");
             for _ in 1..levels {
-                schema = format!(r#"{{"not":{schema}}}"#);
+                schema = wrapper.replace("INNER", &schema);
             }
             schema
         };
-        let deepest = parse(&nested(MAX_SCHEMA_DEPTH));
-        assert!(deepest.backward_incompatibilities(&deepest).is_empty());
-        for levels in [MAX_SCHEMA_DEPTH + 1, 127, 129, 10_000] {
-            let error = JsonSchema::parse(&nested(levels), &[]).expect_err("too deep");
+        // The second wrapper costs two comparison levels per JSON level (a synthetic `allOf`
+        // of the `not` and the type list): the deepest schema still compares within bounds.
+        for wrapper in [
+            r#"{"not":INNER}"#,
+            r#"{"type":["object","null"],"not":INNER}"#,
+        ] {
+            let deepest = parse(&nested(MAX_SCHEMA_DEPTH, wrapper));
             assert!(
-                error.0.contains("deeper") || error.0.contains("recursion"),
-                "{error}"
+                deepest.backward_incompatibilities(&deepest).is_empty(),
+                "{wrapper}"
             );
+            for levels in [MAX_SCHEMA_DEPTH + 1, 127, 129, 10_000] {
+                let error = JsonSchema::parse(&nested(levels, wrapper), &[]).expect_err("too deep");
+                assert!(
+                    error.0.contains("deeper") || error.0.contains("recursion"),
+                    "{error}"
+                );
+            }
         }
     }
 

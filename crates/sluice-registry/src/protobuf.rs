@@ -123,6 +123,34 @@ impl ProtobufSchema {
     ) -> Result<ProtobufSchema, InvalidSchema> {
         let file_name = main_file_name(references);
         let main = open_source(&file_name, schema).map_err(compile_error)?;
+        let from_descriptor = main.source().is_none();
+        let parsed = ProtobufSchema::compile(file_name, main, references)?;
+        if from_descriptor {
+            // The registry keeps the canonical text, not the descriptor. A descriptor can say
+            // what no `.proto` file can (prost-reflect is more lenient than the parser), so
+            // it is refused now rather than when the stored text is read back.
+            let refused = |why: String| {
+                InvalidSchema(format!(
+                    "the descriptor does not print as an equivalent .proto file: {why}"
+                ))
+            };
+            let text = File::from_source(&parsed.file_name, &parsed.canonical)
+                .map_err(|error| refused(format!("{error:?}")))?;
+            let reparsed = ProtobufSchema::compile(parsed.file_name.clone(), text, references)
+                .map_err(|error| refused(error.0))?;
+            if reparsed.canonical != parsed.canonical {
+                return Err(refused(format!("it reads back as\n{}", reparsed.canonical)));
+            }
+        }
+        Ok(parsed)
+    }
+
+    /// Compiles the schema's file `main` with its references and prints it.
+    fn compile(
+        file_name: String,
+        main: File,
+        references: &[ResolvedReference],
+    ) -> Result<ProtobufSchema, InvalidSchema> {
         let mut resolver = ChainFileResolver::new();
         resolver.add(MemoryResolver {
             main_name: file_name.clone(),
@@ -1337,38 +1365,47 @@ impl DifferenceType {
         let (new, old) = ("new", "old");
         match self {
             DifferenceType::PackageChanged => format!(
-                "The package at '{path}' in the {new} schema does not match the package in the {old} schema"
+                "The package at '{path}' in the {new} schema does not match the package in the \
+                 {old} schema"
             ),
             DifferenceType::MessageRemoved => format!(
                 "The {new} schema is missing a MESSAGE type at path '{path}' in the {old} schema"
             ),
             DifferenceType::FieldKindChanged => format!(
-                "The type of a field at path '{path}' in the {new} schema does not match the {old} schema"
+                "The type of a field at path '{path}' in the {new} schema does not match the \
+                 {old} schema"
             ),
             DifferenceType::FieldScalarKindChanged => format!(
-                "The kind of a SCALAR field at path '{path}' in the {new} schema does not match its kind in the {old} schema"
+                "The kind of a SCALAR field at path '{path}' in the {new} schema does not match \
+                 its kind in the {old} schema"
             ),
             DifferenceType::FieldNamedTypeChanged => format!(
-                "The type of a MESSAGE field at path '{path}' in the {new} schema does not match its type in the {old} schema"
+                "The type of a MESSAGE field at path '{path}' in the {new} schema does not match \
+                 its type in the {old} schema"
             ),
             DifferenceType::FieldNumericLabelChanged => format!(
-                "The label for a NUMERIC field at path '{path}' in the {new} schema does not match its label in the {old} schema"
+                "The label for a NUMERIC field at path '{path}' in the {new} schema does not \
+                 match its label in the {old} schema"
             ),
             // Confluent's wording, double space included.
             DifferenceType::RequiredFieldAdded => format!(
-                "A required field  at path '{path}' in the {new} schema is missing in the {old} schema"
+                "A required field  at path '{path}' in the {new} schema is missing in the {old} \
+                 schema"
             ),
             DifferenceType::RequiredFieldRemoved => format!(
-                "The {new} schema is missing a required field at path: '{path}' in the {old} schema"
+                "The {new} schema is missing a required field at path: '{path}' in the {old} \
+                 schema"
             ),
             DifferenceType::OneofFieldRemoved => format!(
                 "The {new} schema is missing a oneof field at path '{path}' in the {old} schema"
             ),
             DifferenceType::MultipleFieldsMovedToOneof => format!(
-                "Multiple fields in the oneof at path '{path}' in the {new} schema are outside a oneof in the {old} schema"
+                "Multiple fields in the oneof at path '{path}' in the {new} schema are outside a \
+                 oneof in the {old} schema"
             ),
             DifferenceType::FieldMovedToExistingOneof => format!(
-                "A field in the oneof at path '{path}' in the {new} schema is outside an existing oneof in the {old} schema"
+                "A field in the oneof at path '{path}' in the {new} schema is outside an existing \
+                 oneof in the {old} schema"
             ),
         }
     }
@@ -1823,6 +1860,59 @@ mod tests {
             inline_options(&[option("packed", "true"), option("deprecated", "true")]),
             " [\n  packed = true,\n  deprecated = true\n]"
         );
+    }
+
+    #[test]
+    fn descriptions_are_confluents_words() {
+        let cases = [
+            (
+                DifferenceType::PackageChanged,
+                "The package at '#/' in the new schema does not match the package in the old schema",
+            ),
+            (
+                DifferenceType::MessageRemoved,
+                "The new schema is missing a MESSAGE type at path '#/' in the old schema",
+            ),
+            (
+                DifferenceType::FieldKindChanged,
+                "The type of a field at path '#/' in the new schema does not match the old schema",
+            ),
+            (
+                DifferenceType::FieldScalarKindChanged,
+                "The kind of a SCALAR field at path '#/' in the new schema does not match its kind in the old schema",
+            ),
+            (
+                DifferenceType::FieldNamedTypeChanged,
+                "The type of a MESSAGE field at path '#/' in the new schema does not match its type in the old schema",
+            ),
+            (
+                DifferenceType::FieldNumericLabelChanged,
+                "The label for a NUMERIC field at path '#/' in the new schema does not match its label in the old schema",
+            ),
+            (
+                DifferenceType::RequiredFieldAdded,
+                "A required field  at path '#/' in the new schema is missing in the old schema",
+            ),
+            (
+                DifferenceType::RequiredFieldRemoved,
+                "The new schema is missing a required field at path: '#/' in the old schema",
+            ),
+            (
+                DifferenceType::OneofFieldRemoved,
+                "The new schema is missing a oneof field at path '#/' in the old schema",
+            ),
+            (
+                DifferenceType::MultipleFieldsMovedToOneof,
+                "Multiple fields in the oneof at path '#/' in the new schema are outside a oneof in the old schema",
+            ),
+            (
+                DifferenceType::FieldMovedToExistingOneof,
+                "A field in the oneof at path '#/' in the new schema is outside an existing oneof in the old schema",
+            ),
+        ];
+        for (kind, expected) in cases {
+            assert_eq!(kind.description("#/"), expected, "{}", kind.name());
+        }
     }
 
     #[test]

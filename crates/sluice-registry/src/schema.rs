@@ -94,6 +94,20 @@ pub trait ParsedSchema: Send + Sync + fmt::Debug {
     /// checks before calling).
     fn backward_incompatibilities(&self, previous: &dyn ParsedSchema) -> Vec<String>;
 
+    /// [`ParsedSchema::backward_incompatibilities`] with the roles named in the messages:
+    /// a FORWARD check runs the old schema as the reader, and Confluent's messages then
+    /// call it "old" and the writer "new". Types whose messages name no roles keep the
+    /// default.
+    fn incompatibilities_as_reader(
+        &self,
+        writer: &dyn ParsedSchema,
+        reader_role: &str,
+        writer_role: &str,
+    ) -> Vec<String> {
+        let _ = (reader_role, writer_role);
+        self.backward_incompatibilities(writer)
+    }
+
     fn as_any(&self) -> &dyn Any;
 }
 

@@ -458,3 +458,14 @@ proptest! {
         let _ = other.backward_incompatibilities(parsed.as_ref());
     }
 }
+
+proptest! {
+    /// Serializers hand the resolved form to the `apache-avro` crate.
+    #[test]
+    fn resolved_schemas_are_read_by_apache_avro(first in valid_schema()) {
+        let parsed = avro(&first.to_string());
+        let resolved = parsed.formatted("resolved").unwrap();
+        let result = apache_avro::Schema::parse_str(&resolved);
+        prop_assert!(result.is_ok(), "{}: {:?}", resolved, result.err());
+    }
+}

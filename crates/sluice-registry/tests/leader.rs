@@ -115,3 +115,25 @@ async fn one_leader_writes_followers_forward_and_take_over() {
     );
     follower.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_an_eligible_instance_writes_get_unknown_leader() {
+    let node = TestNode::start(&[("group.initial.rebalance.delay.ms", "0")]).await;
+    let mut config = RegistryConfig::new(
+        vec![node.address.to_string()],
+        "127.0.0.1:0".parse().unwrap(),
+    );
+    config.store.replication_factor = 1;
+    config.store.timeout = Duration::from_secs(2);
+    config.leader_eligibility = false;
+    let registry = start(config).await.expect("the registry starts");
+    let (status, body) = post(&registry.url(), "/subjects/a/versions", schema("A")).await;
+    assert_eq!(
+        (status, body["error_code"].clone()),
+        (500, json!(50004)),
+        "{body}"
+    );
+    // Reads need no leader.
+    assert_eq!(get(&registry.url(), "/subjects").await, json!([]));
+    registry.shutdown().await;
+}

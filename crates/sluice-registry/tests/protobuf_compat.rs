@@ -79,11 +79,19 @@ fn decode_serialized(schema: &ProtobufSchema) -> prost_types::FileDescriptorProt
 
 /// `(what changes, old schema, new schema, expected (errorType, path) of every
 /// incompatibility, in order)`.
-type CompatibilityCase = (
-    &'static str,
-    &'static str,
-    &'static str,
-    &'static [(&'static str, &'static str)],
+/// Every incompatibility expected, in order: `(errorType, path)`.
+type Expected = &'static [(&'static str, &'static str)];
+
+type CompatibilityCase = (&'static str, &'static str, &'static str, Expected);
+
+/// `(what changes, old schema, its references, new schema, its references, expected)`.
+type ReferenceCase<'a> = (
+    &'a str,
+    &'a str,
+    &'a [ResolvedReference],
+    &'a str,
+    &'a [ResolvedReference],
+    Expected,
 );
 
 const PROTO3_SCALAR: &str = "syntax = \"proto3\"; message Order { int32 id = 1; TYPE value = 2; }";
@@ -97,8 +105,8 @@ fn scalar_pair(old_type: &str, new_type: &str) -> (String, String) {
 
 #[test]
 fn scalar_type_changes_follow_the_compatible_groups() {
-    const SCALAR_CHANGED: &[(&str, &str)] = &[("FIELD_SCALAR_KIND_CHANGED", "#/Order/2")];
-    let cases: &[(&str, &str, &[(&str, &str)])] = &[
+    const SCALAR_CHANGED: Expected = &[("FIELD_SCALAR_KIND_CHANGED", "#/Order/2")];
+    let cases: &[(&str, &str, Expected)] = &[
         ("int32", "int64", &[]),
         ("int32", "uint32", &[]),
         ("int64", "uint64", &[]),
@@ -399,14 +407,7 @@ fn compatibility_follows_references() {
     let v1 = [reference("address.proto", 1, address_v1)];
     let v2 = [reference("address.proto", 2, address_v2)];
     let v3 = [reference("address.proto", 3, address_v3)];
-    let cases: &[(
-        &str,
-        &str,
-        &[ResolvedReference],
-        &str,
-        &[ResolvedReference],
-        &[(&str, &str)],
-    )] = &[
+    let cases: &[ReferenceCase] = &[
         ("the same reference version", order, &v1, order, &v1, &[]),
         (
             "a compatible new reference version",
@@ -810,18 +811,174 @@ fn record_name_is_the_first_message() {
 }
 
 // ---------------------------------------------------------------------------------------
+// Generated schemas.
+
+/// One statement of a generated message body. Type choices index a list of scalars, the
+/// file's messages and the message's own nested types.
+#[derive(Debug, Clone)]
+enum Item {
+    Field { label: usize, type_choice: usize },
+    Map { key: usize, value_choice: usize },
+    Oneof(Vec<usize>),
+    Nested,
+    Enum,
+}
+
+const SCALARS: [&str; 10] = [
+    "int32", "int64", "uint32", "sint32", "fixed64", "bool", "string", "bytes", "double", "float",
+];
+
+fn item() -> impl Strategy<Value = Item> {
+    prop_oneof![
+        4 => (0..3usize, any::<usize>())
+            .prop_map(|(label, type_choice)| Item::Field { label, type_choice }),
+        1 => (0..4usize, any::<usize>()).prop_map(|(key, value_choice)| Item::Map { key, value_choice }),
+        1 => proptest::collection::vec(any::<usize>(), 1..3).prop_map(Item::Oneof),
+        1 => Just(Item::Nested),
+        1 => Just(Item::Enum),
+    ]
+}
+
+fn render_schema(proto3: bool, messages: &[Vec<Item>]) -> String {
+    let mut text = String::new();
+    text.push_str(if proto3 {
+        "syntax = \"proto3\";\n"
+    } else {
+        "syntax = \"proto2\";\n"
+    });
+    text.push_str("package gen;\n");
+    for (index, items) in messages.iter().enumerate() {
+        let nested = items
+            .iter()
+            .filter(|item| matches!(item, Item::Nested))
+            .count();
+        let enums = items
+            .iter()
+            .filter(|item| matches!(item, Item::Enum))
+            .count();
+        let mut types: Vec<String> = SCALARS.iter().map(|scalar| scalar.to_string()).collect();
+        types.extend((0..messages.len()).map(|other| format!("M{other}")));
+        types.extend((0..nested).map(|nested| format!("N{nested}")));
+        types.extend((0..enums).map(|enumeration| format!("E{enumeration}")));
+        let labels: [&str; 3] = if proto3 {
+            ["", "optional ", "repeated "]
+        } else {
+            ["optional ", "required ", "repeated "]
+        };
+        let (mut number, mut nested_index, mut enum_index) = (0, 0, 0);
+        text.push_str(&format!("message M{index} {{\n"));
+        for item in items {
+            match item {
+                Item::Field { label, type_choice } => {
+                    number += 1;
+                    let field_type = &types[type_choice % types.len()];
+                    text.push_str(&format!(
+                        "  {}{field_type} f{number} = {number};\n",
+                        labels[*label]
+                    ));
+                }
+                Item::Map { key, value_choice } => {
+                    number += 1;
+                    let key = ["string", "int32", "int64", "bool"][*key];
+                    let value = &types[value_choice % types.len()];
+                    text.push_str(&format!("  map<{key}, {value}> f{number} = {number};\n"));
+                }
+                Item::Oneof(members) => {
+                    text.push_str(&format!("  oneof o{} {{\n", number + 1));
+                    for member in members {
+                        number += 1;
+                        let member_type = &types[member % types.len()];
+                        text.push_str(&format!("    {member_type} f{number} = {number};\n"));
+                    }
+                    text.push_str("  }\n");
+                }
+                Item::Nested => {
+                    text.push_str(&format!(
+                        "  message N{nested_index} {{ optional int32 x = 1; }}\n"
+                    ));
+                    nested_index += 1;
+                }
+                Item::Enum => {
+                    text.push_str(&format!(
+                        "  enum E{enum_index} {{ E{enum_index}_A = 0; E{enum_index}_B = 1; }}\n"
+                    ));
+                    enum_index += 1;
+                }
+            }
+        }
+        text.push_str("}\n");
+    }
+    text
+}
+
+/// Every message's full name, depth first in declaration order.
+fn type_order(schema: &ProtobufSchema) -> Vec<String> {
+    fn walk(prefix: &str, messages: &[prost_types::DescriptorProto], names: &mut Vec<String>) {
+        for message in messages {
+            let name = format!("{prefix}.{}", message.name());
+            names.push(name.clone());
+            walk(&name, &message.nested_type, names);
+        }
+    }
+    let mut names = Vec::new();
+    walk("", &decode_serialized(schema).message_type, &mut names);
+    names
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 128,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn printed_forms_describe_the_same_schema(
+        proto3 in any::<bool>(),
+        messages in proptest::collection::vec(proptest::collection::vec(item(), 0..8), 1..4),
+    ) {
+        let text = render_schema(proto3, &messages);
+        let parsed = ProtobufSchema::parse(&text, &[]);
+        prop_assert!(parsed.is_ok(), "{:?}\n{}", parsed.err(), text);
+        let parsed = parsed.expect("checked");
+        let canonical = parse(&parsed.canonical());
+        prop_assert_eq!(canonical.canonical(), parsed.canonical());
+        // Message indexes count nested types, map entries included.
+        prop_assert_eq!(type_order(&canonical), type_order(&parsed));
+        let normalized = parse(&parsed.normalized());
+        prop_assert_eq!(normalized.normalized(), parsed.normalized());
+        let serialized = parse(&parsed.formatted("serialized").expect("serialized"));
+        prop_assert_eq!(serialized.canonical(), parsed.canonical());
+        for other in [&canonical, &normalized, &serialized] {
+            prop_assert!(other.backward_incompatibilities(&parsed).is_empty());
+            prop_assert!(parsed.backward_incompatibilities(other).is_empty());
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
 // No input panics.
 
-const SEED_SCHEMA: &str = "syntax = \"proto3\"; package p; import \"google/protobuf/timestamp.proto\"; \
+const SEED_SCHEMA: &str = "syntax = \"proto3\"; package p; \
+    import \"google/protobuf/timestamp.proto\"; \
     message A { int32 a = 1; map<string, B> m = 2; oneof o { string s = 3; B b = 4; } \
     google.protobuf.Timestamp t = 5; message B { repeated int64 v = 1 [packed = false]; } \
     enum E { X = 0; Y = 1; } E e = 6; optional bytes by = 7; } \
     service S { rpc Get (A) returns (A); }";
 
+const PROTO2_SEED_SCHEMA: &str = "syntax = \"proto2\"; package q; \
+    import \"google/protobuf/descriptor.proto\"; \
+    extend google.protobuf.FieldOptions { optional string tag = 50000; } \
+    message A { required int32 a = 1 [default = 3, (tag) = \"x\"]; \
+    optional group G = 2 { optional string s = 1 [default = \"\\001\"]; } \
+    extensions 100 to 200; reserved 5 to 7; reserved \"old\"; \
+    enum E { option allow_alias = true; X = 0; Y = 1; Z = 1; } optional E e = 3 [default = Z]; } \
+    extend A { repeated sint64 more = 100 [packed = true]; }";
+
 proptest! {
     // Failures are reproduced by the named tests below rather than a regressions file.
     #![proptest_config(ProptestConfig {
-        cases: 20000,
+        cases: 256,
         failure_persistence: None,
         ..ProptestConfig::default()
     })]
@@ -842,10 +999,11 @@ proptest! {
 
     #[test]
     fn parse_never_panics_on_altered_descriptors(
+        seed in prop_oneof![Just(SEED_SCHEMA), Just(PROTO2_SEED_SCHEMA)],
         edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..4),
         truncate in proptest::option::of(any::<usize>()),
     ) {
-        let mut bytes = BASE64.decode(parse(SEED_SCHEMA).formatted("serialized").expect("serialized"))
+        let mut bytes = BASE64.decode(parse(seed).formatted("serialized").expect("serialized"))
             .expect("base64");
         for (position, value) in edits {
             let index = position % bytes.len();
@@ -855,10 +1013,14 @@ proptest! {
             bytes.truncate(length % (bytes.len() + 1));
         }
         if let Ok(parsed) = ProtobufSchema::parse(&BASE64.encode(&bytes), &[]) {
+            let reparsed = ProtobufSchema::parse(&parsed.canonical(), &[]);
+            prop_assert!(reparsed.is_ok(), "{:?}\n{}", reparsed, parsed.canonical());
+            let reparsed = reparsed.expect("checked");
+            prop_assert_eq!(reparsed.canonical(), parsed.canonical());
             let _ = parsed.record_name();
             let _ = parsed.formatted("serialized");
-            let _ = parsed.backward_incompatibilities(&parse(SEED_SCHEMA));
-            let _ = parse(SEED_SCHEMA).backward_incompatibilities(&parsed);
+            let _ = parsed.backward_incompatibilities(&parse(seed));
+            let _ = parse(seed).backward_incompatibilities(&parsed);
         }
     }
 }
