@@ -1,0 +1,1 @@
+//! Sluice's stream processing library (placeholder: being written).
