@@ -78,27 +78,16 @@ pub fn router(app: Arc<App>) -> Router {
         )
         .route(
             "/config",
-            get(get_global_config)
-                .put(put_global_config)
-                .delete(delete_global_config),
+            get(get_config).put(put_config).delete(delete_config),
         )
         .route(
             "/config/{subject}",
-            get(get_subject_config)
-                .put(put_subject_config)
-                .delete(delete_subject_config),
+            get(get_config).put(put_config).delete(delete_config),
         )
-        .route(
-            "/mode",
-            get(get_global_mode)
-                .put(put_global_mode)
-                .delete(delete_global_mode),
-        )
+        .route("/mode", get(get_mode).put(put_mode).delete(delete_mode))
         .route(
             "/mode/{subject}",
-            get(get_subject_mode)
-                .put(put_subject_mode)
-                .delete(delete_subject_mode),
+            get(get_mode).put(put_mode).delete(delete_mode),
         )
         .route("/contexts", get(|| async { ok(json!(["."])) }))
         .route("/v1/metadata/id", get(metadata_id))
@@ -621,28 +610,27 @@ struct ConfigBody {
     normalize: Option<bool>,
 }
 
-async fn get_global_config(State(app): Shared) -> Response {
-    answer(app.registry.config(None, false).map(|c| config_json(&c)))
+/// `/config` and `/config/{subject}` share their handlers: no path is the global config.
+type SubjectPath = Option<Path<String>>;
+
+fn subject_of(path: &SubjectPath) -> Option<&str> {
+    path.as_ref().map(|Path(subject)| subject.as_str())
 }
 
-async fn get_subject_config(
-    State(app): Shared,
-    Path(subject): Path<String>,
-    Query(params): Params,
-) -> Response {
+async fn get_config(State(app): Shared, subject: SubjectPath, Query(params): Params) -> Response {
     answer(
         app.registry
-            .config(Some(&subject), flag(&params, "defaultToGlobal"))
+            .config(subject_of(&subject), flag(&params, "defaultToGlobal"))
             .map(|c| config_json(&c)),
     )
 }
 
 async fn put_config(
-    app: &App,
-    subject: Option<&str>,
+    State(app): Shared,
+    subject: SubjectPath,
     method: Method,
-    uri: &Uri,
-    headers: &HeaderMap,
+    uri: Uri,
+    headers: HeaderMap,
     body: Bytes,
 ) -> Response {
     let parsed: ConfigBody = match parse_body(&body) {
@@ -653,10 +641,10 @@ async fn put_config(
     if level.is_none() && parsed.normalize.is_none() {
         return error(RegistryError::invalid_compatibility_level());
     }
-    on_leader(app, method, uri, headers, body, || async {
+    on_leader(&app, method, &uri, &headers, body, || async {
         answer(
             app.registry
-                .set_config(subject, level.as_deref(), parsed.normalize)
+                .set_config(subject_of(&subject), level.as_deref(), parsed.normalize)
                 .await
                 .map(|config| {
                     let mut body = serde_json::Map::new();
@@ -673,29 +661,9 @@ async fn put_config(
     .await
 }
 
-async fn put_global_config(
+async fn delete_config(
     State(app): Shared,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    put_config(&app, None, method, &uri, &headers, body).await
-}
-
-async fn put_subject_config(
-    State(app): Shared,
-    Path(subject): Path<String>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    put_config(&app, Some(&subject), method, &uri, &headers, body).await
-}
-
-async fn delete_global_config(
-    State(app): Shared,
+    subject: SubjectPath,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
@@ -704,26 +672,7 @@ async fn delete_global_config(
     on_leader(&app, method, &uri, &headers, body, || async {
         answer(
             app.registry
-                .delete_config(None)
-                .await
-                .map(|c| config_json(&c)),
-        )
-    })
-    .await
-}
-
-async fn delete_subject_config(
-    State(app): Shared,
-    Path(subject): Path<String>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    on_leader(&app, method, &uri, &headers, body, || async {
-        answer(
-            app.registry
-                .delete_config(Some(&subject))
+                .delete_config(subject_of(&subject))
                 .await
                 .map(|c| config_json(&c)),
         )
@@ -738,44 +687,32 @@ struct ModeBody {
     mode: String,
 }
 
-async fn get_global_mode(State(app): Shared) -> Response {
+async fn get_mode(State(app): Shared, subject: SubjectPath, Query(params): Params) -> Response {
     answer(
         app.registry
-            .mode(None, false)
-            .map(|mode| json!({"mode": mode.name()})),
-    )
-}
-
-async fn get_subject_mode(
-    State(app): Shared,
-    Path(subject): Path<String>,
-    Query(params): Params,
-) -> Response {
-    answer(
-        app.registry
-            .mode(Some(&subject), flag(&params, "defaultToGlobal"))
+            .mode(subject_of(&subject), flag(&params, "defaultToGlobal"))
             .map(|mode| json!({"mode": mode.name()})),
     )
 }
 
 async fn put_mode(
-    app: &App,
-    subject: Option<&str>,
-    params: &HashMap<String, String>,
+    State(app): Shared,
+    subject: SubjectPath,
+    Query(params): Params,
     method: Method,
-    uri: &Uri,
-    headers: &HeaderMap,
+    uri: Uri,
+    headers: HeaderMap,
     body: Bytes,
 ) -> Response {
     let parsed: ModeBody = match parse_body(&body) {
         Ok(parsed) => parsed,
         Err(e) => return error(e),
     };
-    let force = flag(params, "force");
-    on_leader(app, method, uri, headers, body, || async {
+    let force = flag(&params, "force");
+    on_leader(&app, method, &uri, &headers, body, || async {
         answer(
             app.registry
-                .set_mode(subject, &parsed.mode, force)
+                .set_mode(subject_of(&subject), &parsed.mode, force)
                 .await
                 .map(|mode| json!({"mode": mode.name()})),
         )
@@ -783,31 +720,9 @@ async fn put_mode(
     .await
 }
 
-async fn put_global_mode(
+async fn delete_mode(
     State(app): Shared,
-    Query(params): Params,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    put_mode(&app, None, &params, method, &uri, &headers, body).await
-}
-
-async fn put_subject_mode(
-    State(app): Shared,
-    Path(subject): Path<String>,
-    Query(params): Params,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    put_mode(&app, Some(&subject), &params, method, &uri, &headers, body).await
-}
-
-async fn delete_global_mode(
-    State(app): Shared,
+    subject: SubjectPath,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
@@ -816,26 +731,7 @@ async fn delete_global_mode(
     on_leader(&app, method, &uri, &headers, body, || async {
         answer(
             app.registry
-                .delete_mode(None)
-                .await
-                .map(|mode| json!({"mode": mode.name()})),
-        )
-    })
-    .await
-}
-
-async fn delete_subject_mode(
-    State(app): Shared,
-    Path(subject): Path<String>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    on_leader(&app, method, &uri, &headers, body, || async {
-        answer(
-            app.registry
-                .delete_mode(Some(&subject))
+                .delete_mode(subject_of(&subject))
                 .await
                 .map(|mode| json!({"mode": mode.name()})),
         )
