@@ -86,7 +86,13 @@ pub struct Leadership {
 impl Leadership {
     /// An instance that always leads (a registry run alone, or forced).
     pub fn single(group_id: impl Into<String>) -> Leadership {
-        let (sender, state) = watch::channel(Leader::Me);
+        Leadership::fixed(group_id, Leader::Me)
+    }
+
+    /// An instance that takes `leader` as given and never elects (an operator's fixed
+    /// setup, and tests of forwarding).
+    pub fn fixed(group_id: impl Into<String>, leader: Leader) -> Leadership {
+        let (sender, state) = watch::channel(leader);
         Leadership {
             group_id: group_id.into(),
             state,

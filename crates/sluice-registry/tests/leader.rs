@@ -137,3 +137,35 @@ async fn without_an_eligible_instance_writes_get_unknown_leader() {
     assert_eq!(get(&registry.url(), "/subjects").await, json!([]));
     registry.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_that_cannot_be_reached_is_a_forwarding_error() {
+    use sluice_registry::http::{App, router};
+    use sluice_registry::kafka_store::{KafkaStore, KafkaStoreConfig};
+    use sluice_registry::leader::Leadership;
+    use sluice_registry::registry::{Registry, RegistrySettings};
+
+    let node = TestNode::start(&[("group.initial.rebalance.delay.ms", "0")]).await;
+    let mut store = KafkaStoreConfig::new(vec![node.address.to_string()]);
+    store.replication_factor = 1;
+    let store = KafkaStore::start(store).await.unwrap();
+    // A port nothing listens on.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_url = format!("http://{}", dead.local_addr().unwrap());
+    drop(dead);
+    let app = std::sync::Arc::new(App {
+        registry: Registry::new(store, RegistrySettings::default()),
+        leadership: Leadership::fixed("g", Leader::Remote(dead_url)),
+        http: reqwest::Client::new(),
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router(app)).await });
+    let (status, body) = post(&base, "/subjects/a/versions", schema("A")).await;
+    assert_eq!(
+        (status, body["error_code"].clone()),
+        (500, json!(50003)),
+        "{body}"
+    );
+    assert_eq!(get(&base, "/subjects").await, json!([]));
+}
