@@ -12,13 +12,15 @@
 //! serialized `FileDescriptorProto` (what Confluent's Python client registers). protox
 //! compiles it against an in-memory resolver holding the references (an import path and its
 //! text or base64 descriptor) and Google's well-known types, so every type name is resolved
-//! before anything else looks at the schema.
+//! before anything else looks at the schema. A descriptor can say things no `.proto` file
+//! can; one whose printed text does not compile back to the same canonical text is refused,
+//! since the text is what the registry keeps.
 //!
 //! Canonical text. Confluent prints the schema back from its parsed form
 //! (`canonicalString()`); Sluice prints it from the compiled descriptor, the way Confluent
 //! prints a schema that arrived as a descriptor: type names fully qualified with a leading dot
-//! (`.shop.Address`), maps as `map<string, .shop.Item>`, `json_name` only where it differs
-//! from the default, proto2 files without a `syntax` line. So the `.proto` text and the base64
+//! (`.shop.Address`), `json_name` only where it differs from the default, proto2 files without
+//! a `syntax` line; and maps as `map<string, .shop.Item>`. So the `.proto` text and the base64
 //! descriptor of one file get the same canonical string and the same id, and whitespace and
 //! comments never matter. The body of a message keeps the order in which its nested types
 //! were declared, synthetic map entry and group types included, because message indexes on
@@ -31,28 +33,38 @@
 //! keep their order: message indexes depend on it.
 //!
 //! Compatibility (`backward_incompatibilities`) ports Confluent's differences and reports the
-//! ones outside `SchemaDiff.COMPATIBLE_CHANGES`, with Confluent's messages: a removed message,
-//! a field whose kind (scalar, message, map) or scalar group changed, a message field whose
-//! type changed name or became incompatible, a numeric field's label change, a required field
-//! added or removed, a oneof member removed, fields moved into one oneof, a changed package.
-//! Adding and removing optional fields, renaming fields and every enum change are compatible.
+//! ones outside `SchemaDiff.COMPATIBLE_CHANGES`, in Confluent's words: a removed message, a
+//! field whose kind (scalar, message, map) or scalar group changed (an enum reads as an
+//! int32), a message field whose type changed name or, taken from another file, became
+//! incompatible, a numeric field's label change, a required field added or removed, a oneof
+//! member removed while its oneof stays, fields that could be set together moved into one
+//! oneof, a changed package. Adding and removing optional fields and messages, renaming
+//! fields and every enum change are compatible.
 //!
 //! Known differences from Confluent:
 //! - Only Google's `google/protobuf/*.proto` files are built in; Confluent also bundles
 //!   `confluent/meta.proto`, `confluent/type/decimal.proto` and `google/type/*.proto`, which
 //!   must be given as references here.
 //! - The canonical text of a `.proto` schema names types fully qualified where Confluent keeps
-//!   the names as written, so a `.proto` with message fields gets another canonical string
-//!   (and id) than in Confluent; a descriptor registration prints alike except for maps.
-//! - A change of `syntax` alone is not reported, as in Confluent: what it changes (labels,
-//!   packing) is judged field by field.
+//!   them as written, so such a schema gets another canonical string than in Confluent. For a
+//!   descriptor Confluent prints map entries as nested messages (`option map_entry = true`),
+//!   which protoc refuses to read; Sluice prints `map<..>`.
+//! - Groups are printed, and compared like message fields; Confluent drops the groups of a
+//!   descriptor and ignores them when comparing. Weak imports are printed too.
 //! - Options of extension ranges are not printed.
+//! - A change of `syntax` alone is not reported, as in Confluent: what it changes (labels)
+//!   is judged field by field.
+//! - Messages of one scope are compared in declaration order (Confluent: hash order), so
+//!   differences may come in another order.
 //! - Messages say "new" for the schema the method is called on and "old" for `previous`;
 //!   Confluent swaps the words when the check runs the other way (FORWARD).
+//! - The check follows nested messages and referenced types at most `COMPARISON_DEPTH_MAX`
+//!   deep and reports deeper ones as not compared.
 //!
-//! Cost: registering or loading a schema compiles it once (protox) and prints it twice; a
+//! Cost: parsing compiles the file once with protox (twice for a descriptor: the printed
+//! text is compiled back) and prints it twice; nothing of it is on a record's path. A
 //! compatibility check visits every message and field of both versions once, and a message
-//! reached through references once per field that uses it.
+//! of another file once per field that reaches it.
 
 use std::any::Any;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -64,7 +76,7 @@ use prost::Message as _;
 use prost_reflect::{
     Cardinality, DescriptorPool, DynamicMessage, EnumDescriptor, ExtensionDescriptor,
     FieldDescriptor, FileDescriptor, Kind, MapKey, MessageDescriptor, MethodDescriptor,
-    ReflectMessage as _, ServiceDescriptor, Syntax, Value,
+    OneofDescriptor, ReflectMessage as _, ServiceDescriptor, Syntax, Value,
 };
 use prost_types::FieldDescriptorProto;
 use prost_types::field_descriptor_proto::Label as ProtoLabel;
@@ -85,6 +97,11 @@ const ENUM_NUMBER_MAX: i64 = i32::MAX as i64;
 /// `uninterpreted_option`, the field number every `*Options` message reserves for options
 /// the compiler has not resolved; protox resolves them all, so it never prints.
 const UNINTERPRETED_OPTION_NUMBER: u32 = 999;
+
+/// How deep the compatibility check follows nested messages and message fields into other
+/// files; a descriptor nests at most about 100 levels (prost's decoding limit), a `.proto`
+/// file 32 (protox's), so only long chains of referenced types reach it.
+const COMPARISON_DEPTH_MAX: usize = 256;
 
 /// `FileDescriptorProto.source_code_info`: positions and comments, left out of the
 /// serialized format.
@@ -257,15 +274,33 @@ impl ParsedSchema for ProtobufSchema {
     }
 
     fn backward_incompatibilities(&self, previous: &dyn ParsedSchema) -> Vec<String> {
+        self.incompatibilities_as_reader(previous, "new", "old")
+    }
+
+    fn incompatibilities_as_reader(
+        &self,
+        previous: &dyn ParsedSchema,
+        reader_role: &str,
+        writer_role: &str,
+    ) -> Vec<String> {
         let Some(previous) = previous.as_any().downcast_ref::<ProtobufSchema>() else {
             return vec!["Incompatible because of different schema type".to_owned()];
         };
         let mut diff = Diff::new(previous, self);
         diff.files(&previous.file(), &self.file());
-        diff.differences
+        let mut messages: Vec<String> = diff
+            .differences
             .iter()
-            .map(|difference| difference.to_string())
-            .collect()
+            .map(|difference| difference.message(reader_role, writer_role))
+            .collect();
+        if diff.too_deep {
+            // What was not compared cannot be called compatible.
+            messages.push(format!(
+                "Protobuf messages nested deeper than {COMPARISON_DEPTH_MAX} (through fields and \
+                 references) are not compared"
+            ));
+        }
+        messages
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -521,18 +556,23 @@ impl Printer {
         push_section(&mut out, &self.statement_options(&file.options()), false);
 
         let extensions: Vec<ExtensionDescriptor> = file.extensions().collect();
-        let inline_groups = inline_group_types(&extensions, None);
+        let (groups, plain) = split_group_extensions(&extensions, None);
         let mut types: Vec<String> = file
             .messages()
-            .filter(|message| !inline_groups.contains(message.full_name()))
-            .map(|message| self.message_block(&message, format!("message {}", message.name())))
+            .map(|message| match groups.get(message.full_name()) {
+                // Where parsing must declare the group's type, among the messages.
+                Some(extension) => self
+                    .extend_blocks(std::slice::from_ref(extension), None)
+                    .concat(),
+                None => self.message_block(&message, format!("message {}", message.name())),
+            })
             .collect();
         types.extend(
             file.enums()
                 .map(|enumeration| self.enum_block(&enumeration)),
         );
         push_section(&mut out, &types, false);
-        push_section(&mut out, &self.extend_blocks(&extensions, None), false);
+        push_section(&mut out, &self.extend_blocks(&plain, None), false);
         let services: Vec<String> = file
             .services()
             .map(|service| self.service_block(&service))
@@ -573,113 +613,45 @@ impl Printer {
     /// `header {` and the body of a message (or of a group, whose body is a message's).
     fn message_block(&self, message: &MessageDescriptor, header: String) -> String {
         let proto = message.descriptor_proto();
+        let body = MessageBody::of(message);
+        // Normalization orders by field number and keeps Confluent's layout, whatever the
+        // order of the synthetic types.
+        let fields_first = self.normalizes() || body.fields_first_keeps_type_order();
         let mut out = header;
         out.push_str(" {");
         push_section(&mut out, &self.message_reserved(proto), true);
         push_section(&mut out, &self.statement_options(&message.options()), true);
 
-        let fields: Vec<FieldDescriptor> = proto
-            .field
-            .iter()
-            .filter_map(|field| message.get_field_by_name(field.name()))
+        let mut fields: Vec<&FieldDescriptor> = body
+            .top_level()
+            .filter(|field| fields_first || body.declared_type(field).is_none())
             .collect();
-        let extensions: Vec<ExtensionDescriptor> = message.child_extensions().collect();
-        let oneofs: Vec<(String, Vec<&FieldDescriptor>)> = message
-            .oneofs()
-            .filter(|oneof| !oneof.is_synthetic())
-            .map(|oneof| {
-                let members = fields
-                    .iter()
-                    .filter(|field| {
-                        field
-                            .containing_oneof()
-                            .is_some_and(|containing| containing.name() == oneof.name())
-                    })
-                    .collect();
-                (oneof.name().to_owned(), members)
-            })
-            .filter(|(_, members): &(String, Vec<&FieldDescriptor>)| !members.is_empty())
-            .collect();
-        let top_level: Vec<&FieldDescriptor> = fields
-            .iter()
-            .filter(|field| !in_real_oneof(field))
-            .collect();
-
-        // The nested types that parsing the printed text declares by itself: a map field's
-        // entry and a group's message. Parsing declares them where the field is, so the
-        // printed body keeps them in their place among the nested messages.
-        let synthetic_by_field: HashMap<String, &FieldDescriptor> = fields
-            .iter()
-            .filter_map(|field| {
-                synthetic_type(message, field)
-                    .map(|declared| (declared.full_name().to_owned(), field))
-            })
-            .collect();
-        let extension_groups = inline_group_types(&extensions, Some(message));
-        let nested: Vec<MessageDescriptor> = message.child_messages().collect();
-        let is_synthetic = |nested: &MessageDescriptor| {
-            nested.is_map_entry()
-                || synthetic_by_field.contains_key(nested.full_name())
-                || extension_groups.contains(nested.full_name())
-        };
-        let declared_by = |field: &FieldDescriptor| {
-            synthetic_type(message, field).map(|declared| declared.full_name().to_owned())
-        };
-        let printed_order: Vec<String> = top_level
-            .iter()
-            .chain(oneofs.iter().flat_map(|(_, members)| members.iter()))
-            .filter_map(|field| declared_by(field))
-            .chain(extensions.iter().filter_map(|extension| {
-                let declared = extension.kind().as_message()?.full_name().to_owned();
-                extension_groups.contains(&declared).then_some(declared)
-            }))
-            .collect();
-        let declared_order: Vec<String> = nested
-            .iter()
-            .take_while(|nested| is_synthetic(nested))
-            .map(|nested| nested.full_name().to_owned())
-            .collect();
-        let synthetic_count = nested.iter().filter(|nested| is_synthetic(nested)).count();
-        // When the synthetic types all come before the first message written out, and in
-        // field order, the body can print fields first (the common case, and Confluent's
-        // layout); otherwise a map or group field prints where its type belongs among the
-        // nested messages. Normalization orders by field number and keeps Confluent's layout.
-        let fields_first = self.normalizes()
-            || (printed_order == declared_order && declared_order.len() == synthetic_count);
-
-        let mut field_lines: Vec<&FieldDescriptor> = if fields_first {
-            top_level.clone()
-        } else {
-            top_level
-                .iter()
-                .copied()
-                .filter(|field| declared_by(field).is_none())
-                .collect()
-        };
         if self.normalizes() {
-            field_lines.sort_by_key(|field| field.number());
+            fields.sort_by_key(|field| field.number());
         }
-        let field_texts: Vec<String> = field_lines
-            .iter()
+        let fields: Vec<String> = fields
+            .into_iter()
             .map(|field| self.field_text(self.field_spec(message, field)))
             .collect();
-        push_section(&mut out, &field_texts, true);
+        push_section(&mut out, &fields, true);
 
-        let mut oneofs = oneofs;
+        let mut oneofs: Vec<(&OneofDescriptor, Vec<&FieldDescriptor>)> = body
+            .oneofs
+            .iter()
+            .map(|oneof| (oneof, body.members(oneof).collect()))
+            .filter(|(_, members): &(_, Vec<_>)| !members.is_empty())
+            .collect();
         if self.normalizes() {
             for (_, members) in &mut oneofs {
                 members.sort_by_key(|field| field.number());
             }
             oneofs.sort_by_key(|(_, members)| members.first().map(|field| field.number()));
         }
-        let oneof_blocks: Vec<String> = oneofs
+        let oneofs: Vec<String> = oneofs
             .iter()
-            .filter_map(|(name, members)| {
-                let oneof = message.oneofs().find(|oneof| oneof.name() == name)?;
-                Some(self.oneof_block(message, name, &oneof.options(), members))
-            })
+            .map(|(oneof, members)| self.oneof_block(message, oneof, members))
             .collect();
-        push_section(&mut out, &oneof_blocks, true);
+        push_section(&mut out, &oneofs, true);
 
         let ranges: Vec<(i64, i64)> = proto
             .extension_range
@@ -688,26 +660,20 @@ impl Printer {
             .collect();
         let extension_ranges = self.ranges("extensions", ranges, Vec::new(), FIELD_NUMBER_MAX);
         push_section(&mut out, &extension_ranges, true);
-        push_section(
-            &mut out,
-            &self.extend_blocks(&extensions, Some(message)),
-            true,
-        );
+        let extend_blocks = self.extend_blocks(&body.plain_extensions, Some(message));
+        push_section(&mut out, &extend_blocks, true);
 
         let mut types = Vec::new();
-        for nested_message in &nested {
-            if !is_synthetic(nested_message) {
-                types.push(
-                    self.message_block(
-                        nested_message,
-                        format!("message {}", nested_message.name()),
-                    ),
-                );
+        for nested in &body.nested {
+            if let Some(extension) = body.group_extensions.get(nested.full_name()) {
+                // Where parsing must declare the group's type, among the nested messages.
+                let slice = std::slice::from_ref(extension);
+                types.push(self.extend_blocks(slice, Some(message)).concat());
+            } else if !body.is_synthetic(nested) {
+                types.push(self.message_block(nested, format!("message {}", nested.name())));
             } else if !fields_first {
-                let declaring = synthetic_by_field
-                    .get(nested_message.full_name())
-                    .filter(|field| !in_real_oneof(field));
-                if let Some(field) = declaring {
+                // A map or group field prints where parsing must declare its type.
+                if let Some(field) = body.top_level_declaring(nested) {
                     types.push(self.field_text(self.field_spec(message, field)));
                 }
             }
@@ -725,12 +691,11 @@ impl Printer {
     fn oneof_block(
         &self,
         message: &MessageDescriptor,
-        name: &str,
-        options: &DynamicMessage,
+        oneof: &OneofDescriptor,
         members: &[&FieldDescriptor],
     ) -> String {
-        let mut out = format!("oneof {name} {{");
-        push_section(&mut out, &self.statement_options(options), true);
+        let mut out = format!("oneof {} {{", oneof.name());
+        push_section(&mut out, &self.statement_options(&oneof.options()), true);
         let fields: Vec<String> = members
             .iter()
             .map(|field| self.field_text(self.field_spec(message, field)))
@@ -1146,6 +1111,104 @@ impl Printer {
     }
 }
 
+/// What a message body holds, in declaration order, and which of its nested types parsing
+/// its printed text declares by itself: a map field's entry and a group's message. Parsing
+/// declares such a type where its field is, and message indexes on the wire count nested
+/// types, so the printer keeps them in their place among the nested messages.
+struct MessageBody<'m> {
+    message: &'m MessageDescriptor,
+    fields: Vec<FieldDescriptor>,
+    /// The oneofs written in the schema (not the synthetic ones of proto3 `optional`).
+    oneofs: Vec<OneofDescriptor>,
+    nested: Vec<MessageDescriptor>,
+    /// The extensions declared here that are groups, by their type's full name: each
+    /// prints in an extend block of its own where its type is declared.
+    group_extensions: HashMap<String, ExtensionDescriptor>,
+    /// The other extensions declared here, printed in extend blocks after the oneofs.
+    plain_extensions: Vec<ExtensionDescriptor>,
+}
+
+impl<'m> MessageBody<'m> {
+    fn of(message: &'m MessageDescriptor) -> MessageBody<'m> {
+        let extensions: Vec<ExtensionDescriptor> = message.child_extensions().collect();
+        let (group_extensions, plain_extensions) =
+            split_group_extensions(&extensions, Some(message));
+        MessageBody {
+            message,
+            fields: message
+                .descriptor_proto()
+                .field
+                .iter()
+                .filter_map(|field| message.get_field_by_name(field.name()))
+                .collect(),
+            oneofs: message
+                .oneofs()
+                .filter(|oneof| !oneof.is_synthetic())
+                .collect(),
+            group_extensions,
+            plain_extensions,
+            nested: message.child_messages().collect(),
+        }
+    }
+
+    fn top_level(&self) -> impl Iterator<Item = &FieldDescriptor> {
+        self.fields.iter().filter(|field| !in_real_oneof(field))
+    }
+
+    fn members<'a>(
+        &'a self,
+        oneof: &'a OneofDescriptor,
+    ) -> impl Iterator<Item = &'a FieldDescriptor> {
+        self.fields.iter().filter(move |field| {
+            field
+                .containing_oneof()
+                .is_some_and(|containing| containing.name() == oneof.name())
+        })
+    }
+
+    /// The nested type `field` makes parsing declare, by full name.
+    fn declared_type(&self, field: &FieldDescriptor) -> Option<String> {
+        synthetic_type(self.message, field).map(|declared| declared.full_name().to_owned())
+    }
+
+    fn is_synthetic(&self, nested: &MessageDescriptor) -> bool {
+        nested.is_map_entry()
+            || self
+                .fields
+                .iter()
+                .any(|field| self.declared_type(field).as_deref() == Some(nested.full_name()))
+    }
+
+    /// The top-level field that declares the synthetic type `nested`.
+    fn top_level_declaring(&self, nested: &MessageDescriptor) -> Option<&FieldDescriptor> {
+        self.top_level()
+            .find(|field| self.declared_type(field).as_deref() == Some(nested.full_name()))
+    }
+
+    /// Whether printing fields, then oneofs, then nested messages (the common case and
+    /// Confluent's layout) declares the nested types in their order: the synthetic types
+    /// all come before the first message written out, in that order.
+    fn fields_first_keeps_type_order(&self) -> bool {
+        let printed: Vec<String> = self
+            .top_level()
+            .chain(self.oneofs.iter().flat_map(|oneof| self.members(oneof)))
+            .filter_map(|field| self.declared_type(field))
+            .collect();
+        let declared: Vec<&str> = self
+            .nested
+            .iter()
+            .take_while(|nested| self.is_synthetic(nested))
+            .map(|nested| nested.full_name())
+            .collect();
+        let synthetic_count = self
+            .nested
+            .iter()
+            .filter(|nested| self.is_synthetic(nested))
+            .count();
+        declared.len() == synthetic_count && printed.iter().map(String::as_str).eq(declared)
+    }
+}
+
 /// The nested type a field of `message` makes parsing declare by itself: its map entry, or
 /// its group's message, when that type is nested in `message`.
 fn synthetic_type(
@@ -1170,21 +1233,27 @@ fn declared_in(message: &MessageDescriptor, scope: Option<&MessageDescriptor>) -
     }
 }
 
-/// The message types of group extensions declared in `scope`, printed inside their extend
-/// block.
-fn inline_group_types(
+/// The extensions declared in `scope` split in two: groups whose type is declared in
+/// `scope` too, by that type's full name, and the others.
+fn split_group_extensions(
     extensions: &[ExtensionDescriptor],
     scope: Option<&MessageDescriptor>,
-) -> HashSet<String> {
-    extensions
-        .iter()
-        .filter(|extension| extension.is_group())
-        .filter_map(|extension| {
-            let kind = extension.kind();
-            let declared = kind.as_message()?;
-            declared_in(declared, scope).then(|| declared.full_name().to_owned())
-        })
-        .collect()
+) -> (
+    HashMap<String, ExtensionDescriptor>,
+    Vec<ExtensionDescriptor>,
+) {
+    let mut groups = HashMap::new();
+    let mut plain = Vec::new();
+    for extension in extensions {
+        let kind = extension.kind();
+        match kind.as_message() {
+            Some(declared) if extension.is_group() && declared_in(declared, scope) => {
+                groups.insert(declared.full_name().to_owned(), extension.clone());
+            }
+            _ => plain.push(extension.clone()),
+        }
+    }
+    (groups, plain)
 }
 
 fn type_name(kind: &Kind) -> String {
@@ -1359,10 +1428,10 @@ impl DifferenceType {
         }
     }
 
-    /// Confluent's description, with the reader (the new schema) and the writer (the old
-    /// one) filled in as its `SchemaValidatorBuilder` does for a backward check.
-    fn description(self, path: &str) -> String {
-        let (new, old) = ("new", "old");
+    /// Confluent's description, with the reader's and the writer's roles filled in as its
+    /// `SchemaValidatorBuilder` does: "new" and "old" for a backward check, swapped for a
+    /// forward one.
+    fn description(self, path: &str, new: &str, old: &str) -> String {
         match self {
             DifferenceType::PackageChanged => format!(
                 "The package at '{path}' in the {new} schema does not match the package in the \
@@ -1418,14 +1487,20 @@ struct Difference {
     path: String,
 }
 
-impl fmt::Display for Difference {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
+impl Difference {
+    /// Confluent's message, the reader and the writer named by their roles.
+    fn message(&self, reader_role: &str, writer_role: &str) -> String {
+        format!(
             "{{errorType:\"{}\", description:\"{}\"}}",
             self.kind.name(),
-            self.kind.description(&self.path)
+            self.kind.description(&self.path, reader_role, writer_role)
         )
+    }
+}
+
+impl fmt::Display for Difference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message("new", "old"))
     }
 }
 
@@ -1474,7 +1549,10 @@ impl ScalarGroup {
             | Kind::Bool
             | Kind::Enum(_) => ScalarGroup::GeneralNumber,
             Kind::Sint32 | Kind::Sint64 => ScalarGroup::SignedNumber,
-            Kind::String | Kind::Bytes | Kind::Message(_) => ScalarGroup::StringOrBytes,
+            Kind::String | Kind::Bytes => ScalarGroup::StringOrBytes,
+            // `FieldType::of` keeps messages apart, so none gets here; a length-delimited
+            // group keeps the match total without a panic.
+            Kind::Message(_) => ScalarGroup::StringOrBytes,
             Kind::Fixed32 | Kind::Sfixed32 => ScalarGroup::Fixed32,
             Kind::Fixed64 | Kind::Sfixed64 => ScalarGroup::Fixed64,
             Kind::Float => ScalarGroup::Float,
@@ -1542,6 +1620,8 @@ struct Diff<'a> {
     /// Full names of the original messages being compared, so a recursive type reached
     /// again through a field is not compared forever (Confluent's `SchemaScope`).
     in_progress: Vec<String>,
+    /// Whether some message lay deeper than `COMPARISON_DEPTH_MAX` and went uncompared.
+    too_deep: bool,
     differences: Vec<Difference>,
 }
 
@@ -1552,6 +1632,7 @@ impl<'a> Diff<'a> {
             update,
             path: Vec::new(),
             in_progress: Vec::new(),
+            too_deep: false,
             differences: Vec::new(),
         }
     }
@@ -1602,6 +1683,10 @@ impl<'a> Diff<'a> {
             .iter()
             .any(|name| name == original.full_name())
         {
+            return;
+        }
+        if self.in_progress.len() >= COMPARISON_DEPTH_MAX {
+            self.too_deep = true;
             return;
         }
         self.in_progress.push(original.full_name().to_owned());
@@ -1911,7 +1996,12 @@ mod tests {
             ),
         ];
         for (kind, expected) in cases {
-            assert_eq!(kind.description("#/"), expected, "{}", kind.name());
+            assert_eq!(
+                kind.description("#/", "new", "old"),
+                expected,
+                "{}",
+                kind.name()
+            );
         }
     }
 

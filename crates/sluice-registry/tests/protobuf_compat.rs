@@ -77,11 +77,10 @@ fn decode_serialized(schema: &ProtobufSchema) -> prost_types::FileDescriptorProt
 // ---------------------------------------------------------------------------------------
 // Compatibility.
 
-/// `(what changes, old schema, new schema, expected (errorType, path) of every
-/// incompatibility, in order)`.
 /// Every incompatibility expected, in order: `(errorType, path)`.
 type Expected = &'static [(&'static str, &'static str)];
 
+/// `(what changes, old schema, new schema, expected)`.
 type CompatibilityCase = (&'static str, &'static str, &'static str, Expected);
 
 /// `(what changes, old schema, its references, new schema, its references, expected)`.
@@ -460,6 +459,29 @@ fn recursive_types_through_references_are_compared_once() {
 }
 
 #[test]
+fn reference_chains_deeper_than_the_bound_are_not_called_compatible() {
+    fn chain(length: usize) -> String {
+        let mut text = String::from("syntax = \"proto3\";\n");
+        for index in 0..length {
+            text.push_str(&format!(
+                "message M{index} {{ M{} next = 1; }}\n",
+                index + 1
+            ));
+        }
+        text.push_str(&format!("message M{length} {{ int32 end = 1; }}\n"));
+        text
+    }
+    let root = "syntax = \"proto3\"; import \"chain.proto\"; message Root { M0 first = 1; }";
+    for (length, compatible) in [(100, true), (300, false)] {
+        let chain = chain(length);
+        let old = ProtobufSchema::parse(root, &[reference("chain.proto", 1, &chain)]).expect("old");
+        let new = ProtobufSchema::parse(root, &[reference("chain.proto", 2, &chain)]).expect("new");
+        let messages = new.backward_incompatibilities(&old);
+        assert_eq!(messages.is_empty(), compatible, "{length}: {messages:?}");
+    }
+}
+
+#[test]
 fn incompatibility_messages_read_as_confluents() {
     let (old, new) = scalar_pair("int32", "string");
     let messages = parse(&new).backward_incompatibilities(&parse(&old));
@@ -619,26 +641,26 @@ fn canonical_keeps_the_order_of_nested_types() {
     // Message indexes on the wire count nested types, map entries and groups included, in
     // declaration order: the canonical text must declare them in the same order.
     let schemas = [
-        "syntax = \"proto3\"; message A { message X {} map<string, int32> m = 1; message Y {} map<int32, X> n = 2; }",
+        "syntax = \"proto3\"; message A { message X {} map<string, int32> m = 1; message Y {} \
+         map<int32, X> n = 2; }",
         "syntax = \"proto3\"; message A { map<string, int32> m = 1; message X {} }",
-        "syntax = \"proto2\"; message A { message X {} optional group G = 1 { optional int32 q = 1; } message Y {} }",
+        "syntax = \"proto2\"; message A { message X {} optional group G = 1 { optional int32 q = 1; } \
+         message Y {} }",
+        "syntax = \"proto2\"; message A { extensions 100 to 200; } \
+         extend A { optional group G = 100 { optional int32 x = 1; } } \
+         message B { extend A { optional group H = 101 { optional int32 y = 1; } } message C {} } \
+         message D {}",
     ];
-    fn nested_names(schema: &ProtobufSchema) -> Vec<String> {
-        decode_serialized(schema).message_type[0]
-            .nested_type
-            .iter()
-            .map(|nested| nested.name().to_owned())
-            .collect()
-    }
     for schema in schemas {
         let parsed = parse(schema);
         let reparsed = parse(&parsed.canonical());
         assert_eq!(
-            nested_names(&reparsed),
-            nested_names(&parsed),
+            type_order(&reparsed),
+            type_order(&parsed),
             "{}",
             parsed.canonical()
         );
+        assert_eq!(reparsed.canonical(), parsed.canonical());
     }
 }
 
@@ -690,6 +712,11 @@ fn references_resolve_by_import_path() {
         );
         assert_eq!(parsed.record_name().as_deref(), Some("shop.Order"));
     }
+    // A reference may take the name the schema's own file has among its imports.
+    let named_default = [reference("default", 1, address)];
+    let importing_default = order.replace("address.proto", "default");
+    ProtobufSchema::parse(&importing_default, &named_default).expect("a reference named default");
+
     let missing = ProtobufSchema::parse(order, &[]).expect_err("the import is missing");
     assert!(missing.0.contains("address.proto"), "{missing}");
 
@@ -954,6 +981,24 @@ proptest! {
             prop_assert!(parsed.backward_incompatibilities(other).is_empty());
         }
     }
+
+    #[test]
+    fn any_two_versions_compare_in_confluents_format(
+        old in (any::<bool>(), proptest::collection::vec(proptest::collection::vec(item(), 0..8), 1..4)),
+        new in (any::<bool>(), proptest::collection::vec(proptest::collection::vec(item(), 0..8), 1..4)),
+    ) {
+        let old = parse(&render_schema(old.0, &old.1));
+        let new = parse(&render_schema(new.0, &new.1));
+        let messages = new.backward_incompatibilities(&old);
+        for message in &messages {
+            prop_assert!(
+                message.starts_with("{errorType:\"") && message.ends_with("\"}"),
+                "{}",
+                message
+            );
+        }
+        prop_assert_eq!(new.backward_incompatibilities(&old), messages, "deterministic");
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1026,12 +1071,32 @@ proptest! {
 }
 
 #[test]
-fn descriptor_with_an_unknown_syntax_is_refused() {
-    // Found by `parse_never_panics_on_altered_descriptors`: prost-reflect panics while
-    // reporting an unknown syntax, so the parser checks it first.
-    let mut descriptor = decode_serialized(&parse(SEED_SCHEMA));
-    descriptor.syntax = Some("\0roto3".to_owned());
-    let error = ProtobufSchema::parse(&BASE64.encode(descriptor.encode_to_vec()), &[])
-        .expect_err("an unknown syntax");
-    assert!(error.0.contains("unknown syntax"), "{error}");
+fn descriptors_no_proto_file_can_state_are_refused() {
+    // Found by `parse_never_panics_on_altered_descriptors`. prost-reflect panics while
+    // reporting an unknown syntax, so the parser checks it first; and it accepts what the
+    // `.proto` parser refuses (a required field in proto3), which the stored canonical text
+    // could not say.
+    let unknown_syntax = |descriptor: &mut prost_types::FileDescriptorProto| {
+        descriptor.syntax = Some("\0roto3".to_owned());
+    };
+    let proto3_required = |descriptor: &mut prost_types::FileDescriptorProto| {
+        descriptor.message_type[0].field[0].label =
+            Some(prost_types::field_descriptor_proto::Label::Required as i32);
+    };
+    type Alter<'a> = &'a dyn Fn(&mut prost_types::FileDescriptorProto);
+    let cases: [(&str, Alter, &str); 2] = [
+        ("an unknown syntax", &unknown_syntax, "unknown syntax"),
+        (
+            "a proto3 required field",
+            &proto3_required,
+            "does not print as an equivalent",
+        ),
+    ];
+    for (what, alter, message_part) in cases {
+        let mut descriptor = decode_serialized(&parse(SEED_SCHEMA));
+        alter(&mut descriptor);
+        let error =
+            ProtobufSchema::parse(&BASE64.encode(descriptor.encode_to_vec()), &[]).expect_err(what);
+        assert!(error.0.contains(message_part), "{what}: {error}");
+    }
 }

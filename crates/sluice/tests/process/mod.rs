@@ -10,6 +10,7 @@ pub const SLUICE: &str = env!("CARGO_BIN_EXE_sluice");
 
 /// Starts `sluice server` on `dir` with a free port and `settings` (`key=value`);
 /// returns it and its address once it listens. Its log is drained in the background.
+#[allow(dead_code)]
 pub fn start(dir: &Path, settings: &[&str]) -> (Child, SocketAddr) {
     let (child, address, _) = start_with(dir, settings, &[], None);
     (child, address)
