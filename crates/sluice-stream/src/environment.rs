@@ -1,0 +1,204 @@
+//! The job's entry point: `StreamExecutionEnvironment` and the logical job graph.
+//!
+//! As Flink's environment, it collects the graph the typed API builds (sources, operators,
+//! sinks and the edges between their output ports) and runs it on `execute`, which drains
+//! the graph (an environment can build and run another job afterwards). Configuration
+//! that Flink puts in `ExecutionConfig` lives here: the processing-time clock, periodic
+//! watermark emission and `max_parallelism`.
+//!
+//! Not here yet: `set_parallelism` (the executor runs one instance of each operator; see
+//! the crate docs for the plan), checkpointing configuration, state backend selection
+//! (only `HashMapStateBackend` exists).
+
+use std::any::Any;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::fmt;
+use std::rc::Rc;
+use std::time::Duration;
+
+use crate::datastream::DataStream;
+use crate::error::StreamError;
+use crate::executor::{self, JobExecutionResult, Limits, WORK_QUEUE_EVENTS_MAX};
+use crate::key_group::{DEFAULT_MAX_PARALLELISM, UPPER_BOUND_MAX_PARALLELISM};
+use crate::operator::{Operator, Port};
+use crate::source::{CollectionSource, CollectionSourceRunner, SourceRunner};
+use crate::time::{Clock, SystemClock};
+use crate::watermark::{WatermarkEmission, WatermarkStrategy};
+
+pub(crate) type NodeId = usize;
+/// Copies a record of a port's type (fan-out to several consumers).
+pub(crate) type Cloner = fn(&dyn Any) -> Box<dyn Any>;
+
+pub(crate) fn clone_boxed<T: Clone + 'static>(value: &dyn Any) -> Box<dyn Any> {
+    Box::new(
+        value
+            .downcast_ref::<T>()
+            .expect("a port's cloner is registered for the port's type")
+            .clone(),
+    )
+}
+
+pub(crate) enum NodeKind {
+    Source(Box<dyn SourceRunner>),
+    Operator(Box<dyn Operator>),
+}
+
+pub(crate) struct NodeSpec {
+    pub(crate) name: String,
+    pub(crate) kind: NodeKind,
+    pub(crate) inputs: Vec<(NodeId, Port)>,
+}
+
+/// The logical job graph, in creation order (which is a topological order: a node's
+/// inputs always exist before it).
+#[derive(Default)]
+pub(crate) struct StreamGraph {
+    pub(crate) nodes: Vec<NodeSpec>,
+    pub(crate) cloners: HashMap<(NodeId, Port), Cloner>,
+    pub(crate) errors: Vec<String>,
+}
+
+impl StreamGraph {
+    pub(crate) fn add_node(
+        &mut self,
+        name: String,
+        kind: NodeKind,
+        inputs: Vec<(NodeId, Port)>,
+    ) -> NodeId {
+        debug_assert!(inputs.iter().all(|(input, _)| *input < self.nodes.len()));
+        self.nodes.push(NodeSpec { name, kind, inputs });
+        self.nodes.len() - 1
+    }
+}
+
+/// Configuration and graph of a streaming job.
+pub struct StreamExecutionEnvironment {
+    graph: Rc<RefCell<StreamGraph>>,
+    clock: Rc<dyn Clock>,
+    max_parallelism: u32,
+    watermark_emission: WatermarkEmission,
+    work_queue_events_max: usize,
+}
+
+impl fmt::Debug for StreamExecutionEnvironment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StreamExecutionEnvironment")
+            .field("nodes", &self.graph.borrow().nodes.len())
+            .field("clock", &self.clock)
+            .field("max_parallelism", &self.max_parallelism)
+            .field("watermark_emission", &self.watermark_emission)
+            .finish()
+    }
+}
+
+impl Default for StreamExecutionEnvironment {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl StreamExecutionEnvironment {
+    /// Flink's `getExecutionEnvironment()`: system clock, periodic watermarks every 200 ms,
+    /// `max_parallelism` 128.
+    pub fn new() -> Self {
+        Self {
+            graph: Rc::default(),
+            clock: Rc::new(SystemClock),
+            max_parallelism: DEFAULT_MAX_PARALLELISM,
+            watermark_emission: WatermarkEmission::default(),
+            work_queue_events_max: WORK_QUEUE_EVENTS_MAX,
+        }
+    }
+
+    /// The processing-time clock (tests pass a `ManualClock`).
+    pub fn set_processing_time_clock(&mut self, clock: impl Clock + 'static) -> &mut Self {
+        self.clock = Rc::new(clock);
+        self
+    }
+
+    /// Flink's `setAutoWatermarkInterval`; zero disables periodic watermarks.
+    pub fn set_auto_watermark_interval(&mut self, interval: Duration) -> &mut Self {
+        self.watermark_emission = if interval.is_zero() {
+            WatermarkEmission::Disabled
+        } else {
+            WatermarkEmission::Periodic(interval)
+        };
+        self
+    }
+
+    pub fn set_watermark_emission(&mut self, emission: WatermarkEmission) -> &mut Self {
+        self.watermark_emission = emission;
+        self
+    }
+
+    /// The number of key groups (1..=32768); fixed for the lifetime of a job's state.
+    pub fn set_max_parallelism(&mut self, max_parallelism: u32) -> &mut Self {
+        self.max_parallelism = max_parallelism;
+        self
+    }
+
+    /// The most events the executor holds in flight after one source step; more fails
+    /// the job with `WorkQueueFull`.
+    pub fn set_work_queue_events_max(&mut self, events_max: usize) -> &mut Self {
+        self.work_queue_events_max = events_max;
+        self
+    }
+
+    /// Flink's `fromSource(source, watermarkStrategy, sourceName)`.
+    pub fn from_source<T: Clone + 'static>(
+        &self,
+        source: CollectionSource<T>,
+        strategy: WatermarkStrategy<T>,
+        name: &str,
+    ) -> DataStream<T> {
+        let runner = CollectionSourceRunner::new(name.to_string(), source, strategy);
+        let node = self.graph.borrow_mut().add_node(
+            name.to_string(),
+            NodeKind::Source(Box::new(runner)),
+            Vec::new(),
+        );
+        DataStream::new(self.graph.clone(), node, Port::Main)
+    }
+
+    /// Flink's `fromCollection`/`fromData`: records without timestamps, no watermarks but
+    /// the final one.
+    pub fn from_collection<T: Clone + 'static>(&self, records: Vec<T>) -> DataStream<T> {
+        self.from_source(
+            CollectionSource::of(records),
+            WatermarkStrategy::no_watermarks(),
+            "Collection Source",
+        )
+    }
+
+    /// Runs the job to completion (all sources end) and returns its metrics.
+    pub fn execute(&self, job_name: &str) -> Result<JobExecutionResult, StreamError> {
+        let graph = std::mem::take(&mut *self.graph.borrow_mut());
+        if let Some(error) = graph.errors.first() {
+            return Err(StreamError::InvalidConfiguration(error.clone()));
+        }
+        if !(1..=UPPER_BOUND_MAX_PARALLELISM).contains(&self.max_parallelism) {
+            return Err(StreamError::InvalidConfiguration(format!(
+                "max_parallelism must be in 1..={UPPER_BOUND_MAX_PARALLELISM}, got {}",
+                self.max_parallelism
+            )));
+        }
+        if let WatermarkEmission::Periodic(interval) = self.watermark_emission
+            && interval.is_zero()
+        {
+            return Err(StreamError::InvalidConfiguration(
+                "a periodic watermark interval must be positive".into(),
+            ));
+        }
+        executor::run(
+            job_name,
+            graph,
+            self.clock.clone(),
+            self.max_parallelism,
+            self.watermark_emission,
+            Limits {
+                work_queue_events_max: self.work_queue_events_max,
+            },
+        )
+    }
+}
