@@ -44,6 +44,7 @@ mod executor;
 mod functions;
 pub mod key_group;
 mod keyed_process;
+pub mod nexmark;
 mod operator;
 mod sink;
 mod source;

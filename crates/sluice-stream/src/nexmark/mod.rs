@@ -1,0 +1,1 @@
+//! Nexmark (placeholder: being written).
