@@ -14,7 +14,6 @@
 //! becomes a hash-partitioned edge by key group.
 
 use std::cell::RefCell;
-use std::hash::Hash;
 use std::marker::PhantomData;
 use std::rc::Rc;
 use std::time::Duration;
@@ -29,6 +28,7 @@ use crate::operator::{
     FilterOperator, FlatMapOperator, MapOperator, Operator, Port, UnionOperator,
 };
 use crate::sink::{Sink, SinkOperator};
+use crate::state::{StateKey, StateValue};
 use crate::time::duration_ms;
 use crate::window::WindowAssigner;
 use crate::window::operator::{
@@ -131,9 +131,10 @@ impl<T: Clone + 'static> DataStream<T> {
     }
 
     /// Flink's `keyBy(KeySelector)`.
+    /// Keys are checkpointed with the state and timers they scope, hence `StateKey`.
     pub fn key_by<K>(&self, key_selector: impl Fn(&T) -> K + 'static) -> KeyedStream<T, K>
     where
-        K: Clone + Eq + Hash + 'static,
+        K: StateKey,
     {
         KeyedStream {
             stream: self.clone(),
@@ -166,7 +167,7 @@ pub struct KeyedStream<T, K> {
     key_selector: Rc<dyn Fn(&T) -> K>,
 }
 
-impl<T: Clone + 'static, K: Clone + Eq + Hash + 'static> KeyedStream<T, K> {
+impl<T: Clone + 'static, K: StateKey> KeyedStream<T, K> {
     /// Flink's `KeyedStream.process(KeyedProcessFunction)`.
     pub fn process<O: Clone + 'static>(
         &self,
@@ -210,7 +211,7 @@ pub struct WindowedStream<T, K> {
     late_data_port: Option<Port>,
 }
 
-impl<T: Clone + 'static, K: Clone + Eq + Hash + 'static> WindowedStream<T, K> {
+impl<T: Clone + 'static, K: StateKey> WindowedStream<T, K> {
     /// Keeps window state `lateness` past the window's end so late records re-fire it.
     pub fn allowed_lateness(mut self, lateness: Duration) -> Self {
         self.allowed_lateness_ms = duration_ms(lateness);
@@ -241,8 +242,12 @@ impl<T: Clone + 'static, K: Clone + Eq + Hash + 'static> WindowedStream<T, K> {
         stream.add_operator(name, Box::new(operator), vec![stream.input()])
     }
 
-    /// Incrementally reduces each window's records.
-    pub fn reduce(self, function: impl ReduceFunction<T> + 'static) -> DataStream<T> {
+    /// Incrementally reduces each window's records (the partial result is checkpointed,
+    /// hence `StateValue`).
+    pub fn reduce(self, function: impl ReduceFunction<T> + 'static) -> DataStream<T>
+    where
+        T: StateValue,
+    {
         self.build(
             "Window(Reduce)",
             ReduceAdapter {
@@ -289,11 +294,15 @@ impl<T: Clone + 'static, K: Clone + Eq + Hash + 'static> WindowedStream<T, K> {
         )
     }
 
-    /// Computes each window's output from all its records.
+    /// Computes each window's output from all its records (which are checkpointed, hence
+    /// `StateValue`).
     pub fn process<O: Clone + 'static>(
         self,
         function: impl ProcessWindowFunction<K, T, O>,
-    ) -> DataStream<O> {
+    ) -> DataStream<O>
+    where
+        T: StateValue,
+    {
         self.build(
             "Window(Process)",
             ProcessAdapter {

@@ -6,9 +6,17 @@
 //! that Flink puts in `ExecutionConfig` lives here: the processing-time clock, periodic
 //! watermark emission and `max_parallelism`.
 //!
+//! Fault tolerance, as Flink configures it: `enable_checkpointing(interval)` /
+//! `set_checkpoint_config` (see `checkpoint`), `set_checkpoint_storage` (memory by
+//! default), and `set_restart_strategy` (Flink's `fixed-delay` strategy with bounded
+//! attempts, or none). `execute` starts from the storage's latest completed checkpoint,
+//! if there is one, and every restart again from the latest.
+//!
+//! State: `set_state_backend` picks the heap (`HashMapStateBackend`, the default) or
+//! fjall (`FjallStateBackend`, one scratch directory per keyed operator).
+//!
 //! Not here yet: `set_parallelism` (the executor runs one instance of each operator; see
-//! the crate docs for the plan), checkpointing configuration, state backend selection
-//! (only `HashMapStateBackend` exists).
+//! the crate docs for the plan).
 
 use std::any::Any;
 use std::cell::RefCell;
@@ -17,12 +25,16 @@ use std::fmt;
 use std::rc::Rc;
 use std::time::Duration;
 
+use crate::checkpoint::{CheckpointConfig, CheckpointStorage, InMemoryCheckpointStorage};
 use crate::datastream::DataStream;
 use crate::error::StreamError;
-use crate::executor::{self, JobExecutionResult, Limits, WORK_QUEUE_EVENTS_MAX};
+use crate::executor::{
+    self, Checkpointing, JobExecutionResult, Limits, StateSettings, WORK_QUEUE_EVENTS_MAX,
+};
 use crate::key_group::{DEFAULT_MAX_PARALLELISM, UPPER_BOUND_MAX_PARALLELISM};
 use crate::operator::{Operator, Port};
 use crate::source::{CollectionSource, CollectionSourceRunner, SourceRunner};
+use crate::state::StateBackendKind;
 use crate::time::{Clock, SystemClock};
 use crate::watermark::{WatermarkEmission, WatermarkStrategy};
 
@@ -72,6 +84,23 @@ impl StreamGraph {
     }
 }
 
+/// What to do when a job fails (Flink's `RestartStrategies`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RestartStrategy {
+    /// Fail the job on the first failure (Flink's default without checkpointing).
+    #[default]
+    NoRestart,
+    /// Restart from the latest completed checkpoint up to `attempts` times, waiting
+    /// `delay` before each.
+    FixedDelay { attempts: u32, delay: Duration },
+}
+
+impl RestartStrategy {
+    pub fn fixed_delay(attempts: u32, delay: Duration) -> Self {
+        Self::FixedDelay { attempts, delay }
+    }
+}
+
 /// Configuration and graph of a streaming job.
 pub struct StreamExecutionEnvironment {
     graph: Rc<RefCell<StreamGraph>>,
@@ -79,6 +108,10 @@ pub struct StreamExecutionEnvironment {
     max_parallelism: u32,
     watermark_emission: WatermarkEmission,
     work_queue_events_max: usize,
+    checkpoint_config: Option<CheckpointConfig>,
+    checkpoint_storage: Option<Rc<RefCell<dyn CheckpointStorage>>>,
+    restart_strategy: RestartStrategy,
+    state_backend: StateBackendKind,
 }
 
 impl fmt::Debug for StreamExecutionEnvironment {
@@ -88,6 +121,8 @@ impl fmt::Debug for StreamExecutionEnvironment {
             .field("clock", &self.clock)
             .field("max_parallelism", &self.max_parallelism)
             .field("watermark_emission", &self.watermark_emission)
+            .field("checkpoint_config", &self.checkpoint_config)
+            .field("restart_strategy", &self.restart_strategy)
             .finish()
     }
 }
@@ -108,7 +143,44 @@ impl StreamExecutionEnvironment {
             max_parallelism: DEFAULT_MAX_PARALLELISM,
             watermark_emission: WatermarkEmission::default(),
             work_queue_events_max: WORK_QUEUE_EVENTS_MAX,
+            checkpoint_config: None,
+            checkpoint_storage: None,
+            restart_strategy: RestartStrategy::NoRestart,
+            state_backend: StateBackendKind::HashMap,
         }
+    }
+
+    /// Where keyed operators keep their state (Flink's `setStateBackend`): the heap by
+    /// default, or fjall on disk.
+    pub fn set_state_backend(&mut self, backend: StateBackendKind) -> &mut Self {
+        self.state_backend = backend;
+        self
+    }
+
+    /// Flink's `enableCheckpointing(interval)`: `CheckpointConfig::new(interval)`.
+    pub fn enable_checkpointing(&mut self, interval: Duration) -> &mut Self {
+        self.checkpoint_config = Some(CheckpointConfig::new(interval));
+        self
+    }
+
+    pub fn set_checkpoint_config(&mut self, config: CheckpointConfig) -> &mut Self {
+        self.checkpoint_config = Some(config);
+        self
+    }
+
+    /// Where completed checkpoints go and where `execute` restores from (default: memory,
+    /// the newest one kept). Clones of `InMemoryCheckpointStorage` share their contents.
+    pub fn set_checkpoint_storage(
+        &mut self,
+        storage: impl CheckpointStorage + 'static,
+    ) -> &mut Self {
+        self.checkpoint_storage = Some(Rc::new(RefCell::new(storage)));
+        self
+    }
+
+    pub fn set_restart_strategy(&mut self, strategy: RestartStrategy) -> &mut Self {
+        self.restart_strategy = strategy;
+        self
     }
 
     /// The processing-time clock (tests pass a `ManualClock`).
@@ -171,9 +243,11 @@ impl StreamExecutionEnvironment {
         )
     }
 
-    /// Runs the job to completion (all sources end) and returns its metrics.
+    /// Runs the job to completion (all sources end) and returns its metrics: from the
+    /// latest completed checkpoint in the checkpoint storage, if any, and after a failure
+    /// again from the latest one, as often as the restart strategy allows.
     pub fn execute(&self, job_name: &str) -> Result<JobExecutionResult, StreamError> {
-        let graph = std::mem::take(&mut *self.graph.borrow_mut());
+        let mut graph = std::mem::take(&mut *self.graph.borrow_mut());
         if let Some(error) = graph.errors.first() {
             return Err(StreamError::InvalidConfiguration(error.clone()));
         }
@@ -190,15 +264,65 @@ impl StreamExecutionEnvironment {
                 "a periodic watermark interval must be positive".into(),
             ));
         }
-        executor::run(
-            job_name,
-            graph,
-            self.clock.clone(),
-            self.max_parallelism,
-            self.watermark_emission,
-            Limits {
-                work_queue_events_max: self.work_queue_events_max,
-            },
-        )
+        if let Some(config) = &self.checkpoint_config {
+            config.validate()?;
+        }
+        let storage = self.checkpoint_storage.clone().or_else(|| {
+            self.checkpoint_config.map(|_| {
+                Rc::new(RefCell::new(InMemoryCheckpointStorage::new(1)))
+                    as Rc<RefCell<dyn CheckpointStorage>>
+            })
+        });
+        let (attempts_max, delay) = match self.restart_strategy {
+            RestartStrategy::NoRestart => (0, Duration::ZERO),
+            RestartStrategy::FixedDelay { attempts, delay } => (attempts, delay),
+        };
+        let mut num_restarts = 0;
+        loop {
+            let checkpointing = match &storage {
+                Some(storage) => Some(Checkpointing {
+                    config: self.checkpoint_config,
+                    storage: storage.clone(),
+                    restore: storage.borrow().latest()?,
+                }),
+                None => None,
+            };
+            let (result, returned) = executor::run(
+                job_name,
+                graph,
+                self.clock.clone(),
+                StateSettings {
+                    max_parallelism: self.max_parallelism,
+                    backend: self.state_backend.clone(),
+                },
+                self.watermark_emission,
+                Limits {
+                    work_queue_events_max: self.work_queue_events_max,
+                },
+                checkpointing,
+            );
+            graph = returned;
+            match result {
+                Ok(mut result) => {
+                    result.num_restarts = num_restarts;
+                    return Ok(result);
+                }
+                Err(error)
+                    if num_restarts < attempts_max
+                        && !matches!(error, StreamError::InvalidConfiguration(_)) =>
+                {
+                    num_restarts += 1;
+                    tracing::warn!(
+                        job_name,
+                        %error,
+                        attempt = num_restarts,
+                        attempts_max,
+                        "job failed; restarting from the latest checkpoint"
+                    );
+                    std::thread::sleep(delay);
+                }
+                Err(error) => return Err(error),
+            }
+        }
     }
 }

@@ -40,6 +40,9 @@ pub enum StreamError {
     /// A user function failed.
     #[error("user function failed: {0}")]
     Function(String),
+    /// Writing or reading a checkpoint failed, or a checkpoint does not fit the job.
+    #[error("checkpoint: {0}")]
+    Checkpoint(String),
 }
 
 /// Misuse of keyed state.
@@ -52,4 +55,18 @@ pub enum StateError {
     /// Two descriptors with the same name but different kinds or types.
     #[error("state {state} is registered twice with different types")]
     TypeMismatch { state: String },
+    /// A state value or key could not be (de)serialized for a checkpoint or a restore.
+    #[error("state {state} could not be (de)serialized: {message}")]
+    Serialization { state: String, message: String },
+    /// The state backend's storage failed (a disk backend's I/O).
+    #[error("state backend: {message}")]
+    Backend { message: String },
+    /// A restored cell or timer's key does not hash to the key group it was stored under:
+    /// the snapshot is corrupt or was taken with another `max_parallelism`.
+    #[error("state {state}: a restored key belongs to key group {actual}, not {expected}")]
+    KeyGroupMismatch {
+        state: String,
+        expected: u32,
+        actual: u32,
+    },
 }

@@ -17,6 +17,13 @@
 //!
 //! Nothing runs concurrently, so a timer never fires while a record is being processed.
 //!
+//! Checkpoints (see `checkpoint`): before each round of source steps the coordinator may
+//! trigger one; every source then records its position and emits a `Barrier` event; a node
+//! that has the barrier on all its inputs snapshots and forwards it, a node without
+//! consumers (a sink) acknowledges, and the last acknowledgement completes the checkpoint:
+//! stored, then `notify_checkpoint_complete` to every operator in graph order. A job
+//! restored from a checkpoint opens every node, then restores it before the first step.
+//!
 //! What it is not: parallel. The plan for the parallel runtime: each node becomes
 //! `parallelism` tasks, each on a worker thread with its own operator instance (built by a
 //! factory, so user functions become `Clone + Send`) and state store holding its key-group
@@ -33,12 +40,18 @@
 //! replace this with the parallel runtime.
 
 use std::any::Any;
-use std::collections::{HashMap, VecDeque};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::rc::Rc;
 
-use crate::environment::{Cloner, NodeId, NodeKind, StreamGraph};
+use crate::checkpoint::{
+    CheckpointConfig, CheckpointCoordinator, CheckpointStorage, CompletedCheckpoint, NodeSnapshot,
+};
+use crate::environment::{Cloner, NodeId, NodeKind, NodeSpec, StreamGraph};
 use crate::error::StreamError;
+use crate::key_group::key_group_range_for_operator;
 use crate::operator::{Emitted, OperatorSetup, Output, Port};
+use crate::state::StateBackendKind;
 use crate::time::Clock;
 use crate::valve::{StatusWatermarkValve, ValveOutput};
 use crate::watermark::WatermarkEmission;
@@ -53,6 +66,8 @@ pub(crate) enum Event {
     Watermark(i64),
     /// `true`: the sender became idle; `false`: active again.
     Idle(bool),
+    /// Checkpoint barrier: everything before it belongs to the checkpoint's state.
+    Barrier(u64),
     End,
 }
 
@@ -72,6 +87,12 @@ pub struct JobExecutionResult {
     pub job_name: String,
     /// One entry per node, in graph order (sources included).
     pub operators: Vec<OperatorMetrics>,
+    /// Checkpoints completed by the successful attempt.
+    pub num_completed_checkpoints: u64,
+    /// The checkpoint the successful attempt started from, if any.
+    pub restored_checkpoint_id: Option<u64>,
+    /// Restarts before the successful attempt (filled in by the environment).
+    pub num_restarts: u32,
 }
 
 impl JobExecutionResult {
@@ -85,18 +106,25 @@ impl JobExecutionResult {
 }
 
 struct Runtime {
+    job_name: String,
+    max_parallelism: u32,
+    clock: Rc<dyn Clock>,
     nodes: Vec<RuntimeNode>,
     /// Consumers of each (node, port), as (node, input index).
     consumers: HashMap<(NodeId, Port), Vec<(NodeId, usize)>>,
-    /// Consumers of any port of a node: where its watermarks go.
+    /// Consumers of any port of a node: where its watermarks and barriers go.
     all_consumers: Vec<Vec<(NodeId, usize)>>,
     cloners: HashMap<(NodeId, Port), Cloner>,
     queue: VecDeque<(NodeId, usize, Event)>,
     work_queue_events_max: usize,
+    checkpointing: Option<CheckpointRuntime>,
+    num_completed_checkpoints: u64,
+    state_backend: StateBackendKind,
 }
 
 struct RuntimeNode {
     kind: NodeKind,
+    inputs: Vec<(NodeId, Port)>,
     valve: StatusWatermarkValve,
     inputs_ended: Vec<bool>,
     source_finished: bool,
@@ -104,19 +132,54 @@ struct RuntimeNode {
     metrics: OperatorMetrics,
 }
 
+struct CheckpointRuntime {
+    coordinator: CheckpointCoordinator,
+    storage: Rc<RefCell<dyn CheckpointStorage>>,
+    pending: BTreeMap<u64, PendingCheckpoint>,
+}
+
+/// A triggered checkpoint collecting its snapshots.
+struct PendingCheckpoint {
+    timestamp_ms: i64,
+    nodes: Vec<Option<NodeSnapshot>>,
+    /// Barriers received per node (aligned when equal to its number of inputs).
+    barriers_received: Vec<usize>,
+    acknowledgements_missing: usize,
+}
+
+/// How keyed state is partitioned and kept.
+pub(crate) struct StateSettings {
+    pub(crate) max_parallelism: u32,
+    pub(crate) backend: StateBackendKind,
+}
+
 /// The executor's bounds.
 pub(crate) struct Limits {
     pub(crate) work_queue_events_max: usize,
 }
 
+/// Checkpointing of one run: when, where, and what to start from.
+pub(crate) struct Checkpointing {
+    pub(crate) config: Option<CheckpointConfig>,
+    pub(crate) storage: Rc<RefCell<dyn CheckpointStorage>>,
+    pub(crate) restore: Option<CompletedCheckpoint>,
+}
+
+/// Runs the job once. The graph comes back whatever the outcome, so a restart strategy
+/// can run it again (`open` resets every node).
 pub(crate) fn run(
     job_name: &str,
     graph: StreamGraph,
     clock: Rc<dyn Clock>,
-    max_parallelism: u32,
+    state: StateSettings,
     emission: WatermarkEmission,
     limits: Limits,
-) -> Result<JobExecutionResult, StreamError> {
+    checkpointing: Option<Checkpointing>,
+) -> (Result<JobExecutionResult, StreamError>, StreamGraph) {
+    let StateSettings {
+        max_parallelism,
+        backend: state_backend,
+    } = state;
     let StreamGraph { nodes, cloners, .. } = graph;
     let mut consumers: HashMap<(NodeId, Port), Vec<(NodeId, usize)>> = HashMap::new();
     let mut all_consumers = vec![Vec::new(); nodes.len()];
@@ -129,58 +192,303 @@ pub(crate) fn run(
             all_consumers[*producer].push((node, input));
         }
     }
-    let setup = OperatorSetup {
-        clock: clock.clone(),
-        max_parallelism,
-    };
-    let mut runtime_nodes = Vec::with_capacity(nodes.len());
-    for spec in nodes {
-        let mut kind = spec.kind;
-        match &mut kind {
-            NodeKind::Source(source) => source.open(clock.as_ref()),
-            NodeKind::Operator(operator) => operator.open(&setup)?,
-        }
-        let is_source = matches!(kind, NodeKind::Source(_));
-        runtime_nodes.push(RuntimeNode {
-            kind,
-            // A source has no inputs; give it a one-input valve it never uses.
-            valve: StatusWatermarkValve::new(spec.inputs.len().max(1)),
-            inputs_ended: vec![false; spec.inputs.len()],
-            source_finished: !is_source,
-            next_periodic_emit_ms: clock.now_ms(),
-            metrics: OperatorMetrics {
-                name: spec.name,
-                ..OperatorMetrics::default()
-            },
-        });
-    }
+    let runtime_nodes = nodes
+        .into_iter()
+        .map(|spec| {
+            let is_source = matches!(spec.kind, NodeKind::Source(_));
+            RuntimeNode {
+                kind: spec.kind,
+                // A source has no inputs; give it a one-input valve it never uses.
+                valve: StatusWatermarkValve::new(spec.inputs.len().max(1)),
+                inputs_ended: vec![false; spec.inputs.len()],
+                inputs: spec.inputs,
+                source_finished: !is_source,
+                next_periodic_emit_ms: clock.now_ms(),
+                metrics: OperatorMetrics {
+                    name: spec.name,
+                    ..OperatorMetrics::default()
+                },
+            }
+        })
+        .collect();
     let mut runtime = Runtime {
+        job_name: job_name.to_string(),
+        max_parallelism,
+        clock: clock.clone(),
         nodes: runtime_nodes,
         consumers,
         all_consumers,
         cloners,
         queue: VecDeque::new(),
         work_queue_events_max: limits.work_queue_events_max,
+        checkpointing: None,
+        num_completed_checkpoints: 0,
+        state_backend,
     };
-    runtime.run_sources(clock.as_ref(), emission)?;
+    let result = runtime.run(emission, checkpointing);
     let operators = runtime
         .nodes
-        .into_iter()
+        .iter()
         .map(|node| {
-            let mut metrics = node.metrics;
+            let mut metrics = node.metrics.clone();
             if let NodeKind::Operator(operator) = &node.kind {
                 metrics.num_late_records_dropped = operator.num_late_records_dropped();
             }
             metrics
         })
         .collect();
-    Ok(JobExecutionResult {
+    let num_completed_checkpoints = runtime.num_completed_checkpoints;
+    let graph = StreamGraph {
+        nodes: runtime
+            .nodes
+            .into_iter()
+            .map(|node| NodeSpec {
+                name: node.metrics.name,
+                kind: node.kind,
+                inputs: node.inputs,
+            })
+            .collect(),
+        cloners: runtime.cloners,
+        errors: Vec::new(),
+    };
+    let result = result.map(|restored_checkpoint_id| JobExecutionResult {
         job_name: job_name.to_string(),
         operators,
-    })
+        num_completed_checkpoints,
+        restored_checkpoint_id,
+        num_restarts: 0,
+    });
+    (result, graph)
 }
 
 impl Runtime {
+    /// Opens, restores and runs; returns the id of the checkpoint restored from.
+    fn run(
+        &mut self,
+        emission: WatermarkEmission,
+        checkpointing: Option<Checkpointing>,
+    ) -> Result<Option<u64>, StreamError> {
+        for (index, node) in self.nodes.iter_mut().enumerate() {
+            match &mut node.kind {
+                NodeKind::Source(source) => source.open(self.clock.as_ref()),
+                NodeKind::Operator(operator) => operator.open(&OperatorSetup {
+                    clock: self.clock.clone(),
+                    max_parallelism: self.max_parallelism,
+                    state_backend: self.state_backend.clone(),
+                    // Unique within the job; stable across restarts.
+                    operator_id: format!("{index}-{}", node.metrics.name),
+                })?,
+            }
+        }
+        let mut restored_checkpoint_id = None;
+        if let Some(checkpointing) = checkpointing {
+            let mut next_checkpoint_id = 1;
+            if let Some(checkpoint) = &checkpointing.restore {
+                self.restore(checkpoint)?;
+                restored_checkpoint_id = Some(checkpoint.checkpoint_id);
+                next_checkpoint_id = checkpoint.checkpoint_id + 1;
+            }
+            if let Some(config) = checkpointing.config {
+                self.checkpointing = Some(CheckpointRuntime {
+                    coordinator: CheckpointCoordinator::new(
+                        config,
+                        next_checkpoint_id,
+                        self.clock.now_ms(),
+                    ),
+                    storage: checkpointing.storage,
+                    pending: BTreeMap::new(),
+                });
+            }
+        }
+        let clock = self.clock.clone();
+        self.run_sources(clock.as_ref(), emission)?;
+        Ok(restored_checkpoint_id)
+    }
+
+    /// Puts every node back where `checkpoint` found it. Nodes are matched by position
+    /// and name (Flink matches by operator uid); this instance owns every key group
+    /// (parallelism 1: `key_group_range_for_operator(max, 1, 0)`).
+    fn restore(&mut self, checkpoint: &CompletedCheckpoint) -> Result<(), StreamError> {
+        if checkpoint.max_parallelism != self.max_parallelism {
+            return Err(StreamError::Checkpoint(format!(
+                "checkpoint {} has max_parallelism {}, the job {}",
+                checkpoint.checkpoint_id, checkpoint.max_parallelism, self.max_parallelism
+            )));
+        }
+        let names: Vec<&str> = self
+            .nodes
+            .iter()
+            .map(|node| node.metrics.name.as_str())
+            .collect();
+        let checkpoint_names: Vec<&str> = checkpoint
+            .nodes
+            .iter()
+            .map(|node| node.name.as_str())
+            .collect();
+        if names != checkpoint_names {
+            return Err(StreamError::Checkpoint(format!(
+                "checkpoint {} is of another job graph: {checkpoint_names:?}, job {names:?}",
+                checkpoint.checkpoint_id
+            )));
+        }
+        let key_groups = key_group_range_for_operator(self.max_parallelism, 1, 0);
+        for (node, snapshot) in self.nodes.iter_mut().zip(&checkpoint.nodes) {
+            match (
+                &mut node.kind,
+                &snapshot.source_position,
+                &snapshot.keyed_state,
+            ) {
+                (NodeKind::Source(source), Some(position), _) => {
+                    source.restore_position(position)?;
+                }
+                (NodeKind::Operator(operator), _, Some(state)) => {
+                    operator.restore_state(state, key_groups.clone())?;
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Triggers a checkpoint if the coordinator says one is due: positions of the
+    /// sources, then a barrier from each.
+    fn maybe_trigger_checkpoint(
+        &mut self,
+        sources: &[NodeId],
+        now_ms: i64,
+    ) -> Result<(), StreamError> {
+        let Some(checkpointing) = self.checkpointing.as_mut() else {
+            return Ok(());
+        };
+        for expired in checkpointing.coordinator.expire(now_ms) {
+            tracing::warn!(
+                checkpoint_id = expired,
+                "checkpoint expired before completing"
+            );
+            checkpointing.pending.remove(&expired);
+        }
+        if sources
+            .iter()
+            .any(|source| self.nodes[*source].source_finished)
+        {
+            return Ok(());
+        }
+        let Some(checkpoint_id) = checkpointing.coordinator.try_trigger(now_ms) else {
+            return Ok(());
+        };
+        let sinks = self
+            .all_consumers
+            .iter()
+            .filter(|consumers| consumers.is_empty())
+            .count();
+        let mut pending = PendingCheckpoint {
+            timestamp_ms: now_ms,
+            nodes: vec![None; self.nodes.len()],
+            barriers_received: vec![0; self.nodes.len()],
+            acknowledgements_missing: sinks,
+        };
+        for &source in sources {
+            let node = &self.nodes[source];
+            let NodeKind::Source(runner) = &node.kind else {
+                unreachable!("filtered to sources");
+            };
+            pending.nodes[source] = Some(NodeSnapshot {
+                name: node.metrics.name.clone(),
+                source_position: Some(runner.snapshot_position()),
+                keyed_state: None,
+            });
+        }
+        checkpointing.pending.insert(checkpoint_id, pending);
+        for &source in sources {
+            self.broadcast(source, Event::Barrier(checkpoint_id));
+        }
+        // A source without consumers is a sink of itself.
+        for &source in sources {
+            if self.all_consumers[source].is_empty() {
+                self.acknowledge(checkpoint_id)?;
+            }
+        }
+        self.drain()
+    }
+
+    /// A barrier arrived at `node` on one input; snapshot and forward once aligned.
+    fn on_barrier(&mut self, node: NodeId, checkpoint_id: u64) -> Result<(), StreamError> {
+        let Some(pending) = self
+            .checkpointing
+            .as_mut()
+            .and_then(|checkpointing| checkpointing.pending.get_mut(&checkpoint_id))
+        else {
+            // Expired or aborted: nothing to do, nothing to forward.
+            return Ok(());
+        };
+        pending.barriers_received[node] += 1;
+        let runtime_node = &mut self.nodes[node];
+        if pending.barriers_received[node] < runtime_node.inputs.len() {
+            return Ok(());
+        }
+        let NodeKind::Operator(operator) = &mut runtime_node.kind else {
+            unreachable!("sources receive no barriers");
+        };
+        let keyed_state = operator.snapshot_state(checkpoint_id)?;
+        pending.nodes[node] = Some(NodeSnapshot {
+            name: runtime_node.metrics.name.clone(),
+            source_position: None,
+            keyed_state,
+        });
+        if self.all_consumers[node].is_empty() {
+            self.acknowledge(checkpoint_id)
+        } else {
+            self.broadcast(node, Event::Barrier(checkpoint_id));
+            Ok(())
+        }
+    }
+
+    /// A sink acknowledged; the last acknowledgement completes the checkpoint.
+    fn acknowledge(&mut self, checkpoint_id: u64) -> Result<(), StreamError> {
+        let checkpointing = self
+            .checkpointing
+            .as_mut()
+            .expect("barriers only flow with checkpointing on");
+        let pending = checkpointing
+            .pending
+            .get_mut(&checkpoint_id)
+            .expect("acknowledged checkpoints are pending");
+        pending.acknowledgements_missing -= 1;
+        if pending.acknowledgements_missing > 0 {
+            return Ok(());
+        }
+        let pending = checkpointing
+            .pending
+            .remove(&checkpoint_id)
+            .expect("looked up above");
+        let nodes = pending
+            .nodes
+            .into_iter()
+            .map(|snapshot| {
+                // Every node lies downstream of a source, and every sink acknowledged.
+                snapshot.expect("a completed checkpoint has a snapshot of every node")
+            })
+            .collect();
+        let checkpoint = CompletedCheckpoint {
+            checkpoint_id,
+            job_name: self.job_name.clone(),
+            timestamp_ms: pending.timestamp_ms,
+            max_parallelism: self.max_parallelism,
+            nodes,
+        };
+        checkpointing.storage.borrow_mut().store(&checkpoint)?;
+        checkpointing
+            .coordinator
+            .complete(checkpoint_id, self.clock.now_ms());
+        self.num_completed_checkpoints += 1;
+        for node in &mut self.nodes {
+            if let NodeKind::Operator(operator) = &mut node.kind {
+                operator.notify_checkpoint_complete(checkpoint_id)?;
+            }
+        }
+        Ok(())
+    }
+
     fn run_sources(
         &mut self,
         clock: &dyn Clock,
@@ -194,6 +502,7 @@ impl Runtime {
             .iter()
             .any(|source| !self.nodes[*source].source_finished)
         {
+            self.maybe_trigger_checkpoint(&sources, clock.now_ms())?;
             for &source in &sources {
                 if self.nodes[source].source_finished {
                     continue;
@@ -314,6 +623,7 @@ impl Runtime {
             let copy = match &event {
                 Event::Watermark(watermark) => Event::Watermark(*watermark),
                 Event::Idle(idle) => Event::Idle(*idle),
+                Event::Barrier(checkpoint_id) => Event::Barrier(*checkpoint_id),
                 Event::End => Event::End,
                 Event::Record(..) => unreachable!("records are routed by port"),
             };
@@ -370,6 +680,7 @@ impl Runtime {
                 runtime_node.valve.input_idle(input, idle, &mut decisions);
                 self.apply_valve(node, decisions)?;
             }
+            Event::Barrier(checkpoint_id) => self.on_barrier(node, checkpoint_id)?,
             Event::End => {
                 runtime_node.inputs_ended[input] = true;
                 if runtime_node.inputs_ended.iter().all(|ended| *ended) {

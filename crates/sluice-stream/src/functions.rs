@@ -5,7 +5,8 @@
 //! `Context` giving the current key, the record's timestamp, the timer service and side
 //! outputs through typed `OutputTag`s), `ProcessWindowFunction` (a window's full contents)
 //! and `Collector`. Functions return `Result` where Flink's may throw; a returned error
-//! fails the job (there is no restart strategy yet).
+//! fails the job, which the environment's `RestartStrategy` may restart from the latest
+//! checkpoint (on the same function instances: `open` is called again).
 //!
 //! What it is not: Flink's rich-function lifecycle beyond `open` (no `close`, no broadcast
 //! state), and no non-keyed `ProcessFunction` yet.
@@ -25,7 +26,8 @@ use crate::window::TimeWindow;
 /// `merge` is required by merging (session) windows.
 pub trait AggregateFunction: 'static {
     type In;
-    type Acc: 'static;
+    /// Checkpointed with the window or `AggregatingState` it lives in, hence serde.
+    type Acc: serde::Serialize + serde::de::DeserializeOwned + 'static;
     type Out;
     fn create_accumulator(&self) -> Self::Acc;
     fn add(&self, value: Self::In, accumulator: Self::Acc) -> Self::Acc;
@@ -111,7 +113,7 @@ impl<'a, O: 'static> Collector<'a, O> {
 }
 
 /// Which clock fired a timer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum TimeDomain {
     EventTime,
     ProcessingTime,

@@ -46,6 +46,31 @@ pub fn operator_index_for_key_group(key_group: u32, parallelism: u32, max_parall
     ((u64::from(key_group) * u64::from(parallelism)) / u64::from(max_parallelism)) as u32
 }
 
+/// The key groups parallel instance `operator_index` of `parallelism` owns (Flink's
+/// `computeKeyGroupRangeForOperatorIndex`): `[ceil(i * maxP / p), ceil((i + 1) * maxP / p))`,
+/// exactly the groups `operator_index_for_key_group` sends to `i`. (The floor form
+/// `[i * maxP / p, (i + 1) * maxP / p)` agrees only when `p` divides `maxP`.) A restore
+/// with another parallelism hands each instance the snapshot's groups in its range.
+pub fn key_group_range_for_operator(
+    max_parallelism: u32,
+    parallelism: u32,
+    operator_index: u32,
+) -> std::ops::Range<u32> {
+    assert!(
+        parallelism >= 1 && parallelism <= max_parallelism && operator_index < parallelism,
+        "parallelism {parallelism}, index {operator_index}, max parallelism {max_parallelism}"
+    );
+    let (max, p, i) = (
+        u64::from(max_parallelism),
+        u64::from(parallelism),
+        u64::from(operator_index),
+    );
+    let start = (i * max).div_ceil(p);
+    let end = ((i + 1) * max).div_ceil(p);
+    // Both ≤ max_parallelism ≤ 2^15.
+    (start as u32)..(end as u32)
+}
+
 /// Flink's `MathUtils.murmurHash(int)`, returning the non-negative result as u32.
 pub fn murmur_hash(code: i32) -> u32 {
     let mut h = (code as u32).wrapping_mul(0xcc9e_2d51);
@@ -194,5 +219,49 @@ mod tests {
         assert!(owners.windows(2).all(|pair| pair[0] <= pair[1]));
         assert_eq!(owners.first(), Some(&0));
         assert_eq!(owners.last(), Some(&2));
+    }
+
+    #[test]
+    // One instance owning one range is the case meant, not a typo for `vec![0; 128]`.
+    #[allow(clippy::single_range_in_vec_init)]
+    fn key_group_ranges_match_flink() {
+        // (max parallelism, parallelism, expected ranges); the uneven cases are where the
+        // ceiling matters (Flink: 0-42, 43-85, 86-127 for 128 over 3).
+        let cases: &[(u32, u32, &[std::ops::Range<u32>])] = &[
+            (128, 1, &[0..128]),
+            (128, 2, &[0..64, 64..128]),
+            (128, 3, &[0..43, 43..86, 86..128]),
+            (10, 4, &[0..3, 3..5, 5..8, 8..10]),
+            (4, 4, &[0..1, 1..2, 2..3, 3..4]),
+        ];
+        for (max_parallelism, parallelism, expected) in cases {
+            let ranges: Vec<_> = (0..*parallelism)
+                .map(|index| key_group_range_for_operator(*max_parallelism, *parallelism, index))
+                .collect();
+            assert_eq!(&ranges, expected, "{max_parallelism} over {parallelism}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn ranges_partition_the_key_groups_as_routing_does(
+            max_parallelism in 1_u32..=4096,
+            parallelism_seed in 0_u32..4096,
+        ) {
+            let parallelism = parallelism_seed % max_parallelism + 1;
+            let mut next = 0;
+            for index in 0..parallelism {
+                let range = key_group_range_for_operator(max_parallelism, parallelism, index);
+                proptest::prop_assert_eq!(range.start, next);
+                for group in range.clone() {
+                    proptest::prop_assert_eq!(
+                        operator_index_for_key_group(group, parallelism, max_parallelism),
+                        index
+                    );
+                }
+                next = range.end;
+            }
+            proptest::prop_assert_eq!(next, max_parallelism);
+        }
     }
 }

@@ -10,14 +10,14 @@
 
 use std::any::Any;
 use std::cell::RefCell;
-use std::hash::Hash;
 use std::marker::PhantomData;
 use std::rc::Rc;
 
+use crate::checkpoint::KeyedStateSnapshot;
 use crate::error::StreamError;
 use crate::functions::{Collector, Context, KeyedProcessFunction, TimeDomain};
 use crate::operator::{Operator, OperatorSetup, Output, unbox};
-use crate::state::{HashMapStateBackend, KeyedStateStore, RuntimeContext};
+use crate::state::{KeyedStateStore, RuntimeContext, StateKey};
 use crate::time::{Clock, MIN_WATERMARK};
 use crate::timer::InternalTimerService;
 
@@ -37,7 +37,7 @@ pub(crate) struct ProcessRuntime<K> {
 
 impl<K, I, O, F> KeyedProcessOperator<K, I, O, F>
 where
-    K: Clone + Eq + Hash + 'static,
+    K: StateKey,
     I: 'static,
     O: 'static,
     F: KeyedProcessFunction<K, I, O>,
@@ -81,14 +81,16 @@ where
 
 impl<K, I, O, F> Operator for KeyedProcessOperator<K, I, O, F>
 where
-    K: Clone + Eq + Hash + 'static,
+    K: StateKey,
     I: 'static,
     O: 'static,
     F: KeyedProcessFunction<K, I, O>,
 {
     fn open(&mut self, setup: &OperatorSetup) -> Result<(), StreamError> {
         let store = Rc::new(RefCell::new(KeyedStateStore::new(
-            Box::new(HashMapStateBackend::<K>::new(setup.max_parallelism)),
+            setup
+                .state_backend
+                .create::<K>(setup.max_parallelism, &setup.operator_id)?,
             setup.max_parallelism,
             setup.clock.clone(),
         )));
@@ -149,5 +151,41 @@ where
         out: &mut Output,
     ) -> Result<(), StreamError> {
         self.fire_timers(TimeDomain::ProcessingTime, now_ms, out)
+    }
+
+    fn snapshot_state(
+        &mut self,
+        _checkpoint_id: u64,
+    ) -> Result<Option<KeyedStateSnapshot>, StreamError> {
+        let runtime = self
+            .runtime
+            .as_ref()
+            .expect("the executor opens operators before use");
+        let store = runtime.store.borrow();
+        let mut snapshot = store.snapshot()?;
+        runtime
+            .timers
+            .snapshot_into(store.max_parallelism(), &mut snapshot)?;
+        Ok(Some(snapshot))
+    }
+
+    fn restore_state(
+        &mut self,
+        snapshot: &KeyedStateSnapshot,
+        key_groups: std::ops::Range<u32>,
+    ) -> Result<(), StreamError> {
+        let runtime = self
+            .runtime
+            .as_mut()
+            .expect("the executor opens operators before use");
+        let max_parallelism = runtime.store.borrow().max_parallelism();
+        runtime
+            .store
+            .borrow_mut()
+            .restore(snapshot, key_groups.clone())?;
+        runtime
+            .timers
+            .restore(snapshot, key_groups, max_parallelism)?;
+        Ok(())
     }
 }

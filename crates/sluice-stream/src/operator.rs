@@ -18,7 +18,9 @@ use std::any::{Any, TypeId};
 use std::marker::PhantomData;
 use std::rc::Rc;
 
+use crate::checkpoint::KeyedStateSnapshot;
 use crate::error::StreamError;
+use crate::state::StateBackendKind;
 use crate::time::Clock;
 
 /// An output port of an operator: its main output or a side output (tag id and type).
@@ -43,10 +45,14 @@ pub(crate) struct Output {
     pub(crate) side: Vec<Emitted>,
 }
 
-/// What an operator gets when the job starts.
+/// What an operator gets when the job starts (or restarts: `open` is called again on
+/// the same instance, which must then drop everything it held).
 pub(crate) struct OperatorSetup {
     pub(crate) clock: Rc<dyn Clock>,
     pub(crate) max_parallelism: u32,
+    pub(crate) state_backend: StateBackendKind,
+    /// Names the operator's state (its fjall directory).
+    pub(crate) operator_id: String,
 }
 
 pub(crate) trait Operator {
@@ -78,6 +84,27 @@ pub(crate) trait Operator {
     }
     fn num_late_records_dropped(&self) -> u64 {
         0
+    }
+    /// The checkpoint's barrier arrived on every input: snapshot keyed state and timers
+    /// (`None`: nothing keyed). A sink pre-commits here.
+    fn snapshot_state(
+        &mut self,
+        _checkpoint_id: u64,
+    ) -> Result<Option<KeyedStateSnapshot>, StreamError> {
+        Ok(None)
+    }
+    /// After `open`, before any record: take back the key groups `key_groups` of a
+    /// checkpoint's snapshot of this operator.
+    fn restore_state(
+        &mut self,
+        _snapshot: &KeyedStateSnapshot,
+        _key_groups: std::ops::Range<u32>,
+    ) -> Result<(), StreamError> {
+        Ok(())
+    }
+    /// Checkpoint `checkpoint_id` is durable (a two-phase-commit sink commits).
+    fn notify_checkpoint_complete(&mut self, _checkpoint_id: u64) -> Result<(), StreamError> {
+        Ok(())
     }
 }
 

@@ -1,24 +1,47 @@
 //! Sinks: where a stream's records leave the job.
 //!
-//! `Sink` is the interface (Flink's `Sink`/`SinkWriter` reduced to a writer without
-//! checkpoint hooks for now); `CollectSink` keeps everything in memory, records and the
-//! watermarks between them, so tests can assert not only what a job produced but when
-//! (which window fired before which watermark). The Kafka sink with delivery guarantees
-//! comes with the client (issue 8) and checkpoints.
+//! `Sink` is the interface: Flink's `SinkWriter` with the checkpoint hooks of its
+//! two-phase-commit sinks (`snapshot_state` pre-commits on the barrier,
+//! `notify_checkpoint_complete` commits, `open` on a restart aborts what a failed attempt
+//! left open). `CollectSink` keeps everything in memory, records and the watermarks between
+//! them, so tests can assert not only what a job produced but when (which window fired
+//! before which watermark). It has two delivery guarantees:
+//! - `CollectSink::new()`: at-least-once. Writes are visible at once; after a restart from
+//!   a checkpoint, what was written after that checkpoint is written again (duplicates).
+//! - `CollectSink::exactly_once()`: writes go into a transaction per checkpoint, visible
+//!   only when that checkpoint completes; a restart discards uncommitted transactions.
+//!   The end of a bounded input commits everything (the role of Flink's final checkpoint).
+//!
+//! The Kafka sink with delivery guarantees comes with the client (issue 8).
 
 use std::any::Any;
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::marker::PhantomData;
 use std::rc::Rc;
 
+use crate::checkpoint::KeyedStateSnapshot;
 use crate::error::StreamError;
-use crate::operator::{Operator, Output, unbox};
+use crate::operator::{Operator, OperatorSetup, Output, unbox};
 
 /// Receives a stream's records.
 pub trait Sink<T>: 'static {
+    /// The job starts or restarts: drop what an earlier attempt left uncommitted.
+    fn open(&mut self) -> Result<(), StreamError> {
+        Ok(())
+    }
     fn write(&mut self, value: T, timestamp: Option<i64>) -> Result<(), StreamError>;
     /// The sink's input watermark advanced.
     fn on_watermark(&mut self, _watermark: i64) -> Result<(), StreamError> {
+        Ok(())
+    }
+    /// The barrier of `checkpoint_id` arrived: everything written since the previous
+    /// barrier belongs to that checkpoint (pre-commit).
+    fn snapshot_state(&mut self, _checkpoint_id: u64) -> Result<(), StreamError> {
+        Ok(())
+    }
+    /// `checkpoint_id` is durable: commit what was pre-committed up to it.
+    fn notify_checkpoint_complete(&mut self, _checkpoint_id: u64) -> Result<(), StreamError> {
         Ok(())
     }
     /// The input ended.
@@ -34,11 +57,40 @@ pub enum SinkEvent<T> {
     Watermark(i64),
 }
 
+#[derive(Debug)]
+struct Collected<T> {
+    exactly_once: bool,
+    committed: Vec<SinkEvent<T>>,
+    /// Exactly-once: written since the last barrier.
+    open_transaction: Vec<SinkEvent<T>>,
+    /// Exactly-once: pre-committed at a barrier, waiting for its checkpoint to complete.
+    pre_committed: BTreeMap<u64, Vec<SinkEvent<T>>>,
+}
+
+impl<T> Collected<T> {
+    fn new(exactly_once: bool) -> Self {
+        Self {
+            exactly_once,
+            committed: Vec::new(),
+            open_transaction: Vec::new(),
+            pre_committed: BTreeMap::new(),
+        }
+    }
+
+    fn push(&mut self, event: SinkEvent<T>) {
+        if self.exactly_once {
+            self.open_transaction.push(event);
+        } else {
+            self.committed.push(event);
+        }
+    }
+}
+
 /// Collects records and watermarks in memory. Clones share the collection: keep one,
-/// give another to `sink_to`.
+/// give another to `sink_to`. Readers see committed events only.
 #[derive(Debug)]
 pub struct CollectSink<T> {
-    events: Rc<RefCell<Vec<SinkEvent<T>>>>,
+    events: Rc<RefCell<Collected<T>>>,
 }
 
 impl<T> Clone for CollectSink<T> {
@@ -52,25 +104,35 @@ impl<T> Clone for CollectSink<T> {
 impl<T> Default for CollectSink<T> {
     fn default() -> Self {
         Self {
-            events: Rc::default(),
+            events: Rc::new(RefCell::new(Collected::new(false))),
         }
     }
 }
 
 impl<T: Clone> CollectSink<T> {
+    /// At-least-once: every write is visible at once.
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// Records and watermarks in arrival order.
-    pub fn events(&self) -> Vec<SinkEvent<T>> {
-        self.events.borrow().clone()
+    /// Exactly-once: writes become visible when the checkpoint after them completes (or
+    /// the input ends).
+    pub fn exactly_once() -> Self {
+        Self {
+            events: Rc::new(RefCell::new(Collected::new(true))),
+        }
     }
 
-    /// Records only, in arrival order.
+    /// Committed records and watermarks in arrival order.
+    pub fn events(&self) -> Vec<SinkEvent<T>> {
+        self.events.borrow().committed.clone()
+    }
+
+    /// Committed records only, in arrival order.
     pub fn records(&self) -> Vec<T> {
         self.events
             .borrow()
+            .committed
             .iter()
             .filter_map(|event| match event {
                 SinkEvent::Record { value, .. } => Some(value.clone()),
@@ -79,10 +141,11 @@ impl<T: Clone> CollectSink<T> {
             .collect()
     }
 
-    /// Watermarks only, in arrival order.
+    /// Committed watermarks only, in arrival order.
     pub fn watermarks(&self) -> Vec<i64> {
         self.events
             .borrow()
+            .committed
             .iter()
             .filter_map(|event| match event {
                 SinkEvent::Watermark(watermark) => Some(*watermark),
@@ -93,6 +156,13 @@ impl<T: Clone> CollectSink<T> {
 }
 
 impl<T: 'static> Sink<T> for CollectSink<T> {
+    fn open(&mut self) -> Result<(), StreamError> {
+        let mut events = self.events.borrow_mut();
+        events.open_transaction.clear();
+        events.pre_committed.clear();
+        Ok(())
+    }
+
     fn write(&mut self, value: T, timestamp: Option<i64>) -> Result<(), StreamError> {
         self.events
             .borrow_mut()
@@ -106,6 +176,36 @@ impl<T: 'static> Sink<T> for CollectSink<T> {
             .push(SinkEvent::Watermark(watermark));
         Ok(())
     }
+
+    fn snapshot_state(&mut self, checkpoint_id: u64) -> Result<(), StreamError> {
+        let mut events = self.events.borrow_mut();
+        if events.exactly_once {
+            let transaction = std::mem::take(&mut events.open_transaction);
+            events.pre_committed.insert(checkpoint_id, transaction);
+        }
+        Ok(())
+    }
+
+    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> Result<(), StreamError> {
+        let mut events = self.events.borrow_mut();
+        let later = events.pre_committed.split_off(&(checkpoint_id + 1));
+        let done = std::mem::replace(&mut events.pre_committed, later);
+        for (_, mut transaction) in done {
+            events.committed.append(&mut transaction);
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<(), StreamError> {
+        let mut events = self.events.borrow_mut();
+        let done = std::mem::take(&mut events.pre_committed);
+        for (_, mut transaction) in done {
+            events.committed.append(&mut transaction);
+        }
+        let mut open = std::mem::take(&mut events.open_transaction);
+        events.committed.append(&mut open);
+        Ok(())
+    }
 }
 
 pub(crate) struct SinkOperator<T, S> {
@@ -114,6 +214,22 @@ pub(crate) struct SinkOperator<T, S> {
 }
 
 impl<T: 'static, S: Sink<T>> Operator for SinkOperator<T, S> {
+    fn open(&mut self, _setup: &OperatorSetup) -> Result<(), StreamError> {
+        self.sink.open()
+    }
+
+    fn snapshot_state(
+        &mut self,
+        checkpoint_id: u64,
+    ) -> Result<Option<KeyedStateSnapshot>, StreamError> {
+        self.sink.snapshot_state(checkpoint_id)?;
+        Ok(None)
+    }
+
+    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> Result<(), StreamError> {
+        self.sink.notify_checkpoint_complete(checkpoint_id)
+    }
+
     fn process_record(
         &mut self,
         _input: usize,

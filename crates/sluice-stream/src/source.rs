@@ -10,11 +10,17 @@
 //! (unless idle), watermarks only ever increasing, and at the end of the script
 //! `MAX_WATERMARK` followed by end of input.
 //!
+//! Checkpoints: a source's position is the index of its next script step
+//! (`snapshot_position`); a restored source skips the steps before it. Watermark generator
+//! state is not checkpointed (Flink's is not either): it rebuilds from the replayed records.
+//! `open` rewinds the source, so a restarted job replays from the start or the position;
+//! a replayed "processing time is now t" step that is already in the past is skipped
+//! (the clock never goes back), so a restarted script does not fail on it.
+//!
 //! The Kafka source (per-partition watermarks, offsets in checkpoints) is not here yet: it
 //! needs the client of issue 8.
 
 use std::any::Any;
-use std::collections::VecDeque;
 
 use crate::error::StreamError;
 use crate::executor::Event;
@@ -62,7 +68,12 @@ impl<T> CollectionSource<T> {
 
 /// The executor's view of a source.
 pub(crate) trait SourceRunner {
+    /// Starts (or restarts) from the beginning.
     fn open(&mut self, clock: &dyn Clock);
+    /// Where the source is: what a checkpoint stores.
+    fn snapshot_position(&self) -> serde_json::Value;
+    /// After `open`: continue from a checkpointed position.
+    fn restore_position(&mut self, position: &serde_json::Value) -> Result<(), StreamError>;
     /// Runs one script step; returns false once the source has ended.
     fn step(&mut self, clock: &dyn Clock, out: &mut Vec<Event>) -> Result<bool, StreamError>;
     /// A periodic watermark emission (and idleness check) at processing time `now_ms`.
@@ -71,7 +82,11 @@ pub(crate) trait SourceRunner {
 
 pub(crate) struct CollectionSourceRunner<T> {
     name: String,
-    events: VecDeque<SourceEvent<T>>,
+    events: Vec<SourceEvent<T>>,
+    /// The next script step: the source's position.
+    next_event: usize,
+    /// The furthest step any attempt reached: steps before it are replays after a restart.
+    furthest_event: usize,
     strategy: WatermarkStrategy<T>,
     generator: Option<Box<dyn WatermarkGenerator>>,
     current_watermark: i64,
@@ -80,7 +95,7 @@ pub(crate) struct CollectionSourceRunner<T> {
     last_activity_ms: i64,
 }
 
-impl<T: 'static> CollectionSourceRunner<T> {
+impl<T: Clone + 'static> CollectionSourceRunner<T> {
     pub(crate) fn new(
         name: String,
         source: CollectionSource<T>,
@@ -88,7 +103,9 @@ impl<T: 'static> CollectionSourceRunner<T> {
     ) -> Self {
         Self {
             name,
-            events: source.events.into(),
+            events: source.events,
+            next_event: 0,
+            furthest_event: 0,
             strategy,
             generator: None,
             current_watermark: MIN_WATERMARK,
@@ -136,10 +153,34 @@ impl<T: 'static> CollectionSourceRunner<T> {
     }
 }
 
-impl<T: 'static> SourceRunner for CollectionSourceRunner<T> {
+impl<T: Clone + 'static> SourceRunner for CollectionSourceRunner<T> {
     fn open(&mut self, clock: &dyn Clock) {
         self.generator = self.strategy.generator.as_ref().map(|factory| factory());
         self.last_activity_ms = clock.now_ms();
+        self.next_event = 0;
+        self.current_watermark = MIN_WATERMARK;
+        self.idle = false;
+        self.ended = false;
+    }
+
+    fn snapshot_position(&self) -> serde_json::Value {
+        serde_json::Value::from(self.next_event)
+    }
+
+    fn restore_position(&mut self, position: &serde_json::Value) -> Result<(), StreamError> {
+        let next_event = position
+            .as_u64()
+            .and_then(|index| usize::try_from(index).ok())
+            .filter(|index| *index <= self.events.len())
+            .ok_or_else(|| {
+                StreamError::Checkpoint(format!(
+                    "source {}: position {position} is not an index into its {} steps",
+                    self.name,
+                    self.events.len()
+                ))
+            })?;
+        self.next_event = next_event;
+        Ok(())
     }
 
     fn step(&mut self, clock: &dyn Clock, out: &mut Vec<Event>) -> Result<bool, StreamError> {
@@ -147,7 +188,11 @@ impl<T: 'static> SourceRunner for CollectionSourceRunner<T> {
             return Ok(false);
         }
         let now_ms = clock.now_ms();
-        match self.events.pop_front() {
+        let replay = self.next_event < self.furthest_event;
+        let event = self.events.get(self.next_event).cloned();
+        self.next_event = (self.next_event + 1).min(self.events.len());
+        self.furthest_event = self.furthest_event.max(self.next_event);
+        match event {
             None => {
                 // An idle input's watermark is ignored downstream, so wake up first.
                 self.become_active(now_ms, out);
@@ -177,7 +222,9 @@ impl<T: 'static> SourceRunner for CollectionSourceRunner<T> {
                     .ok_or_else(|| StreamError::ManualClockRequired {
                         source_name: self.name.clone(),
                     })?;
-                if !manual.set_ms(to_ms) {
+                // Replayed after a restart, the clock has usually passed this step already:
+                // processing time does not go back for a replay.
+                if !manual.set_ms(to_ms) && !replay {
                     return Err(StreamError::ProcessingTimeBackwards {
                         source_name: self.name.clone(),
                         from_ms: now_ms,

@@ -15,12 +15,47 @@
 //! `ManualClock`. There is no background cleanup yet (Flink's incremental or compaction
 //! cleanup); expired cells that are never touched again stay until then.
 //!
+//! Checkpoints: every state value is `StateValue` (serde `Serialize + DeserializeOwned`)
+//! and every key `StateKey`, so a store can snapshot its cells per key group as JSON
+//! values (`snapshot`) and take them back (`restore`). A restored cell waits, still
+//! encoded, until its state is registered again (the user function's `open`, or later),
+//! because only the descriptor knows the cell's type, as in Flink's lazy state restore.
+//!
 //! Handles are `Rc`-shared with the operator's store: an operator instance runs on one
 //! thread, as a Flink task does, and a parallel runtime would give each task its own store.
 
 mod backend;
+mod fjall_backend;
 
-pub use backend::{HashMapStateBackend, Namespace, StateBackend, StateId};
+pub use backend::{CellVisitor, HashMapStateBackend, Namespace, StateBackend, StateId};
+pub use fjall_backend::FjallStateBackend;
+
+/// Where keyed operators keep their state (Flink's `state.backend.type`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum StateBackendKind {
+    /// Live objects on the heap (`HashMapStateBackend`).
+    #[default]
+    HashMap,
+    /// Serialized cells in fjall (`FjallStateBackend`), one directory per operator under
+    /// `directory` (scratch space: the checkpoint is the durable copy).
+    Fjall { directory: std::path::PathBuf },
+}
+
+impl StateBackendKind {
+    /// A backend for one operator instance; `operator_id` names its fjall directory.
+    pub(crate) fn create<K: StateKey>(
+        &self,
+        max_parallelism: u32,
+        operator_id: &str,
+    ) -> Result<Box<dyn StateBackend<K>>, StateError> {
+        Ok(match self {
+            Self::HashMap => Box::new(HashMapStateBackend::new(max_parallelism)),
+            Self::Fjall { directory } => {
+                Box::new(FjallStateBackend::open(&directory.join(operator_id))?)
+            }
+        })
+    }
+}
 
 use std::any::{Any, TypeId};
 use std::cell::RefCell;
@@ -31,10 +66,95 @@ use std::marker::PhantomData;
 use std::rc::Rc;
 use std::time::Duration;
 
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::checkpoint::{CellSnapshot, KeyGroupSnapshot, KeyedStateSnapshot};
 use crate::error::StateError;
 use crate::functions::{AggregateFunction, ReduceFunction};
 use crate::key_group::assign_to_key_group;
 use crate::time::{Clock, duration_ms};
+
+/// What keyed state can hold: values that survive a checkpoint.
+pub trait StateValue: Serialize + DeserializeOwned + 'static {}
+impl<T: Serialize + DeserializeOwned + 'static> StateValue for T {}
+
+/// What a stream can be keyed by: hashable into a key group and checkpointable.
+pub trait StateKey: Clone + Eq + Hash + Serialize + DeserializeOwned + 'static {}
+impl<T: Clone + Eq + Hash + Serialize + DeserializeOwned + 'static> StateKey for T {}
+
+/// Encodes and decodes the cells of one registered state (the type is erased in the
+/// backend; the codec is built where it is known).
+#[derive(Clone, Copy)]
+pub struct CellCodec {
+    encode: fn(&dyn Any) -> Result<serde_json::Value, serde_json::Error>,
+    decode: fn(serde_json::Value) -> Result<Box<dyn Any>, serde_json::Error>,
+}
+
+impl CellCodec {
+    pub(crate) fn of<C: StateValue>() -> Self {
+        Self {
+            encode: encode_cell::<C>,
+            decode: decode_cell::<C>,
+        }
+    }
+
+    /// Map cells go as a list of entries: JSON object keys must be strings, user keys
+    /// need not be.
+    fn of_map<UK: StateKey, UV: StateValue>() -> Self {
+        Self {
+            encode: encode_map_cell::<UK, UV>,
+            decode: decode_map_cell::<UK, UV>,
+        }
+    }
+}
+
+fn encode_cell<C: Serialize + 'static>(
+    cell: &dyn Any,
+) -> Result<serde_json::Value, serde_json::Error> {
+    serde_json::to_value(
+        cell.downcast_ref::<C>()
+            .expect("a state cell has the type its state was registered with"),
+    )
+}
+
+fn decode_cell<C: DeserializeOwned + 'static>(
+    value: serde_json::Value,
+) -> Result<Box<dyn Any>, serde_json::Error> {
+    Ok(Box::new(serde_json::from_value::<C>(value)?))
+}
+
+fn encode_map_cell<UK: StateKey, UV: StateValue>(
+    cell: &dyn Any,
+) -> Result<serde_json::Value, serde_json::Error> {
+    let map = cell
+        .downcast_ref::<HashMap<UK, TtlValue<UV>>>()
+        .expect("a state cell has the type its state was registered with");
+    serde_json::to_value(map.iter().collect::<Vec<_>>())
+}
+
+fn decode_map_cell<UK: StateKey, UV: StateValue>(
+    value: serde_json::Value,
+) -> Result<Box<dyn Any>, serde_json::Error> {
+    let entries: Vec<(UK, TtlValue<UV>)> = serde_json::from_value(value)?;
+    Ok(Box::new(entries.into_iter().collect::<HashMap<_, _>>()))
+}
+
+/// A state known to a store.
+#[derive(Clone, Copy)]
+struct Registered {
+    id: StateId,
+    cell_type: TypeId,
+    codec: CellCodec,
+}
+
+/// A restored cell whose state is not registered yet.
+struct PendingCell<K> {
+    key: K,
+    key_group: u32,
+    namespace: Namespace,
+    value: serde_json::Value,
+}
 
 /// Which accesses refresh a value's time-to-live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,7 +191,7 @@ impl StateTtlConfig {
 }
 
 /// A value with the processing time of its last TTL-relevant access.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct TtlValue<V> {
     value: V,
     last_access_ms: i64,
@@ -85,7 +205,12 @@ enum CellAfter {
 
 /// The operator side of keyed state, as seen by handles (not generic over the key).
 trait StateAccess {
-    fn register(&self, name: &str, cell_type: TypeId) -> Result<StateId, StateError>;
+    fn register(
+        &self,
+        name: &str,
+        cell_type: TypeId,
+        codec: CellCodec,
+    ) -> Result<StateId, StateError>;
     /// Runs `f` on the current key's cell if it exists; returns whether it existed.
     fn with_cell(
         &self,
@@ -105,7 +230,9 @@ pub(crate) struct KeyedStateStore<K> {
     current: Option<(K, u32)>,
     namespace: Namespace,
     clock: Rc<dyn Clock>,
-    registered: HashMap<String, (StateId, TypeId)>,
+    registered: HashMap<String, Registered>,
+    /// Restored cells by state name, until that state is registered.
+    pending: HashMap<String, Vec<PendingCell<K>>>,
 }
 
 impl<K> fmt::Debug for KeyedStateStore<K> {
@@ -117,7 +244,7 @@ impl<K> fmt::Debug for KeyedStateStore<K> {
     }
 }
 
-impl<K: Clone + Eq + Hash + 'static> KeyedStateStore<K> {
+impl<K: StateKey> KeyedStateStore<K> {
     pub(crate) fn new(
         backend: Box<dyn StateBackend<K>>,
         max_parallelism: u32,
@@ -130,7 +257,157 @@ impl<K: Clone + Eq + Hash + 'static> KeyedStateStore<K> {
             namespace: Namespace::Void,
             clock,
             registered: HashMap::new(),
+            pending: HashMap::new(),
         }
+    }
+
+    pub(crate) fn max_parallelism(&self) -> u32 {
+        self.max_parallelism
+    }
+
+    /// Registers a state and moves its restored cells, if any, into the backend.
+    fn register(
+        &mut self,
+        name: &str,
+        cell_type: TypeId,
+        codec: CellCodec,
+    ) -> Result<StateId, StateError> {
+        if let Some(existing) = self.registered.get(name) {
+            if existing.cell_type != cell_type {
+                return Err(StateError::TypeMismatch {
+                    state: name.to_string(),
+                });
+            }
+            return Ok(existing.id);
+        }
+        let id =
+            StateId::try_from(self.registered.len()).expect("fewer than 2^32 states per operator");
+        let registered = Registered {
+            id,
+            cell_type,
+            codec,
+        };
+        self.registered.insert(name.to_string(), registered);
+        self.backend.register_state(id, codec);
+        self.take_pending(name, registered)?;
+        Ok(id)
+    }
+
+    /// Decodes the restored cells of `name` into the backend.
+    fn take_pending(&mut self, name: &str, registered: Registered) -> Result<(), StateError> {
+        for cell in self.pending.remove(name).unwrap_or_default() {
+            let value = (registered.codec.decode)(cell.value).map_err(|error| {
+                StateError::Serialization {
+                    state: name.to_string(),
+                    message: error.to_string(),
+                }
+            })?;
+            self.backend.put(
+                cell.key_group,
+                &cell.key,
+                registered.id,
+                cell.namespace,
+                value,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The cells of every key group, encoded (Flink's keyed-state snapshot). Empty key
+    /// groups are left out; restored cells of states not registered again are carried
+    /// over, so a checkpoint never loses state a function has not asked for yet.
+    pub(crate) fn snapshot(&self) -> Result<KeyedStateSnapshot, StateError> {
+        let names: HashMap<StateId, (&str, CellCodec)> = self
+            .registered
+            .iter()
+            .map(|(name, registered)| (registered.id, (name.as_str(), registered.codec)))
+            .collect();
+        let mut snapshot = KeyedStateSnapshot::default();
+        for key_group in 0..self.max_parallelism {
+            let mut cells = Vec::new();
+            self.backend
+                .for_each_cell(key_group, &mut |key, state, namespace, value| {
+                    let (name, codec) = names
+                        .get(&state)
+                        .expect("every cell belongs to a registered state");
+                    cells.push(CellSnapshot {
+                        key: encode_key(name, key)?,
+                        state: (*name).to_string(),
+                        namespace,
+                        value: (codec.encode)(value).map_err(|error| {
+                            StateError::Serialization {
+                                state: (*name).to_string(),
+                                message: error.to_string(),
+                            }
+                        })?,
+                    });
+                    Ok(())
+                })?;
+            if !cells.is_empty() {
+                snapshot
+                    .key_groups
+                    .entry(key_group)
+                    .or_insert_with(KeyGroupSnapshot::default)
+                    .cells = cells;
+            }
+        }
+        for (name, pending) in &self.pending {
+            for cell in pending {
+                snapshot
+                    .key_groups
+                    .entry(cell.key_group)
+                    .or_insert_with(KeyGroupSnapshot::default)
+                    .cells
+                    .push(CellSnapshot {
+                        key: encode_key(name, &cell.key)?,
+                        state: name.clone(),
+                        namespace: cell.namespace,
+                        value: cell.value.clone(),
+                    });
+            }
+        }
+        Ok(snapshot)
+    }
+
+    /// Takes back the cells of the key groups in `key_groups` (the range this instance
+    /// owns; other groups belong to other instances after a rescale). Cells of registered
+    /// states are decoded now, the rest when their state is registered.
+    pub(crate) fn restore(
+        &mut self,
+        snapshot: &KeyedStateSnapshot,
+        key_groups: std::ops::Range<u32>,
+    ) -> Result<(), StateError> {
+        for (&key_group, group) in snapshot.key_groups.range(key_groups) {
+            for cell in &group.cells {
+                let key: K = decode_key(&cell.state, &cell.key)?;
+                let actual = assign_to_key_group(&key, self.max_parallelism);
+                if actual != key_group {
+                    return Err(StateError::KeyGroupMismatch {
+                        state: cell.state.clone(),
+                        expected: key_group,
+                        actual,
+                    });
+                }
+                self.pending
+                    .entry(cell.state.clone())
+                    .or_default()
+                    .push(PendingCell {
+                        key,
+                        key_group,
+                        namespace: cell.namespace,
+                        value: cell.value.clone(),
+                    });
+            }
+        }
+        let registered: Vec<(String, Registered)> = self
+            .registered
+            .iter()
+            .map(|(name, registered)| (name.clone(), *registered))
+            .collect();
+        for (name, registered) in registered {
+            self.take_pending(&name, registered)?;
+        }
+        Ok(())
     }
 
     pub(crate) fn set_current_key(&mut self, key: Option<K>) {
@@ -142,76 +419,105 @@ impl<K: Clone + Eq + Hash + 'static> KeyedStateStore<K> {
     }
 
     /// Registers an operator-internal state (window contents), not visible to users.
-    pub(crate) fn register_internal(
+    pub(crate) fn register_internal<C: StateValue>(
         &mut self,
         name: &str,
-        cell_type: TypeId,
     ) -> Result<StateId, StateError> {
-        register(&mut self.registered, name, cell_type)
+        self.register(name, TypeId::of::<C>(), CellCodec::of::<C>())
     }
 
     /// Takes a cell of the current key out (window operator: contents to merge or emit).
-    pub(crate) fn take<V: 'static>(&mut self, state: StateId, namespace: Namespace) -> Option<V> {
-        let (key, key_group) = self.current.as_ref()?;
-        let cell = self.backend.remove(*key_group, key, state, namespace)?;
+    pub(crate) fn take<V: 'static>(
+        &mut self,
+        state: StateId,
+        namespace: Namespace,
+    ) -> Result<Option<V>, StateError> {
+        let Some((key, key_group)) = self.current.as_ref() else {
+            return Ok(None);
+        };
+        let Some(cell) = self.backend.remove(*key_group, key, state, namespace)? else {
+            return Ok(None);
+        };
         let value = cell
             .downcast::<V>()
             .expect("an internal state is always read with the type it was registered with");
-        Some(*value)
+        Ok(Some(*value))
     }
 
     pub(crate) fn get_mut<V: 'static>(
         &mut self,
         state: StateId,
         namespace: Namespace,
-    ) -> Option<&mut V> {
-        let (key, key_group) = self.current.as_ref()?;
-        let value = self
-            .backend
-            .get_mut(*key_group, key, state, namespace)?
-            .downcast_mut::<V>();
+    ) -> Result<Option<&mut V>, StateError> {
+        let Some((key, key_group)) = self.current.as_ref() else {
+            return Ok(None);
+        };
+        let Some(cell) = self.backend.get_mut(*key_group, key, state, namespace)? else {
+            return Ok(None);
+        };
+        let value = cell.downcast_mut::<V>();
         debug_assert!(
             value.is_some(),
             "an internal state is always read with the type it was registered with"
         );
-        value
+        Ok(value)
     }
 
-    pub(crate) fn put_value<V: 'static>(&mut self, state: StateId, namespace: Namespace, value: V) {
-        if let Some((key, key_group)) = self.current.as_ref() {
-            self.backend
-                .put(*key_group, key, state, namespace, Box::new(value));
+    pub(crate) fn put_value<V: 'static>(
+        &mut self,
+        state: StateId,
+        namespace: Namespace,
+        value: V,
+    ) -> Result<(), StateError> {
+        match self.current.as_ref() {
+            Some((key, key_group)) => {
+                self.backend
+                    .put(*key_group, key, state, namespace, Box::new(value))
+            }
+            None => Ok(()),
         }
     }
 
-    pub(crate) fn remove_value(&mut self, state: StateId, namespace: Namespace) {
+    pub(crate) fn remove_value(
+        &mut self,
+        state: StateId,
+        namespace: Namespace,
+    ) -> Result<(), StateError> {
         if let Some((key, key_group)) = self.current.as_ref() {
-            self.backend.remove(*key_group, key, state, namespace);
+            self.backend.remove(*key_group, key, state, namespace)?;
         }
+        Ok(())
     }
 }
 
-fn register(
-    registered: &mut HashMap<String, (StateId, TypeId)>,
-    name: &str,
-    cell_type: TypeId,
-) -> Result<StateId, StateError> {
-    if let Some((id, existing)) = registered.get(name) {
-        if *existing != cell_type {
-            return Err(StateError::TypeMismatch {
-                state: name.to_string(),
-            });
-        }
-        return Ok(*id);
-    }
-    let id = StateId::try_from(registered.len()).expect("fewer than 2^32 states per operator");
-    registered.insert(name.to_string(), (id, cell_type));
-    Ok(id)
+pub(crate) fn encode_key<K: Serialize>(
+    state: &str,
+    key: &K,
+) -> Result<serde_json::Value, StateError> {
+    serde_json::to_value(key).map_err(|error| StateError::Serialization {
+        state: state.to_string(),
+        message: format!("key: {error}"),
+    })
 }
 
-impl<K: Clone + Eq + Hash + 'static> StateAccess for RefCell<KeyedStateStore<K>> {
-    fn register(&self, name: &str, cell_type: TypeId) -> Result<StateId, StateError> {
-        register(&mut self.borrow_mut().registered, name, cell_type)
+pub(crate) fn decode_key<K: DeserializeOwned>(
+    state: &str,
+    key: &serde_json::Value,
+) -> Result<K, StateError> {
+    K::deserialize(key).map_err(|error| StateError::Serialization {
+        state: state.to_string(),
+        message: format!("key: {error}"),
+    })
+}
+
+impl<K: StateKey> StateAccess for RefCell<KeyedStateStore<K>> {
+    fn register(
+        &self,
+        name: &str,
+        cell_type: TypeId,
+        codec: CellCodec,
+    ) -> Result<StateId, StateError> {
+        self.borrow_mut().register(name, cell_type, codec)
     }
 
     fn with_cell(
@@ -226,14 +532,14 @@ impl<K: Clone + Eq + Hash + 'static> StateAccess for RefCell<KeyedStateStore<K>>
         };
         let Some(cell) = store
             .backend
-            .get_mut(*key_group, key, state, store.namespace)
+            .get_mut(*key_group, key, state, store.namespace)?
         else {
             return Ok(false);
         };
         if let CellAfter::Remove = f(cell.as_mut()) {
             store
                 .backend
-                .remove(*key_group, key, state, store.namespace);
+                .remove(*key_group, key, state, store.namespace)?;
         }
         Ok(true)
     }
@@ -246,8 +552,7 @@ impl<K: Clone + Eq + Hash + 'static> StateAccess for RefCell<KeyedStateStore<K>>
         };
         store
             .backend
-            .put(*key_group, key, state, store.namespace, value);
-        Ok(())
+            .put(*key_group, key, state, store.namespace, value)
     }
 
     fn remove(&self, state: StateId) -> Result<(), StateError> {
@@ -258,7 +563,7 @@ impl<K: Clone + Eq + Hash + 'static> StateAccess for RefCell<KeyedStateStore<K>>
         };
         store
             .backend
-            .remove(*key_group, key, state, store.namespace);
+            .remove(*key_group, key, state, store.namespace)?;
         Ok(())
     }
 
@@ -268,9 +573,9 @@ impl<K: Clone + Eq + Hash + 'static> StateAccess for RefCell<KeyedStateStore<K>>
         let Some((key, key_group)) = store.current.as_ref() else {
             return Err(no_key(store, state));
         };
-        Ok(store
+        store
             .backend
-            .remove(*key_group, key, state, store.namespace))
+            .remove(*key_group, key, state, store.namespace)
     }
 
     fn now_ms(&self) -> i64 {
@@ -282,7 +587,7 @@ fn no_key<K>(store: &KeyedStateStore<K>, state: StateId) -> StateError {
     let name = store
         .registered
         .iter()
-        .find(|(_, (id, _))| *id == state)
+        .find(|(_, registered)| registered.id == state)
         .map_or_else(|| state.to_string(), |(name, _)| name.clone());
     StateError::NoKeyContext { state: name }
 }
@@ -300,9 +605,7 @@ impl fmt::Debug for RuntimeContext {
 }
 
 impl RuntimeContext {
-    pub(crate) fn new<K: Clone + Eq + Hash + 'static>(
-        store: Rc<RefCell<KeyedStateStore<K>>>,
-    ) -> Self {
+    pub(crate) fn new<K: StateKey>(store: Rc<RefCell<KeyedStateStore<K>>>) -> Self {
         Self { store }
     }
 
@@ -310,8 +613,9 @@ impl RuntimeContext {
         &self,
         name: &str,
         ttl: Option<StateTtlConfig>,
+        codec: CellCodec,
     ) -> Result<Handle, StateError> {
-        let id = self.store.register(name, TypeId::of::<C>())?;
+        let id = self.store.register(name, TypeId::of::<C>(), codec)?;
         Ok(Handle {
             id,
             ttl,
@@ -319,22 +623,30 @@ impl RuntimeContext {
         })
     }
 
-    pub fn get_state<V: Clone + 'static>(
+    pub fn get_state<V: Clone + StateValue>(
         &self,
         descriptor: &ValueStateDescriptor<V>,
     ) -> Result<ValueState<V>, StateError> {
-        let handle = self.handle::<TtlValue<V>>(&descriptor.name, descriptor.ttl)?;
+        let handle = self.handle::<TtlValue<V>>(
+            &descriptor.name,
+            descriptor.ttl,
+            CellCodec::of::<TtlValue<V>>(),
+        )?;
         Ok(ValueState {
             handle,
             _value: PhantomData,
         })
     }
 
-    pub fn get_list_state<V: Clone + 'static>(
+    pub fn get_list_state<V: Clone + StateValue>(
         &self,
         descriptor: &ListStateDescriptor<V>,
     ) -> Result<ListState<V>, StateError> {
-        let handle = self.handle::<Vec<TtlValue<V>>>(&descriptor.name, descriptor.ttl)?;
+        let handle = self.handle::<Vec<TtlValue<V>>>(
+            &descriptor.name,
+            descriptor.ttl,
+            CellCodec::of::<Vec<TtlValue<V>>>(),
+        )?;
         Ok(ListState {
             handle,
             _value: PhantomData,
@@ -346,25 +658,34 @@ impl RuntimeContext {
         descriptor: &MapStateDescriptor<UK, UV>,
     ) -> Result<MapState<UK, UV>, StateError>
     where
-        UK: Clone + Eq + Hash + 'static,
-        UV: Clone + 'static,
+        UK: StateKey,
+        UV: Clone + StateValue,
     {
-        let handle = self.handle::<HashMap<UK, TtlValue<UV>>>(&descriptor.name, descriptor.ttl)?;
+        let handle = self.handle::<HashMap<UK, TtlValue<UV>>>(
+            &descriptor.name,
+            descriptor.ttl,
+            CellCodec::of_map::<UK, UV>(),
+        )?;
         Ok(MapState {
             handle,
             _value: PhantomData,
         })
     }
 
-    pub fn get_reducing_state<V: Clone + 'static>(
+    pub fn get_reducing_state<V: Clone + StateValue>(
         &self,
         descriptor: &ReducingStateDescriptor<V>,
     ) -> Result<ReducingState<V>, StateError> {
         // Registered under a kind of its own so a ValueState of the same name and type is
         // refused, as Flink refuses two descriptor kinds under one name; the cell itself is
         // a `TtlValue<V>`.
-        let handle =
-            self.handle::<(TtlValue<V>, ReducingKind)>(&descriptor.name, descriptor.ttl)?;
+        let handle = self.handle::<(TtlValue<V>, ReducingKind)>(
+            &descriptor.name,
+            descriptor.ttl,
+            // The cell is a plain `TtlValue<V>` (`merge_single`); only the registration
+            // carries the kind.
+            CellCodec::of::<TtlValue<V>>(),
+        )?;
         Ok(ReducingState {
             handle,
             reduce: descriptor.reduce.clone(),
@@ -379,8 +700,11 @@ impl RuntimeContext {
         A: AggregateFunction,
     {
         // Distinct from a ValueState of the same accumulator type: the cell type carries A.
-        let handle =
-            self.handle::<(TtlValue<A::Acc>, PhantomData<A>)>(&descriptor.name, descriptor.ttl)?;
+        let handle = self.handle::<(TtlValue<A::Acc>, PhantomData<A>)>(
+            &descriptor.name,
+            descriptor.ttl,
+            CellCodec::of::<(TtlValue<A::Acc>, PhantomData<A>)>(),
+        )?;
         Ok(AggregatingState {
             handle,
             function: descriptor.function.clone(),
@@ -826,30 +1150,339 @@ mod tests {
     use super::*;
     use crate::key_group::DEFAULT_MAX_PARALLELISM;
     use crate::time::ManualClock;
+    use std::time::Duration;
 
     #[test]
     fn cells_live_in_the_key_group_of_their_key() {
-        let store = Rc::new(RefCell::new(KeyedStateStore::<String>::new(
-            Box::new(HashMapStateBackend::new(DEFAULT_MAX_PARALLELISM)),
-            DEFAULT_MAX_PARALLELISM,
-            Rc::new(ManualClock::new(0)),
-        )));
-        let runtime = RuntimeContext::new(store.clone());
-        let flag = runtime
-            .get_state(&ValueStateDescriptor::<bool>::new("flag"))
-            .unwrap();
-        for key in ["EU", "US"] {
-            store.borrow_mut().set_current_key(Some(key.to_string()));
-            flag.update(true).unwrap();
+        for kind in backends() {
+            let store = store(&kind, &ManualClock::new(0));
+            let runtime = RuntimeContext::new(store.clone());
+            let flag = runtime
+                .get_state(&ValueStateDescriptor::<bool>::new("flag"))
+                .unwrap();
+            for key in ["EU", "US"] {
+                store.borrow_mut().set_current_key(Some(key.to_string()));
+                flag.update(true).unwrap();
+            }
+            store.borrow_mut().set_current_key(None);
+            let store = store.borrow();
+            // Pinned in `key_group`: "EU" → 94, "US" → 91.
+            assert_eq!(store.backend.cell_count(94).unwrap(), 1);
+            assert_eq!(store.backend.cell_count(91).unwrap(), 1);
+            let total: usize = (0..DEFAULT_MAX_PARALLELISM)
+                .map(|group| store.backend.cell_count(group).unwrap())
+                .sum();
+            assert_eq!(total, 2, "{kind:?}");
         }
-        store.borrow_mut().set_current_key(None);
-        let store = store.borrow();
-        // Pinned in `key_group`: "EU" → 94, "US" → 91.
-        assert_eq!(store.backend.cell_count(94), 1);
-        assert_eq!(store.backend.cell_count(91), 1);
-        let total: usize = (0..DEFAULT_MAX_PARALLELISM)
-            .map(|group| store.backend.cell_count(group))
-            .sum();
-        assert_eq!(total, 2);
+    }
+
+    /// Every backend, so each state test runs against each (fjall in a fresh directory
+    /// per store, removed when the store is dropped).
+    fn backends() -> crate::tests::StateBackends {
+        crate::tests::state_backends()
+    }
+
+    fn store(kind: &StateBackendKind, clock: &ManualClock) -> Rc<RefCell<KeyedStateStore<String>>> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static STORES: AtomicU64 = AtomicU64::new(0);
+        let operator_id = format!("store-{}", STORES.fetch_add(1, Ordering::Relaxed));
+        Rc::new(RefCell::new(KeyedStateStore::<String>::new(
+            kind.create(DEFAULT_MAX_PARALLELISM, &operator_id).unwrap(),
+            DEFAULT_MAX_PARALLELISM,
+            Rc::new(clock.clone()),
+        )))
+    }
+
+    struct Average;
+
+    impl AggregateFunction for Average {
+        type In = i64;
+        type Acc = (i64, u32);
+        type Out = f64;
+        fn create_accumulator(&self) -> (i64, u32) {
+            (0, 0)
+        }
+        fn add(&self, value: i64, (sum, count): (i64, u32)) -> (i64, u32) {
+            (sum + value, count + 1)
+        }
+        fn get_result(&self, (sum, count): &(i64, u32)) -> f64 {
+            *sum as f64 / f64::from(*count)
+        }
+        fn merge(&self, a: (i64, u32), b: (i64, u32)) -> (i64, u32) {
+            (a.0 + b.0, a.1 + b.1)
+        }
+    }
+
+    /// Handles of every state kind, with a TTL on the value state.
+    struct AllStates {
+        value: ValueState<String>,
+        list: ListState<(u8, bool)>,
+        // Non-string map keys: encoded as entries, not as a JSON object.
+        map: MapState<(u8, u8), i64>,
+        reducing: ReducingState<i64>,
+        aggregating: AggregatingState<Average>,
+    }
+
+    impl AllStates {
+        fn register(runtime: &RuntimeContext) -> Self {
+            let ttl = StateTtlConfig::new(Duration::from_millis(100));
+            Self {
+                value: runtime
+                    .get_state(&ValueStateDescriptor::new("value").enable_time_to_live(ttl))
+                    .unwrap(),
+                list: runtime
+                    .get_list_state(&ListStateDescriptor::new("list"))
+                    .unwrap(),
+                map: runtime
+                    .get_map_state(&MapStateDescriptor::new("map"))
+                    .unwrap(),
+                reducing: runtime
+                    .get_reducing_state(&ReducingStateDescriptor::new("max", i64::max))
+                    .unwrap(),
+                aggregating: runtime
+                    .get_aggregating_state(&AggregatingStateDescriptor::new("average", Average))
+                    .unwrap(),
+            }
+        }
+
+        /// What a user sees for one key.
+        #[allow(clippy::type_complexity)]
+        fn read(
+            &self,
+        ) -> (
+            Option<String>,
+            Vec<(u8, bool)>,
+            Vec<((u8, u8), i64)>,
+            Option<i64>,
+            Option<f64>,
+        ) {
+            let mut entries = self.map.entries().unwrap();
+            entries.sort_unstable();
+            (
+                self.value.value().unwrap(),
+                self.list.get().unwrap(),
+                entries,
+                self.reducing.get().unwrap(),
+                self.aggregating.get().unwrap(),
+            )
+        }
+    }
+
+    /// Cells in a fixed order (a hash map's iteration order is not).
+    fn normalized(mut snapshot: KeyedStateSnapshot) -> KeyedStateSnapshot {
+        for group in snapshot.key_groups.values_mut() {
+            group
+                .cells
+                .sort_by_key(|cell| (cell.key.to_string(), cell.state.clone()));
+        }
+        snapshot
+    }
+
+    fn keys() -> Vec<String> {
+        (0..40).map(|index| format!("key-{index}")).collect()
+    }
+
+    #[test]
+    fn every_state_kind_survives_a_snapshot_whether_registered_before_or_after_restore() {
+        for kind in backends() {
+            let clock = ManualClock::new(1_000);
+            let original = store(&kind, &clock);
+            let states = AllStates::register(&RuntimeContext::new(original.clone()));
+            for (index, key) in keys().into_iter().enumerate() {
+                let index = index as i64;
+                original.borrow_mut().set_current_key(Some(key.clone()));
+                states.value.update(format!("v{index}")).unwrap();
+                states.list.add((index as u8, index % 2 == 0)).unwrap();
+                states.list.add((0, true)).unwrap();
+                states.map.put((index as u8, 1), index * 10).unwrap();
+                states.reducing.add(index).unwrap();
+                states.reducing.add(5).unwrap();
+                states.aggregating.add(index).unwrap();
+                states.aggregating.add(index + 2).unwrap();
+            }
+            let read_all = |store: &Rc<RefCell<KeyedStateStore<String>>>, states: &AllStates| {
+                keys()
+                    .into_iter()
+                    .map(|key| {
+                        store.borrow_mut().set_current_key(Some(key));
+                        states.read()
+                    })
+                    .collect::<Vec<_>>()
+            };
+            original.borrow_mut().set_current_key(None);
+            let snapshot = original.borrow().snapshot().unwrap();
+            // Through the bytes a checkpoint file holds.
+            let snapshot: KeyedStateSnapshot =
+                serde_json::from_slice(&serde_json::to_vec(&snapshot).unwrap()).unwrap();
+            let expected = read_all(&original, &states);
+            assert_eq!(expected[3].0, Some("v3".into()));
+            assert_eq!(expected[3].4, Some(4.0));
+
+            for register_first in [true, false] {
+                let restored = store(&kind, &clock);
+                let runtime = RuntimeContext::new(restored.clone());
+                let states = if register_first {
+                    let states = AllStates::register(&runtime);
+                    restored
+                        .borrow_mut()
+                        .restore(&snapshot, 0..DEFAULT_MAX_PARALLELISM)
+                        .unwrap();
+                    states
+                } else {
+                    restored
+                        .borrow_mut()
+                        .restore(&snapshot, 0..DEFAULT_MAX_PARALLELISM)
+                        .unwrap();
+                    // Not registered yet: a second snapshot carries the cells over.
+                    assert_eq!(
+                        normalized(restored.borrow().snapshot().unwrap()),
+                        normalized(snapshot.clone())
+                    );
+                    AllStates::register(&runtime)
+                };
+                assert_eq!(
+                    read_all(&restored, &states),
+                    expected,
+                    "register first: {register_first}"
+                );
+            }
+
+            // The TTL's last-access time is part of the value: it still expires on time.
+            let restored = store(&kind, &clock);
+            let states = AllStates::register(&RuntimeContext::new(restored.clone()));
+            restored
+                .borrow_mut()
+                .restore(&snapshot, 0..DEFAULT_MAX_PARALLELISM)
+                .unwrap();
+            clock.set_ms(1_100);
+            restored.borrow_mut().set_current_key(Some("key-3".into()));
+            assert_eq!(states.value.value().unwrap(), None);
+            assert_eq!(states.reducing.get().unwrap(), Some(5));
+        }
+    }
+
+    #[test]
+    fn a_restore_takes_only_the_key_groups_of_its_range() {
+        for kind in backends() {
+            use crate::key_group::{key_group_range_for_operator, operator_index_for_key_group};
+            let clock = ManualClock::new(0);
+            let original = store(&kind, &clock);
+            let descriptor = ValueStateDescriptor::<usize>::new("index");
+            let value = RuntimeContext::new(original.clone())
+                .get_state(&descriptor)
+                .unwrap();
+            for (index, key) in keys().into_iter().enumerate() {
+                original.borrow_mut().set_current_key(Some(key));
+                value.update(index).unwrap();
+            }
+            let snapshot = original.borrow().snapshot().unwrap();
+
+            for parallelism in [1_u32, 2, 3, 7] {
+                let mut owners = vec![None; keys().len()];
+                for operator_index in 0..parallelism {
+                    let range = key_group_range_for_operator(
+                        DEFAULT_MAX_PARALLELISM,
+                        parallelism,
+                        operator_index,
+                    );
+                    let restored = store(&kind, &clock);
+                    let value = RuntimeContext::new(restored.clone())
+                        .get_state(&descriptor)
+                        .unwrap();
+                    restored.borrow_mut().restore(&snapshot, range).unwrap();
+                    for (index, key) in keys().into_iter().enumerate() {
+                        let key_group = assign_to_key_group(&key, DEFAULT_MAX_PARALLELISM);
+                        restored.borrow_mut().set_current_key(Some(key));
+                        let Some(restored_index) = value.value().unwrap() else {
+                            continue;
+                        };
+                        assert_eq!(restored_index, index);
+                        assert_eq!(
+                            operator_index_for_key_group(
+                                key_group,
+                                parallelism,
+                                DEFAULT_MAX_PARALLELISM
+                            ),
+                            operator_index,
+                            "key {index} restored by the instance that owns its key group"
+                        );
+                        assert_eq!(owners[index], None, "key {index} restored twice");
+                        owners[index] = Some(operator_index);
+                    }
+                }
+                assert!(
+                    owners.iter().all(Option::is_some),
+                    "parallelism {parallelism}: every key restored once: {owners:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_cell_filed_under_the_wrong_key_group_is_refused() {
+        for kind in backends() {
+            let clock = ManualClock::new(0);
+            let original = store(&kind, &clock);
+            let value = RuntimeContext::new(original.clone())
+                .get_state(&ValueStateDescriptor::<u8>::new("flag"))
+                .unwrap();
+            original.borrow_mut().set_current_key(Some("EU".into()));
+            value.update(1).unwrap();
+            let mut snapshot = original.borrow().snapshot().unwrap();
+            // "EU" is in key group 94; pretend it was in 93.
+            let group = snapshot.key_groups.remove(&94).unwrap();
+            snapshot.key_groups.insert(93, group);
+            assert_eq!(
+                store(&kind, &clock)
+                    .borrow_mut()
+                    .restore(&snapshot, 0..DEFAULT_MAX_PARALLELISM),
+                Err(StateError::KeyGroupMismatch {
+                    state: "flag".into(),
+                    expected: 93,
+                    actual: 94
+                })
+            );
+        }
+    }
+
+    /// Through the bytes a checkpoint file or the fjall backend holds, and back.
+    fn through_bytes<C: 'static>(codec: CellCodec, cell: &C) -> C {
+        let bytes = serde_json::to_vec(&(codec.encode)(cell).unwrap()).unwrap();
+        let decoded = (codec.decode)(serde_json::from_slice(&bytes).unwrap()).unwrap();
+        *decoded.downcast::<C>().unwrap()
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn cells_survive_their_encoding_bit_for_bit(
+            // Finite values of both signs: JSON has no NaN or infinity.
+            number in proptest::num::f64::POSITIVE
+                | proptest::num::f64::NEGATIVE
+                | proptest::num::f64::NORMAL
+                | proptest::num::f64::SUBNORMAL
+                | proptest::num::f64::ZERO,
+            text in ".{0,12}",
+            last_access_ms in proptest::prelude::any::<i64>(),
+            entries in proptest::collection::hash_map(
+                proptest::prelude::any::<(u8, i64)>(),
+                proptest::prelude::any::<u32>(),
+                0..8,
+            ),
+        ) {
+            let value = TtlValue { value: (number, text.clone()), last_access_ms };
+            let back = through_bytes(CellCodec::of::<TtlValue<(f64, String)>>(), &value);
+            proptest::prop_assert_eq!(back.value.0.to_bits(), number.to_bits());
+            proptest::prop_assert_eq!(back.value.1, text);
+            proptest::prop_assert_eq!(back.last_access_ms, last_access_ms);
+
+            let map: HashMap<(u8, i64), TtlValue<u32>> = entries
+                .iter()
+                .map(|(key, value)| (*key, TtlValue { value: *value, last_access_ms }))
+                .collect();
+            let back = through_bytes(CellCodec::of_map::<(u8, i64), u32>(), &map);
+            let back: HashMap<(u8, i64), u32> =
+                back.into_iter().map(|(key, value)| (key, value.value)).collect();
+            proptest::prop_assert_eq!(back, entries);
+        }
     }
 }

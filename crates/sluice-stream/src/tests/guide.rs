@@ -16,15 +16,15 @@ use crate::{
 #[derive(Debug, Clone, PartialEq)]
 struct Order {
     order_id: u32,
-    region: &'static str,
+    region: String,
     amount: f64,
-    status: &'static str,
+    status: String,
     created_at: i64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 struct OrderStats {
-    region: &'static str,
+    region: String,
     window_start: i64,
     window_end: i64,
     count: u64,
@@ -65,11 +65,11 @@ const MINUTE_MS: i64 = 60_000;
 ///   o11 (US, 4:50) arrives after o10 pushed the watermark to 589 999: late, dropped.
 #[test]
 fn order_statistics_pipeline_gives_exact_window_sums() {
-    let order = |order_id, region, amount, status, created_at| Order {
+    let order = |order_id, region: &str, amount, status: &str, created_at| Order {
         order_id,
-        region,
+        region: region.to_string(),
         amount,
-        status,
+        status: status.to_string(),
         created_at,
     };
     let orders = vec![
@@ -96,11 +96,11 @@ fn order_statistics_pipeline_gives_exact_window_sums() {
     );
     let stats = orders
         .filter(|order| order.status == "COMPLETED")
-        .key_by(|order| order.region)
+        .key_by(|order| order.region.clone())
         .window(TumblingEventTimeWindows::of(Duration::from_secs(5 * 60)))
         .aggregate_with(OrderStatsAggregator, |region, context, (count, total)| {
             OrderStats {
-                region,
+                region: region.clone(),
                 window_start: context.window.start,
                 window_end: context.window.end,
                 count,
@@ -110,8 +110,8 @@ fn order_statistics_pipeline_gives_exact_window_sums() {
     stats.sink_to(sink.clone());
     let result = env.execute("Order Statistics Pipeline").unwrap();
 
-    let stat = |region, start_minute: i64, count, total| OrderStats {
-        region,
+    let stat = |region: &str, start_minute: i64, count, total| OrderStats {
+        region: region.to_string(),
         window_start: start_minute * MINUTE_MS,
         window_end: (start_minute + 5) * MINUTE_MS,
         count,
@@ -139,17 +139,17 @@ fn order_statistics_pipeline_gives_exact_window_sums() {
     );
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 struct Transaction {
-    customer_id: &'static str,
-    merchant: &'static str,
+    customer_id: String,
+    merchant: String,
     amount: f64,
     timestamp: i64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 struct Alert {
-    customer_id: &'static str,
+    customer_id: String,
     kind: &'static str,
 }
 
@@ -162,10 +162,10 @@ struct Alert {
 struct FraudDetector {
     flag_state: Option<ValueState<bool>>,
     recent_transactions: Option<ListState<Transaction>>,
-    merchant_counts: Option<MapState<&'static str, i32>>,
+    merchant_counts: Option<MapState<String, i32>>,
 }
 
-impl KeyedProcessFunction<&'static str, Transaction, Alert> for FraudDetector {
+impl KeyedProcessFunction<String, Transaction, Alert> for FraudDetector {
     fn open(&mut self, runtime: &RuntimeContext) -> Result<(), StreamError> {
         let flag_descriptor = ValueStateDescriptor::<bool>::new("flag");
         self.flag_state = Some(runtime.get_state(&flag_descriptor)?);
@@ -173,7 +173,7 @@ impl KeyedProcessFunction<&'static str, Transaction, Alert> for FraudDetector {
         let list_descriptor = ListStateDescriptor::<Transaction>::new("recent-txns");
         self.recent_transactions = Some(runtime.get_list_state(&list_descriptor)?);
 
-        let map_descriptor = MapStateDescriptor::<&'static str, i32>::new("merchant-counts");
+        let map_descriptor = MapStateDescriptor::<String, i32>::new("merchant-counts");
         self.merchant_counts = Some(runtime.get_map_state(&map_descriptor)?);
         Ok(())
     }
@@ -181,7 +181,7 @@ impl KeyedProcessFunction<&'static str, Transaction, Alert> for FraudDetector {
     fn process_element(
         &mut self,
         txn: Transaction,
-        ctx: &mut Context<'_, &'static str>,
+        ctx: &mut Context<'_, String>,
         out: &mut Collector<'_, Alert>,
     ) -> Result<(), StreamError> {
         let flag_state = self.flag_state.as_ref().expect("opened");
@@ -189,7 +189,7 @@ impl KeyedProcessFunction<&'static str, Transaction, Alert> for FraudDetector {
 
         if flag.is_some() && txn.amount > 10000.0 {
             out.collect(Alert {
-                customer_id: txn.customer_id,
+                customer_id: txn.customer_id.clone(),
                 kind: "HIGH_AMOUNT_AFTER_FLAG",
             });
         }
@@ -202,7 +202,7 @@ impl KeyedProcessFunction<&'static str, Transaction, Alert> for FraudDetector {
 
         let merchant_counts = self.merchant_counts.as_ref().expect("opened");
         let count = merchant_counts.get(&txn.merchant)?.unwrap_or(0);
-        merchant_counts.put(txn.merchant, count + 1)?;
+        merchant_counts.put(txn.merchant.clone(), count + 1)?;
         self.recent_transactions
             .as_ref()
             .expect("opened")
@@ -213,7 +213,7 @@ impl KeyedProcessFunction<&'static str, Transaction, Alert> for FraudDetector {
     fn on_timer(
         &mut self,
         _timestamp: i64,
-        _ctx: &mut Context<'_, &'static str>,
+        _ctx: &mut Context<'_, String>,
         _out: &mut Collector<'_, Alert>,
     ) -> Result<(), StreamError> {
         self.flag_state.as_ref().expect("opened").clear()?;
@@ -231,9 +231,9 @@ impl KeyedProcessFunction<&'static str, Transaction, Alert> for FraudDetector {
 ///   c2 probe 0.5 @73 s, c2 10 000.01 @74 s → alert.
 #[test]
 fn fraud_detector_raises_the_expected_alerts() {
-    let txn = |customer_id, amount, seconds: i64| Transaction {
-        customer_id,
-        merchant: "shop",
+    let txn = |customer_id: &str, amount, seconds: i64| Transaction {
+        customer_id: customer_id.to_string(),
+        merchant: "shop".to_string(),
         amount,
         timestamp: seconds * 1000,
     };
@@ -251,39 +251,43 @@ fn fraud_detector_raises_the_expected_alerts() {
         txn("c2", 0.5, 73),
         txn("c2", 10000.01, 74),
     ];
-    let (env, _clock) = deterministic_env();
-    let sink = CollectSink::new();
-    env.from_source(
-        CollectionSource::of(transactions),
-        WatermarkStrategy::for_monotonous_timestamps()
-            .with_timestamp_assigner(|txn: &Transaction, _| txn.timestamp),
-        "transactions",
-    )
-    .key_by(|txn| txn.customer_id)
-    .process(FraudDetector::default())
-    .sink_to(sink.clone());
-    env.execute("Fraud Detection").unwrap();
+    for backend in super::state_backends() {
+        let (mut env, _clock) = deterministic_env();
+        env.set_state_backend(backend.clone());
+        let sink = CollectSink::new();
+        env.from_source(
+            CollectionSource::of(transactions.clone()),
+            WatermarkStrategy::for_monotonous_timestamps()
+                .with_timestamp_assigner(|txn: &Transaction, _| txn.timestamp),
+            "transactions",
+        )
+        .key_by(|txn| txn.customer_id.clone())
+        .process(FraudDetector::default())
+        .sink_to(sink.clone());
+        env.execute("Fraud Detection").unwrap();
 
-    let alert = |customer_id| Alert {
-        customer_id,
-        kind: "HIGH_AMOUNT_AFTER_FLAG",
-    };
-    let alerts: Vec<(Alert, Option<i64>)> = sink
-        .events()
-        .into_iter()
-        .filter_map(|event| match event {
-            crate::SinkEvent::Record { value, timestamp } => Some((value, timestamp)),
-            crate::SinkEvent::Watermark(_) => None,
-        })
-        .collect();
-    assert_eq!(
-        alerts,
-        vec![
-            (alert("c1"), Some(2_000)),
-            (alert("c1"), Some(30_000)),
-            (alert("c2"), Some(74_000))
-        ]
-    );
+        let alert = |customer_id: &str| Alert {
+            customer_id: customer_id.to_string(),
+            kind: "HIGH_AMOUNT_AFTER_FLAG",
+        };
+        let alerts: Vec<(Alert, Option<i64>)> = sink
+            .events()
+            .into_iter()
+            .filter_map(|event| match event {
+                crate::SinkEvent::Record { value, timestamp } => Some((value, timestamp)),
+                crate::SinkEvent::Watermark(_) => None,
+            })
+            .collect();
+        assert_eq!(
+            alerts,
+            vec![
+                (alert("c1"), Some(2_000)),
+                (alert("c1"), Some(30_000)),
+                (alert("c2"), Some(74_000))
+            ],
+            "{backend:?}"
+        );
+    }
 }
 
 type WindowResult = (u8, i64, i64, u32);

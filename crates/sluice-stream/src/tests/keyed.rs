@@ -15,17 +15,15 @@ use crate::{
 /// key "p"; reports each firing as (key, time, domain).
 struct TimerProbe;
 
-impl KeyedProcessFunction<&'static str, (&'static str, Vec<i64>), (&'static str, i64, TimeDomain)>
-    for TimerProbe
-{
+impl KeyedProcessFunction<char, (char, Vec<i64>), (char, i64, TimeDomain)> for TimerProbe {
     fn process_element(
         &mut self,
-        (key, times): (&'static str, Vec<i64>),
-        ctx: &mut Context<'_, &'static str>,
-        _out: &mut Collector<'_, (&'static str, i64, TimeDomain)>,
+        (key, times): (char, Vec<i64>),
+        ctx: &mut Context<'_, char>,
+        _out: &mut Collector<'_, (char, i64, TimeDomain)>,
     ) -> Result<(), StreamError> {
         for time in times {
-            if key == "p" {
+            if key == 'p' {
                 ctx.timer_service().register_processing_time_timer(time);
             } else {
                 ctx.timer_service().register_event_time_timer(time);
@@ -37,14 +35,14 @@ impl KeyedProcessFunction<&'static str, (&'static str, Vec<i64>), (&'static str,
     fn on_timer(
         &mut self,
         timestamp: i64,
-        ctx: &mut Context<'_, &'static str>,
-        out: &mut Collector<'_, (&'static str, i64, TimeDomain)>,
+        ctx: &mut Context<'_, char>,
+        out: &mut Collector<'_, (char, i64, TimeDomain)>,
     ) -> Result<(), StreamError> {
         let domain = ctx.time_domain().expect("inside on_timer");
         let key = *ctx.get_current_key();
         out.collect((key, timestamp, domain));
         // A timer registered while firing that is already due fires in the same advance.
-        if key == "a" && timestamp == 10 {
+        if key == 'a' && timestamp == 10 {
             ctx.timer_service().register_event_time_timer(12);
         }
         Ok(())
@@ -61,11 +59,11 @@ fn timers_fire_in_timestamp_order_deduplicated() {
     env.set_watermark_emission(WatermarkEmission::Disabled);
     let sink = CollectSink::new();
     let script = vec![
-        SourceEvent::Record(("a", vec![30, 10])),
-        SourceEvent::Record(("b", vec![10, 20])),
-        SourceEvent::Record(("a", vec![10])),
-        SourceEvent::Record(("b", vec![20])),
-        SourceEvent::Record(("p", vec![5000])),
+        SourceEvent::Record(('a', vec![30, 10])),
+        SourceEvent::Record(('b', vec![10, 20])),
+        SourceEvent::Record(('a', vec![10])),
+        SourceEvent::Record(('b', vec![20])),
+        SourceEvent::Record(('p', vec![5000])),
         SourceEvent::Watermark(15),
         SourceEvent::ProcessingTime(6000),
         SourceEvent::Watermark(25),
@@ -83,17 +81,17 @@ fn timers_fire_in_timestamp_order_deduplicated() {
     assert_eq!(
         sink.events(),
         vec![
-            record(("a", 10, event), 10),
-            record(("b", 10, event), 10),
-            record(("a", 12, event), 12),
+            record(('a', 10, event), 10),
+            record(('b', 10, event), 10),
+            record(('a', 12, event), 12),
             watermark(15),
             crate::SinkEvent::Record {
-                value: ("p", 5000, TimeDomain::ProcessingTime),
+                value: ('p', 5000, TimeDomain::ProcessingTime),
                 timestamp: None
             },
-            record(("b", 20, event), 20),
+            record(('b', 20, event), 20),
             watermark(25),
-            record(("a", 30, event), 30),
+            record(('a', 30, event), 30),
             watermark(i64::MAX),
         ]
     );
@@ -115,7 +113,7 @@ struct TtlProbe {
     states: Option<TtlStates>,
 }
 
-impl KeyedProcessFunction<&'static str, Command, Snapshot> for TtlProbe {
+impl KeyedProcessFunction<char, Command, Snapshot> for TtlProbe {
     fn open(&mut self, runtime: &RuntimeContext) -> Result<(), StreamError> {
         let value =
             runtime.get_state(&ValueStateDescriptor::new("value").enable_time_to_live(self.ttl))?;
@@ -135,7 +133,7 @@ impl KeyedProcessFunction<&'static str, Command, Snapshot> for TtlProbe {
     fn process_element(
         &mut self,
         command: Command,
-        _ctx: &mut Context<'_, &'static str>,
+        _ctx: &mut Context<'_, char>,
         out: &mut Collector<'_, Snapshot>,
     ) -> Result<(), StreamError> {
         let (value, list, map) = self.states.as_ref().expect("opened");
@@ -190,8 +188,13 @@ fn state_ttl_expires_with_the_injected_clock() {
             vec![all.clone(), all.clone(), all.clone()],
         ),
     ];
-    for (update_type, expected) in cases {
-        let (env, _clock) = deterministic_env();
+    for ((update_type, expected), backend) in cases
+        .iter()
+        .flat_map(|case| super::state_backends().map(move |backend| (case, backend)))
+    {
+        let update_type = *update_type;
+        let (mut env, _clock) = deterministic_env();
+        env.set_state_backend(backend.clone());
         let sink = CollectSink::new();
         let probe = TtlProbe {
             ttl: StateTtlConfig::new(Duration::from_millis(1000)).with_update_type(update_type),
@@ -202,11 +205,11 @@ fn state_ttl_expires_with_the_injected_clock() {
             WatermarkStrategy::no_watermarks(),
             "commands",
         )
-        .key_by(|_| "k")
+        .key_by(|_| 'k')
         .process(probe)
         .sink_to(sink.clone());
         env.execute("ttl").unwrap();
-        assert_eq!(sink.records(), expected, "{update_type:?}");
+        assert_eq!(&sink.records(), expected, "{update_type:?} {backend:?}");
     }
 }
 

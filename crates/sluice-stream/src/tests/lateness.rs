@@ -8,17 +8,17 @@ use crate::{
     WatermarkStrategy, WindowContext,
 };
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 struct Event {
-    name: &'static str,
+    name: char,
     timestamp: i64,
 }
 
 fn names(
-    _key: &&str,
+    _key: &char,
     _context: &WindowContext,
     events: &[Event],
-    out: &mut Collector<'_, Vec<&'static str>>,
+    out: &mut Collector<'_, Vec<char>>,
 ) -> Result<(), StreamError> {
     out.collect(events.iter().map(|event| event.name).collect());
     Ok(())
@@ -35,13 +35,13 @@ fn names(
 fn allowed_lateness_refires_until_end_minus_one_plus_lateness_then_side_output() {
     let event = |name, timestamp| Event { name, timestamp };
     let events = vec![
-        event("a", 1),
-        event("b", 10),
-        event("c", 3),
-        event("d", 14),
-        event("e", 4),
-        event("f", 15),
-        event("g", 5),
+        event('a', 1),
+        event('b', 10),
+        event('c', 3),
+        event('d', 14),
+        event('e', 4),
+        event('f', 15),
+        event('g', 5),
     ];
     for with_tag in [true, false] {
         let (env, _clock) = deterministic_env();
@@ -55,7 +55,7 @@ fn allowed_lateness_refires_until_end_minus_one_plus_lateness_then_side_output()
                     .with_timestamp_assigner(|event: &Event, _| event.timestamp),
                 "events",
             )
-            .key_by(|_| "k")
+            .key_by(|_| 'k')
             .window(TumblingEventTimeWindows::of(Duration::from_millis(10)))
             .allowed_lateness(Duration::from_millis(5));
         let windowed = if with_tag {
@@ -72,13 +72,13 @@ fn allowed_lateness_refires_until_end_minus_one_plus_lateness_then_side_output()
             main.events(),
             vec![
                 watermark(0),
-                record(vec!["a"], 9),
+                record(vec!['a'], 9),
                 watermark(9),
-                record(vec!["a", "c"], 9),
+                record(vec!['a', 'c'], 9),
                 watermark(13),
-                record(vec!["a", "c", "e"], 9),
+                record(vec!['a', 'c', 'e'], 9),
                 watermark(14),
-                record(vec!["b", "d", "f"], 19),
+                record(vec!['b', 'd', 'f'], 19),
                 watermark(i64::MAX),
             ],
             "with_tag: {with_tag}"
@@ -92,7 +92,7 @@ fn allowed_lateness_refires_until_end_minus_one_plus_lateness_then_side_output()
                     watermark(9),
                     watermark(13),
                     watermark(14),
-                    record(event("g", 5), 5),
+                    record(event('g', 5), 5),
                     watermark(i64::MAX)
                 ]
             );
@@ -117,7 +117,7 @@ fn zero_lateness_boundary() {
                 .with_timestamp_assigner(|ts: &i64, _| *ts),
             "events",
         )
-        .key_by(|_| "k")
+        .key_by(|_| 'k')
         .window(TumblingEventTimeWindows::of(Duration::from_millis(10)))
         .reduce(|a: i64, b: i64| a + b)
         .sink_to(CollectSink::new());

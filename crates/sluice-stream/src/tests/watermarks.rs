@@ -41,7 +41,7 @@ fn out_of_order_events_fire_windows_when_the_watermark_passes() {
             .with_timestamp_assigner(|ts: &i64, _| *ts),
         "events",
     )
-    .key_by(|_| "all")
+    .key_by(|_| 'a')
     .window(TumblingEventTimeWindows::of(Duration::from_millis(10)))
     .reduce(|a: i64, b: i64| a + b)
     .sink_to(sink.clone());

@@ -14,7 +14,7 @@ use crate::{
 type Contents = (i64, i64, Vec<i64>);
 
 fn list_contents(
-    _key: &&str,
+    _key: &char,
     context: &WindowContext,
     elements: &[i64],
     out: &mut Collector<'_, Contents>,
@@ -35,7 +35,7 @@ fn sliding_windows_overlap() {
         WatermarkStrategy::for_monotonous_timestamps().with_timestamp_assigner(|ts: &i64, _| *ts),
         "events",
     )
-    .key_by(|_| "k")
+    .key_by(|_| 'k')
     .window(SlidingEventTimeWindows::of(
         Duration::from_millis(10),
         Duration::from_millis(5),
@@ -70,7 +70,7 @@ fn negative_timestamps_fall_into_the_right_windows() {
         WatermarkStrategy::no_watermarks().with_timestamp_assigner(|ts: &i64, _| *ts),
         "events",
     )
-    .key_by(|_| "k")
+    .key_by(|_| 'k')
     .window(TumblingEventTimeWindows::of(Duration::from_millis(10)))
     .process(list_contents)
     .sink_to(sink.clone());
@@ -144,19 +144,19 @@ fn session_windows_merge_when_bridged_by_a_late_arriving_element() {
             .with_timestamp_assigner(|click: &Click, _| click.timestamp),
         "clicks",
     )
-    .key_by(|click| click.user)
+    .key_by(|click| click.user.to_string())
     .window(EventTimeSessionWindows::with_gap(Duration::from_millis(10)))
     .aggregate_with(SumCount, |user, context, (sum, count)| {
-        (*user, context.window, sum, count)
+        (user.clone(), context.window, sum, count)
     })
     .sink_to(sink.clone());
     env.execute("sessions").unwrap();
     assert_eq!(
         sink.records(),
         vec![
-            ("v", TimeWindow::new(0, 20), 15, 2),
-            ("u", TimeWindow::new(0, 30), 10, 4),
-            ("u", TimeWindow::new(50, 60), 5, 1)
+            ("v".to_string(), TimeWindow::new(0, 20), 15, 2),
+            ("u".to_string(), TimeWindow::new(0, 30), 10, 4),
+            ("u".to_string(), TimeWindow::new(50, 60), 5, 1)
         ]
     );
 }
@@ -171,14 +171,14 @@ fn session_windows_merge_when_bridged_by_a_late_arriving_element() {
 fn processing_time_windows_fire_on_the_clock() {
     let script = vec![
         SourceEvent::ProcessingTime(1000),
-        SourceEvent::Record("a"),
-        SourceEvent::Record("b"),
+        SourceEvent::Record('a'),
+        SourceEvent::Record('b'),
         SourceEvent::ProcessingTime(1500),
-        SourceEvent::Record("c"),
+        SourceEvent::Record('c'),
         SourceEvent::ProcessingTime(2000),
-        SourceEvent::Record("d"),
+        SourceEvent::Record('d'),
         SourceEvent::ProcessingTime(3500),
-        SourceEvent::Record("e"),
+        SourceEvent::Record('e'),
     ];
     type Assigner = Box<dyn Fn() -> Box<dyn crate::WindowAssigner>>;
     type Case = (&'static str, Assigner, Vec<(i64, i64, String)>);
@@ -207,14 +207,18 @@ fn processing_time_windows_fire_on_the_clock() {
             WatermarkStrategy::no_watermarks(),
             "letters",
         )
-        .key_by(|_| "k")
+        .key_by(|_| 'k')
         .window(BoxedAssigner(assigner()))
         .process(
-            |_: &&str,
+            |_: &char,
              context: &WindowContext,
-             letters: &[&str],
+             letters: &[char],
              out: &mut Collector<'_, (i64, i64, String)>| {
-                out.collect((context.window.start, context.window.end, letters.concat()));
+                out.collect((
+                    context.window.start,
+                    context.window.end,
+                    letters.iter().collect::<String>(),
+                ));
                 Ok(())
             },
         )

@@ -26,7 +26,9 @@ use std::time::Duration;
 use crate::time::duration_ms;
 
 /// A window of time `[start, end)` in milliseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct TimeWindow {
     pub start: i64,
     pub end: i64,

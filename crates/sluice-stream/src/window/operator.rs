@@ -21,21 +21,23 @@
 //!   does not fire processing-time timers after end of input.
 //!
 //! Window contents live in the keyed state store under the window's namespace; the set of
-//! a key's session windows under the void namespace. Emitted records carry the window's
+//! a key's session windows under the void namespace. Both, and the trigger and cleanup
+//! timers, are in the operator's checkpoint snapshot (per key group). Emitted records carry the window's
 //! max timestamp. Not yet: custom triggers and evictors, `ProcessWindowFunction`'s
 //! per-window state, merging of the window set's "state windows" (contents are moved into
 //! the merged window instead, which costs a move per merge and keeps the code simple).
 
-use std::any::{Any, TypeId};
+use std::any::Any;
 use std::marker::PhantomData;
 use std::rc::Rc;
 
+use crate::checkpoint::KeyedStateSnapshot;
 use crate::error::StreamError;
 use crate::functions::{
     AggregateFunction, Collector, ProcessWindowFunction, ReduceFunction, TimeDomain, WindowContext,
 };
 use crate::operator::{Emitted, Operator, OperatorSetup, Output, Port, unbox};
-use crate::state::{HashMapStateBackend, KeyedStateStore, Namespace, StateId};
+use crate::state::{KeyedStateStore, Namespace, StateId, StateKey, StateValue};
 use crate::time::{Clock, MIN_WATERMARK};
 use crate::timer::InternalTimerService;
 use crate::window::{TimeWindow, WindowAssigner};
@@ -43,7 +45,8 @@ use crate::window::{TimeWindow, WindowAssigner};
 /// How a window's elements are kept and turned into output: incremental (reduce,
 /// aggregate) or all elements (process).
 pub(crate) trait WindowFunctionAdapter<K, T>: 'static {
-    type Acc: 'static;
+    /// Window contents are checkpointed, hence `StateValue`.
+    type Acc: StateValue;
     type Out: 'static;
     fn create(&self) -> Self::Acc;
     fn add(&self, accumulator: Self::Acc, value: T) -> Self::Acc;
@@ -62,7 +65,7 @@ pub(crate) struct ReduceAdapter<T, F> {
     pub(crate) _type: PhantomData<fn(T) -> T>,
 }
 
-impl<K, T: Clone + 'static, F: ReduceFunction<T> + 'static> WindowFunctionAdapter<K, T>
+impl<K, T: Clone + StateValue, F: ReduceFunction<T> + 'static> WindowFunctionAdapter<K, T>
     for ReduceAdapter<T, F>
 {
     type Acc = Option<T>;
@@ -139,7 +142,7 @@ pub(crate) struct ProcessAdapter<P, O> {
     pub(crate) _type: PhantomData<fn() -> O>,
 }
 
-impl<K, T: 'static, O: 'static, P: ProcessWindowFunction<K, T, O>> WindowFunctionAdapter<K, T>
+impl<K, T: StateValue, O: 'static, P: ProcessWindowFunction<K, T, O>> WindowFunctionAdapter<K, T>
     for ProcessAdapter<P, O>
 {
     type Acc = Vec<T>;
@@ -166,6 +169,9 @@ impl<K, T: 'static, O: 'static, P: ProcessWindowFunction<K, T, O>> WindowFunctio
     }
 }
 
+/// A session after merging: its window and the contents of the windows merged into it.
+type MergedSession<Acc> = (TimeWindow, Option<Acc>);
+
 pub(crate) struct WindowOperator<K, T, F> {
     pub(crate) name: String,
     pub(crate) key_selector: Rc<dyn Fn(&T) -> K>,
@@ -189,7 +195,7 @@ pub(crate) struct WindowRuntime<K> {
 
 impl<K, T, F> WindowOperator<K, T, F>
 where
-    K: Clone + Eq + std::hash::Hash + 'static,
+    K: StateKey,
     T: Clone + 'static,
     F: WindowFunctionAdapter<K, T>,
 {
@@ -284,13 +290,18 @@ where
 
     /// Adds `value` to `window`'s contents; `merged_contents` are contents of windows merged
     /// into it.
-    fn add_to_window(&mut self, window: TimeWindow, value: T, merged_contents: Option<F::Acc>) {
+    fn add_to_window(
+        &mut self,
+        window: TimeWindow,
+        value: T,
+        merged_contents: Option<F::Acc>,
+    ) -> Result<(), StreamError> {
         let runtime = self
             .runtime
             .as_mut()
             .expect("the executor opens operators before use");
         let namespace = Namespace::Window(window);
-        let existing = runtime.store.take::<F::Acc>(runtime.contents, namespace);
+        let existing = runtime.store.take::<F::Acc>(runtime.contents, namespace)?;
         let accumulator = match (existing, merged_contents) {
             (Some(a), Some(b)) => self.function.merge(a, b),
             (a, b) => a.or(b).unwrap_or_else(|| self.function.create()),
@@ -298,7 +309,8 @@ where
         let accumulator = self.function.add(accumulator, value);
         runtime
             .store
-            .put_value(runtime.contents, namespace, accumulator);
+            .put_value(runtime.contents, namespace, accumulator)?;
+        Ok(())
     }
 
     /// Emits `window`'s contents, if any, stamped with its max timestamp.
@@ -314,7 +326,7 @@ where
         };
         let Some(accumulator) = runtime
             .store
-            .get_mut::<F::Acc>(runtime.contents, Namespace::Window(window))
+            .get_mut::<F::Acc>(runtime.contents, Namespace::Window(window))?
         else {
             return Ok(());
         };
@@ -323,24 +335,25 @@ where
             .emit(key, &context, accumulator, &mut collector)
     }
 
-    fn clear_window(&mut self, window: TimeWindow) {
+    fn clear_window(&mut self, window: TimeWindow) -> Result<(), StreamError> {
         let merging = self.assigner.is_merging();
         let runtime = self.runtime();
         runtime
             .store
-            .remove_value(runtime.contents, Namespace::Window(window));
+            .remove_value(runtime.contents, Namespace::Window(window))?;
         if merging {
             let mut windows = runtime
                 .store
-                .take::<Vec<TimeWindow>>(runtime.session_windows, Namespace::Void)
+                .take::<Vec<TimeWindow>>(runtime.session_windows, Namespace::Void)?
                 .unwrap_or_default();
             windows.retain(|existing| *existing != window);
             if !windows.is_empty() {
                 runtime
                     .store
-                    .put_value(runtime.session_windows, Namespace::Void, windows);
+                    .put_value(runtime.session_windows, Namespace::Void, windows)?;
             }
         }
+        Ok(())
     }
 
     /// Puts `window` into the key's session set, merging what it intersects. Returns the
@@ -350,11 +363,11 @@ where
         key: &K,
         window: TimeWindow,
         watermark: i64,
-    ) -> Option<(TimeWindow, Option<F::Acc>)> {
+    ) -> Result<Option<MergedSession<F::Acc>>, StreamError> {
         let runtime = self.runtime();
         let windows = runtime
             .store
-            .take::<Vec<TimeWindow>>(runtime.session_windows, Namespace::Void)
+            .take::<Vec<TimeWindow>>(runtime.session_windows, Namespace::Void)?
             .unwrap_or_default();
         let (intersecting, mut rest): (Vec<TimeWindow>, Vec<TimeWindow>) = windows
             .into_iter()
@@ -371,9 +384,9 @@ where
             if !rest.is_empty() {
                 runtime
                     .store
-                    .put_value(runtime.session_windows, Namespace::Void, rest);
+                    .put_value(runtime.session_windows, Namespace::Void, rest)?;
             }
-            return None;
+            return Ok(None);
         }
         let mut merged_contents: Option<F::Acc> = None;
         for existing in &intersecting {
@@ -384,7 +397,7 @@ where
                 .expect("the executor opens operators before use");
             if let Some(contents) = runtime
                 .store
-                .take::<F::Acc>(runtime.contents, Namespace::Window(*existing))
+                .take::<F::Acc>(runtime.contents, Namespace::Window(*existing))?
             {
                 merged_contents = Some(match merged_contents {
                     Some(so_far) => self.function.merge(so_far, contents),
@@ -397,8 +410,8 @@ where
         let runtime = self.runtime();
         runtime
             .store
-            .put_value(runtime.session_windows, Namespace::Void, rest);
-        Some((merged, merged_contents))
+            .put_value(runtime.session_windows, Namespace::Void, rest)?;
+        Ok(Some((merged, merged_contents)))
     }
 
     fn on_event_time(
@@ -414,7 +427,7 @@ where
         if merging {
             let alive = runtime
                 .store
-                .get_mut::<Vec<TimeWindow>>(runtime.session_windows, Namespace::Void)
+                .get_mut::<Vec<TimeWindow>>(runtime.session_windows, Namespace::Void)?
                 .is_some_and(|windows| windows.contains(&window));
             if !alive {
                 return Ok(());
@@ -424,7 +437,7 @@ where
             self.fire(&key, window, out)?;
         }
         if time == self.cleanup_time(&window) {
-            self.clear_window(window);
+            self.clear_window(window)?;
         }
         Ok(())
     }
@@ -432,19 +445,20 @@ where
 
 impl<K, T, F> Operator for WindowOperator<K, T, F>
 where
-    K: Clone + Eq + std::hash::Hash + 'static,
+    K: StateKey,
     T: Clone + 'static,
     F: WindowFunctionAdapter<K, T>,
 {
     fn open(&mut self, setup: &OperatorSetup) -> Result<(), StreamError> {
         let mut store = KeyedStateStore::new(
-            Box::new(HashMapStateBackend::<K>::new(setup.max_parallelism)),
+            setup
+                .state_backend
+                .create::<K>(setup.max_parallelism, &setup.operator_id)?,
             setup.max_parallelism,
             setup.clock.clone(),
         );
-        let contents = store.register_internal("window-contents", TypeId::of::<F::Acc>())?;
-        let session_windows =
-            store.register_internal("session-windows", TypeId::of::<Vec<TimeWindow>>())?;
+        let contents = store.register_internal::<F::Acc>("window-contents")?;
+        let session_windows = store.register_internal::<Vec<TimeWindow>>("session-windows")?;
         self.runtime = Some(WindowRuntime {
             store,
             contents,
@@ -480,7 +494,7 @@ where
         let mut skipped = true;
         for window in windows {
             let (window, merged_contents) = if self.assigner.is_merging() {
-                match self.merge_session(&key, window, watermark) {
+                match self.merge_session(&key, window, watermark)? {
                     Some(merged) => merged,
                     None => continue,
                 }
@@ -493,7 +507,7 @@ where
             skipped = false;
             // One copy per window (a sliding window holds the element size/slide times);
             // the original stays for the late-data output.
-            self.add_to_window(window, value.clone(), merged_contents);
+            self.add_to_window(window, value.clone(), merged_contents)?;
             if self.register_timers(&key, window, watermark) {
                 self.fire(&key, window, out)?;
             }
@@ -543,12 +557,38 @@ where
             };
             self.runtime().store.set_current_key(Some(key.clone()));
             self.fire(&key, window, out)?;
-            self.clear_window(window);
+            self.clear_window(window)?;
         }
         Ok(())
     }
 
     fn num_late_records_dropped(&self) -> u64 {
         self.num_late_records_dropped
+    }
+
+    fn snapshot_state(
+        &mut self,
+        _checkpoint_id: u64,
+    ) -> Result<Option<KeyedStateSnapshot>, StreamError> {
+        let runtime = self.runtime();
+        let mut snapshot = runtime.store.snapshot()?;
+        runtime
+            .timers
+            .snapshot_into(runtime.store.max_parallelism(), &mut snapshot)?;
+        Ok(Some(snapshot))
+    }
+
+    fn restore_state(
+        &mut self,
+        snapshot: &KeyedStateSnapshot,
+        key_groups: std::ops::Range<u32>,
+    ) -> Result<(), StreamError> {
+        let runtime = self.runtime();
+        let max_parallelism = runtime.store.max_parallelism();
+        runtime.store.restore(snapshot, key_groups.clone())?;
+        runtime
+            .timers
+            .restore(snapshot, key_groups, max_parallelism)?;
+        Ok(())
     }
 }
