@@ -32,8 +32,10 @@
 //! and needs no schema; a compact binary encoding is the obvious change when checkpoint
 //! size is measured (issue 10's benchmark reports it).
 
+mod object_store;
 mod storage;
 
+pub use self::object_store::{ObjectStoreCheckpointStorage, STATE_OBJECT_NAME};
 pub use storage::{
     CheckpointStorage, DirectoryCheckpointStorage, InMemoryCheckpointStorage, METADATA_FILE_NAME,
 };

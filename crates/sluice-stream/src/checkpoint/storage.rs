@@ -10,8 +10,9 @@
 //! truncated or misplaced state file is an error rather than a silent partial restore.
 //! The newest `retained_checkpoints` completed checkpoints are kept, older ones deleted.
 //!
-//! Not yet: object storage (S3, GCS, Azure through `object_store`); the same layout works
-//! there with the metadata object's PUT as the commit point.
+//! Object storage (S3 and what `object_store` reaches) is `ObjectStoreCheckpointStorage`
+//! in `object_store.rs`: the same layout, with the metadata object's PUT as the commit
+//! point.
 
 use std::cell::RefCell;
 use std::fs;
