@@ -3,7 +3,8 @@
 //! Mirrors Flink's API so the guide's Java reads almost line for line:
 //! `filter` → `key_by` → `window(assigner)` → `allowed_lateness` / `side_output_late_data`
 //! → `aggregate` / `reduce` / `process`, and `key_by(..).process(KeyedProcessFunction)`,
-//! `union`, `get_side_output(tag)`, `sink_to(sink)`. Each call adds a node to the
+//! `union`, `get_side_output(tag)`, `sink_to(sink)`; two-input operators (`connect`,
+//! `co_group`) are in `join`. Each call adds a node to the
 //! environment's graph and returns a handle typed by the records that node emits, so the
 //! compiler checks every edge. Stream elements must be `Clone` because a stream may feed
 //! several consumers (Flink copies records between operators for the same reason) and
@@ -23,6 +24,7 @@ use crate::functions::{
     AggregateFunction, KeyedProcessFunction, OutputTag, ProcessWindowFunction, ReduceFunction,
     WindowContext,
 };
+use crate::join::{CoGroupedStreams, ConnectedStreams};
 use crate::keyed_process::KeyedProcessOperator;
 use crate::operator::{
     FilterOperator, FlatMapOperator, MapOperator, Operator, Port, UnionOperator,
@@ -84,6 +86,37 @@ impl<T: Clone + 'static> DataStream<T> {
             inputs,
         );
         DataStream::new(self.graph.clone(), node, Port::Main)
+    }
+
+    /// Adds an operator reading this stream as input 0 and `second` as input 1.
+    pub(crate) fn add_two_input_operator<U: Clone + 'static, I2: Clone + 'static>(
+        &self,
+        name: &str,
+        operator: Box<dyn Operator>,
+        second: &DataStream<I2>,
+    ) -> DataStream<U> {
+        self.add_operator(name, operator, vec![self.input(), second.input()])
+    }
+
+    /// Flink's `connect`: pairs this stream with `other` for a two-input operator
+    /// (`key_by(..).process(KeyedCoProcessFunction)`), whose watermark is the minimum of
+    /// both inputs'.
+    pub fn connect<I2: Clone + 'static>(&self, other: &DataStream<I2>) -> ConnectedStreams<T, I2> {
+        ConnectedStreams {
+            first: self.clone(),
+            second: other.clone(),
+        }
+    }
+
+    /// Flink's `coGroup`: `.where_key(..).equal_to(..).window(..).apply(CoGroupFunction)`,
+    /// or `.join(JoinFunction)` instead of `apply` for Flink's window `join`.
+    pub fn co_group<I2: Clone + 'static>(&self, other: &DataStream<I2>) -> CoGroupedStreams<T, I2> {
+        CoGroupedStreams::new(self.clone(), other.clone())
+    }
+
+    /// A configuration error found while building: `execute` fails with it.
+    pub(crate) fn report_error(&self, error: String) {
+        self.graph.borrow_mut().errors.push(error);
     }
 
     /// Renames the operator that produces this stream (shown in metrics).

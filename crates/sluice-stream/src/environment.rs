@@ -233,6 +233,20 @@ impl StreamExecutionEnvironment {
         DataStream::new(self.graph.clone(), node, Port::Main)
     }
 
+    /// Adds a source node run by `runner` (a connector's source, e.g. `kafka::KafkaSource`).
+    pub(crate) fn add_source_runner<T: Clone + 'static>(
+        &self,
+        name: &str,
+        runner: Box<dyn SourceRunner>,
+    ) -> DataStream<T> {
+        let node = self.graph.borrow_mut().add_node(
+            name.to_string(),
+            NodeKind::Source(runner),
+            Vec::new(),
+        );
+        DataStream::new(self.graph.clone(), node, Port::Main)
+    }
+
     /// Flink's `fromCollection`/`fromData`: records without timestamps, no watermarks but
     /// the final one.
     pub fn from_collection<T: Clone + 'static>(&self, records: Vec<T>) -> DataStream<T> {

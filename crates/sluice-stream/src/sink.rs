@@ -12,7 +12,9 @@
 //!   only when that checkpoint completes; a restart discards uncommitted transactions.
 //!   The end of a bounded input commits everything (the role of Flink's final checkpoint).
 //!
-//! The Kafka sink with delivery guarantees comes with the client (issue 8).
+//! The Kafka sink with delivery guarantees is `kafka::KafkaSink`; it keeps its
+//! pre-committed transaction in the checkpoint through `checkpoint_state` /
+//! `restore_checkpoint_state` (stored as one cell of the sink node's snapshot).
 
 use std::any::Any;
 use std::cell::RefCell;
@@ -20,9 +22,10 @@ use std::collections::BTreeMap;
 use std::marker::PhantomData;
 use std::rc::Rc;
 
-use crate::checkpoint::KeyedStateSnapshot;
+use crate::checkpoint::{CellSnapshot, KeyGroupSnapshot, KeyedStateSnapshot};
 use crate::error::StreamError;
 use crate::operator::{Operator, OperatorSetup, Output, unbox};
+use crate::state::Namespace;
 
 /// Receives a stream's records.
 pub trait Sink<T>: 'static {
@@ -48,7 +51,21 @@ pub trait Sink<T>: 'static {
     fn finish(&mut self) -> Result<(), StreamError> {
         Ok(())
     }
+    /// Called right after `snapshot_state`: what the sink needs in the checkpoint to
+    /// finish its pre-commit after a crash (Flink's committables: a Kafka sink stores the
+    /// transaction it pre-committed). `None`: nothing.
+    fn checkpoint_state(&mut self) -> Result<Option<serde_json::Value>, StreamError> {
+        Ok(None)
+    }
+    /// After `open`, before any record, when the job restores a checkpoint in which
+    /// `checkpoint_state` returned `state`: commit what that checkpoint pre-committed.
+    fn restore_checkpoint_state(&mut self, _state: &serde_json::Value) -> Result<(), StreamError> {
+        Ok(())
+    }
 }
+
+/// The name of the one cell a sink's `checkpoint_state` is stored in.
+const SINK_STATE_NAME: &str = "sink";
 
 /// What a `CollectSink` saw, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -223,7 +240,42 @@ impl<T: 'static, S: Sink<T>> Operator for SinkOperator<T, S> {
         checkpoint_id: u64,
     ) -> Result<Option<KeyedStateSnapshot>, StreamError> {
         self.sink.snapshot_state(checkpoint_id)?;
-        Ok(None)
+        // A sink's state is not keyed: one cell in key group 0, which the single
+        // instance of every operator owns.
+        let Some(value) = self.sink.checkpoint_state()? else {
+            return Ok(None);
+        };
+        let cell = CellSnapshot {
+            key: serde_json::Value::Null,
+            state: SINK_STATE_NAME.to_string(),
+            namespace: Namespace::Void,
+            value,
+        };
+        let mut snapshot = KeyedStateSnapshot::default();
+        snapshot.key_groups.insert(
+            0,
+            KeyGroupSnapshot {
+                cells: vec![cell],
+                timers: Vec::new(),
+            },
+        );
+        Ok(Some(snapshot))
+    }
+
+    fn restore_state(
+        &mut self,
+        snapshot: &KeyedStateSnapshot,
+        _key_groups: std::ops::Range<u32>,
+    ) -> Result<(), StreamError> {
+        let cell = snapshot
+            .key_groups
+            .values()
+            .flat_map(|group| group.cells.iter())
+            .find(|cell| cell.state == SINK_STATE_NAME);
+        match cell {
+            Some(cell) => self.sink.restore_checkpoint_state(&cell.value),
+            None => Ok(()),
+        }
     }
 
     fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> Result<(), StreamError> {

@@ -17,8 +17,8 @@
 //! a replayed "processing time is now t" step that is already in the past is skipped
 //! (the clock never goes back), so a restarted script does not fail on it.
 //!
-//! The Kafka source (per-partition watermarks, offsets in checkpoints) is not here yet: it
-//! needs the client of issue 8.
+//! The Kafka source (per-partition watermarks, offsets in checkpoints) is
+//! `kafka::KafkaSource`, another `SourceRunner`.
 
 use std::any::Any;
 

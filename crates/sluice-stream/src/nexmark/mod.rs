@@ -3,8 +3,10 @@
 //! What it is: the standard Nexmark stream of people, auctions and bids (`Event`), generated
 //! deterministically from a seed and a `GeneratorConfig` by `Generator`, an iterator over
 //! the whole stream or over one of `n` partitions for parallel sources, and the JSON form
-//! in which events go into a Kafka topic. What it is not (yet): the queries (q0–q12) or
-//! a DataStream source; those build on this module. It exists so that Sluice's queries
+//! in which events go into a Kafka topic, and (`queries`) the queries q0, q1, q2, q3, q4,
+//! q5, q7, q8, q11 and q12 as DataStream jobs over a stream of `Event`s, with their
+//! definitions and deviations. What it is not (yet): a DataStream source of its own (jobs
+//! feed the generated events through a `CollectionSource` or a topic). It exists so that Sluice's queries
 //! and the Flink baseline of `bench/nexmark` consume the same model (issue 10).
 //!
 //! # Follows the reference exactly
@@ -86,6 +88,7 @@ mod config;
 mod error;
 mod generator;
 mod model;
+pub mod queries;
 mod random;
 
 pub use config::{

@@ -1,0 +1,539 @@
+//! The Kafka connectors against a real Sluice node started in-process:
+//! - a source → exactly-once sink round trip, read_committed on both ends (an aborted
+//!   record reaching the job fails it);
+//! - at-least-once: a failure after the last checkpoint loses nothing;
+//! - the source's watermark is the minimum over its partitions';
+//! - issue 10's fault test on the guide's order-statistics pipeline
+//!   (`examples/order_stats.rs`, included below for its `build_job`): jobs killed in the
+//!   middle of a transaction and between "checkpoint stored" and "transaction committed"
+//!   (without restarts, then started again on the same checkpoint directory), then the
+//!   same failures survived by the restart strategy; the read_committed output must equal
+//!   a batch computation over the input, without duplicates. The input is in order
+//!   within 10 s per partition and ends with a trailing order per partition that pushes
+//!   every partition's watermark past the last window.
+//!
+//! The broker runs on its own multi-thread runtime; the jobs run on the test's thread
+//! (the executor is synchronous and its connectors block on runtimes of their own).
+
+#[path = "../../sluice-broker/tests/common/mod.rs"]
+mod common;
+#[path = "../examples/order_stats.rs"]
+mod order_stats;
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, VecDeque};
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::Duration;
+
+use sluice_client::consumer::{Consumer, ConsumerConfig};
+use sluice_client::producer::{Producer, ProducerConfig, ProducerRecord};
+use sluice_client::{Admin, ClientConfig, NewTopic, TopicPartition};
+use sluice_stream::kafka::{DeliveryGuarantee, KafkaSink, KafkaSource};
+use sluice_stream::{
+    CollectSink, DirectoryCheckpointStorage, RestartStrategy, Sink, StreamError,
+    StreamExecutionEnvironment, WatermarkEmission, WatermarkStrategy,
+};
+
+use order_stats::{Args, Order, OrderStats};
+
+struct Broker {
+    runtime: tokio::runtime::Runtime,
+    node: Option<common::TestNode>,
+    address: SocketAddr,
+}
+
+impl Broker {
+    fn start() -> Broker {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let node = runtime.block_on(common::TestNode::start(&[
+            ("group.initial.rebalance.delay.ms", "0"),
+            ("transaction.state.log.num.partitions", "3"),
+            ("offsets.topic.num.partitions", "3"),
+        ]));
+        let address = node.address;
+        Broker {
+            runtime,
+            node: Some(node),
+            address,
+        }
+    }
+
+    fn bootstrap(&self) -> String {
+        self.address.to_string()
+    }
+
+    fn create_topic(&self, name: &str, partitions: i32) {
+        self.runtime.block_on(async {
+            let admin = Admin::connect(ClientConfig::new([self.bootstrap()]))
+                .await
+                .unwrap();
+            let topic = NewTopic {
+                name: name.to_string(),
+                num_partitions: Some(partitions),
+                replication_factor: Some(1),
+                configs: Vec::new(),
+            };
+            admin.create_topics(&[topic], false).await.unwrap();
+        });
+    }
+
+    /// Writes `records` ((partition, timestamp, value)) in committed transactions of
+    /// `per_transaction`, and after each committed one an aborted transaction of
+    /// `poison`, which read_committed readers must never see.
+    fn produce(
+        &self,
+        topic: &str,
+        records: &[(i32, i64, String)],
+        per_transaction: usize,
+        poison: &str,
+    ) {
+        self.runtime.block_on(async {
+            let producer = Producer::connect(
+                ProducerConfig::from_iter([
+                    ("bootstrap.servers", self.bootstrap().as_str()),
+                    ("transactional.id", "test-input"),
+                    ("linger.ms", "5"),
+                ])
+                .unwrap(),
+            )
+            .await
+            .unwrap();
+            producer.init_transactions().await.unwrap();
+            for chunk in records.chunks(per_transaction) {
+                producer.begin_transaction().unwrap();
+                for (partition, timestamp, value) in chunk {
+                    let record = ProducerRecord::new(topic, value.clone())
+                        .with_partition(*partition)
+                        .with_timestamp(*timestamp);
+                    drop(producer.send(record).await.unwrap());
+                }
+                producer.commit_transaction().await.unwrap();
+                producer.begin_transaction().unwrap();
+                for partition in 0..3 {
+                    let record =
+                        ProducerRecord::new(topic, poison.to_string()).with_partition(partition);
+                    drop(producer.send(record).await.unwrap());
+                }
+                producer.abort_transaction().await.unwrap();
+            }
+            producer.close().await.unwrap();
+        });
+    }
+
+    /// Every value a read_committed reader sees in `topic`, once nothing more arrives.
+    fn read_committed(&self, topic: &str, partitions: i32) -> Vec<String> {
+        self.runtime.block_on(async {
+            let mut consumer = Consumer::new(
+                ConsumerConfig::from_map([
+                    ("bootstrap.servers", self.bootstrap().as_str()),
+                    ("isolation.level", "read_committed"),
+                    ("fetch.max.wait.ms", "50"),
+                ])
+                .unwrap(),
+            )
+            .await
+            .unwrap();
+            let assigned: Vec<TopicPartition> = (0..partitions)
+                .map(|partition| TopicPartition::new(topic, partition))
+                .collect();
+            consumer.assign(assigned.clone()).unwrap();
+            consumer.seek_to_beginning(&assigned).unwrap();
+            let mut values = Vec::new();
+            let mut empty_polls = 0;
+            while empty_polls < 5 {
+                let records = consumer.poll(Duration::from_millis(100)).await.unwrap();
+                if records.is_empty() {
+                    empty_polls += 1;
+                }
+                for record in records {
+                    let value = record.value.unwrap_or_default();
+                    values.push(String::from_utf8(value.to_vec()).unwrap());
+                }
+            }
+            values
+        })
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        if let Some(node) = self.node.take() {
+            self.runtime.block_on(node.stop());
+        }
+    }
+}
+
+fn checkpointed_env(
+    directory: &std::path::Path,
+    restart: RestartStrategy,
+) -> StreamExecutionEnvironment {
+    let mut env = StreamExecutionEnvironment::new();
+    env.enable_checkpointing(Duration::from_millis(100))
+        .set_checkpoint_storage(DirectoryCheckpointStorage::new(directory, 2).unwrap())
+        .set_restart_strategy(restart);
+    env
+}
+
+#[test]
+fn a_round_trip_reads_and_writes_committed_records_only() {
+    let broker = Broker::start();
+    broker.create_topic("words", 3);
+    broker.create_topic("shouted", 2);
+    let input: Vec<(i32, i64, String)> = (0..300)
+        .map(|index| (index % 3, 1_000 + i64::from(index), format!("word-{index}")))
+        .collect();
+    broker.produce("words", &input, 40, "ABORTED");
+
+    let checkpoints = tempfile::tempdir().unwrap();
+    let env = checkpointed_env(checkpoints.path(), RestartStrategy::NoRestart);
+    let source = KafkaSource::new(broker.bootstrap(), ["words"], |value: &[u8]| {
+        let value = String::from_utf8(value.to_vec()).map_err(|error| error.to_string())?;
+        // An aborted record reaching the job fails it: read_committed is checked here.
+        if value == "ABORTED" {
+            return Err("read an aborted record".to_string());
+        }
+        Ok(value)
+    })
+    .with_stop_when_idle(Duration::from_millis(500), true);
+    env.from_kafka_source(source, WatermarkStrategy::no_watermarks(), "words")
+        .map(|word: String| word.to_uppercase())
+        .sink_to(KafkaSink::new(
+            broker.bootstrap(),
+            "shouted",
+            |word: &String| (None, word.clone().into_bytes()),
+            DeliveryGuarantee::ExactlyOnce {
+                transactional_id_prefix: "round-trip".to_string(),
+            },
+        ));
+    let result = env.execute("round trip").unwrap();
+    assert!(result.num_completed_checkpoints >= 1, "{result:?}");
+
+    let mut expected: Vec<String> = input
+        .iter()
+        .map(|(_, _, word)| word.to_uppercase())
+        .collect();
+    let mut output = broker.read_committed("shouted", 2);
+    expected.sort();
+    output.sort();
+    assert_eq!(output, expected);
+}
+
+/// At-least-once: a failure after the last checkpoint replays records into the output
+/// (duplicates allowed), but every record is there.
+#[test]
+fn at_least_once_loses_nothing_across_a_restart() {
+    let broker = Broker::start();
+    broker.create_topic("letters", 3);
+    broker.create_topic("copied", 1);
+    let input: Vec<(i32, i64, String)> = (0..200)
+        .map(|index| {
+            (
+                index % 3,
+                1_000 + i64::from(index),
+                format!("letter-{index}"),
+            )
+        })
+        .collect();
+    broker.produce("letters", &input, 50, "ABORTED");
+
+    let checkpoints = tempfile::tempdir().unwrap();
+    let env = checkpointed_env(
+        checkpoints.path(),
+        RestartStrategy::fixed_delay(1, Duration::ZERO),
+    );
+    let source = KafkaSource::new(broker.bootstrap(), ["letters"], |value: &[u8]| {
+        String::from_utf8(value.to_vec()).map_err(|error| error.to_string())
+    })
+    .with_property("max.poll.records", "10")
+    .with_stop_when_idle(Duration::from_millis(300), true);
+    let sink = FailingSink {
+        inner: KafkaSink::new(
+            broker.bootstrap(),
+            "copied",
+            |letter: &String| (None, letter.clone().into_bytes()),
+            DeliveryGuarantee::AtLeastOnce,
+        ),
+        failures: Rc::new(RefCell::new(VecDeque::from([Failure::AtWrite(150)]))),
+        writes_since_failure: 0,
+        writes_since_commit: 0,
+    };
+    env.from_kafka_source(source, WatermarkStrategy::no_watermarks(), "letters")
+        .sink_to(sink);
+    let result = env.execute("at least once").unwrap();
+    assert_eq!(result.num_restarts, 1, "{result:?}");
+
+    let mut output = broker.read_committed("copied", 1);
+    output.sort();
+    output.dedup();
+    let mut expected: Vec<String> = input.into_iter().map(|(_, _, letter)| letter).collect();
+    expected.sort();
+    assert_eq!(output, expected);
+}
+
+/// The source's watermark is the minimum over its partitions' watermarks (Flink's
+/// per-split watermarks): partition 2's only record (500) holds it at 499 although
+/// partitions 0 and 1 run far ahead, whatever order the partitions are read in.
+#[test]
+fn the_source_watermark_is_the_minimum_over_partitions() {
+    let broker = Broker::start();
+    broker.create_topic("timed", 3);
+    let mut input: Vec<(i32, i64, String)> = Vec::new();
+    for index in 0..100 {
+        input.push((0, index * 10, format!("early-{index}")));
+        input.push((1, 100_000 + index * 10, format!("late-{index}")));
+    }
+    input.push((2, 500, "middle".to_string()));
+    broker.produce("timed", &input, 67, "ABORTED");
+
+    let mut env = StreamExecutionEnvironment::new();
+    env.set_watermark_emission(WatermarkEmission::AfterEveryEvent);
+    let source = KafkaSource::new(broker.bootstrap(), ["timed"], |value: &[u8]| {
+        String::from_utf8(value.to_vec()).map_err(|error| error.to_string())
+    })
+    .with_stop_when_idle(Duration::from_millis(300), false);
+    let sink = CollectSink::new();
+    env.from_kafka_source(
+        source,
+        WatermarkStrategy::for_monotonous_timestamps(),
+        "timed",
+    )
+    .sink_to(sink.clone());
+    env.execute("watermarks").unwrap();
+
+    assert_eq!(sink.records().len(), input.len());
+    let watermarks = sink.watermarks();
+    assert_eq!(watermarks.last(), Some(&499), "{watermarks:?}");
+    assert!(
+        watermarks.iter().all(|watermark| *watermark <= 499),
+        "{watermarks:?}"
+    );
+}
+
+/// Where the failing sink fails next.
+#[derive(Debug, Clone, Copy)]
+enum Failure {
+    /// At the n-th write after the previous failure: a transaction half written.
+    AtWrite(u32),
+    /// In `notify_checkpoint_complete` of the next checkpoint with output: after the
+    /// checkpoint was stored, before its transaction is committed.
+    BeforeCommit,
+}
+
+/// A sink that fails on a schedule, then writes through `inner`.
+struct FailingSink<S> {
+    inner: S,
+    failures: Rc<RefCell<VecDeque<Failure>>>,
+    writes_since_failure: u32,
+    writes_since_commit: u32,
+}
+
+impl<S> FailingSink<S> {
+    fn fail(&mut self, what: &str) -> Result<(), StreamError> {
+        self.failures.borrow_mut().pop_front();
+        self.writes_since_failure = 0;
+        Err(StreamError::Function(format!("injected failure {what}")))
+    }
+}
+
+impl<T: 'static, S: Sink<T>> Sink<T> for FailingSink<S> {
+    fn open(&mut self) -> Result<(), StreamError> {
+        self.writes_since_commit = 0;
+        self.inner.open()
+    }
+    fn write(&mut self, value: T, timestamp: Option<i64>) -> Result<(), StreamError> {
+        self.writes_since_failure += 1;
+        self.writes_since_commit += 1;
+        std::thread::sleep(WRITE_DELAY);
+        let next = self.failures.borrow().front().copied();
+        if let Some(Failure::AtWrite(n)) = next
+            && self.writes_since_failure >= n
+        {
+            return self.fail("in a write");
+        }
+        self.inner.write(value, timestamp)
+    }
+    fn snapshot_state(&mut self, checkpoint_id: u64) -> Result<(), StreamError> {
+        self.inner.snapshot_state(checkpoint_id)
+    }
+    fn checkpoint_state(&mut self) -> Result<Option<serde_json::Value>, StreamError> {
+        self.inner.checkpoint_state()
+    }
+    fn restore_checkpoint_state(&mut self, state: &serde_json::Value) -> Result<(), StreamError> {
+        self.inner.restore_checkpoint_state(state)
+    }
+    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> Result<(), StreamError> {
+        let next = self.failures.borrow().front().copied();
+        if matches!(next, Some(Failure::BeforeCommit)) && self.writes_since_commit > 0 {
+            return self.fail("before a commit");
+        }
+        self.writes_since_commit = 0;
+        self.inner.notify_checkpoint_complete(checkpoint_id)
+    }
+    fn finish(&mut self) -> Result<(), StreamError> {
+        self.inner.finish()
+    }
+}
+
+const ORDERS: i64 = 1_500;
+const WRITE_DELAY: Duration = Duration::from_millis(3);
+const PARTITIONS: i32 = 3;
+const REGIONS: [&str; 4] = ["EU", "US", "APAC", "LATAM"];
+const STATUSES: [&str; 4] = ["COMPLETED", "COMPLETED", "PENDING", "CANCELLED"];
+
+/// Orders 3 s apart in event time, each displaced by up to ±4 s (within the 10 s bound
+/// in every partition), amounts exact in binary so sums do not depend on order; then per
+/// partition a trailing order 6 minutes after the last, which pushes every partition's
+/// watermark past the last window.
+fn orders() -> Vec<(i32, Order)> {
+    let mut seed = 0x9e37_79b9_u64;
+    let mut next = |bound: u64| {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        (seed >> 33) % bound
+    };
+    let base = 1_700_000_000_000_i64;
+    let order = |index: i64, created_at: i64, status: &str, region: &str, amount: f64| Order {
+        order_id: serde_json::json!(index),
+        customer_id: serde_json::json!(index % 97),
+        amount,
+        currency: "EUR".to_string(),
+        created_at,
+        status: status.to_string(),
+        region: region.to_string(),
+    };
+    let mut orders: Vec<(i32, Order)> = (0..ORDERS)
+        .map(|index| {
+            let jitter = next(8_001) as i64 - 4_000;
+            let created_at = base + index * 3_000 + jitter;
+            let status = STATUSES[next(4) as usize];
+            let region = REGIONS[next(4) as usize];
+            let amount = next(4_000) as f64 * 0.25;
+            let partition = (index % i64::from(PARTITIONS)) as i32;
+            (partition, order(index, created_at, status, region, amount))
+        })
+        .collect();
+    let last = base + ORDERS * 3_000 + 4_000;
+    for partition in 0..PARTITIONS {
+        let trailing = order(-1, last + 6 * 60_000, "TRAILING", "EU", 0.0);
+        orders.push((partition, trailing));
+    }
+    orders
+}
+
+fn to_json(order: &Order) -> String {
+    serde_json::json!({
+        "order_id": order.order_id,
+        "customer_id": order.customer_id,
+        "amount": order.amount,
+        "currency": order.currency,
+        "created_at": order.created_at,
+        "status": order.status,
+        "region": order.region,
+    })
+    .to_string()
+}
+
+/// The batch computation: every COMPLETED order's 5-minute window, per region.
+fn batch_stats(orders: &[(i32, Order)]) -> Vec<OrderStats> {
+    let size_ms = order_stats::WINDOW_SIZE.as_millis() as i64;
+    let mut windows: BTreeMap<(String, i64), (u64, f64)> = BTreeMap::new();
+    for (_, order) in orders
+        .iter()
+        .filter(|(_, order)| order.status == "COMPLETED")
+    {
+        let start = order.created_at - order.created_at.rem_euclid(size_ms);
+        let window = windows.entry((order.region.clone(), start)).or_default();
+        window.0 += 1;
+        window.1 += order.amount;
+    }
+    windows
+        .into_iter()
+        .map(|((region, window_start), (count, total))| OrderStats {
+            region,
+            window_start,
+            window_end: window_start + size_ms,
+            count,
+            total,
+        })
+        .collect()
+}
+
+fn sorted(mut stats: Vec<OrderStats>) -> Vec<OrderStats> {
+    stats.sort_by(|a, b| (&a.region, a.window_start).cmp(&(&b.region, b.window_start)));
+    stats
+}
+
+#[test]
+fn order_stats_output_equals_the_batch_computation_despite_failures() {
+    let broker = Broker::start();
+    broker.create_topic("orders", PARTITIONS);
+    broker.create_topic("order-stats", 1);
+    let orders = orders();
+    let records: Vec<(i32, i64, String)> = orders
+        .iter()
+        .map(|(partition, order)| (*partition, order.created_at, to_json(order)))
+        .collect();
+    broker.produce("orders", &records, 100, "not json: aborted");
+    let checkpoints = tempfile::tempdir().unwrap();
+    let args = Args {
+        bootstrap: broker.bootstrap(),
+        input: "orders".to_string(),
+        output: "order-stats".to_string(),
+        checkpoint_dir: checkpoints.path().display().to_string(),
+        checkpoint_interval_ms: 10,
+        exit_when_idle_ms: Some(500),
+        transactional_id_prefix: "order-stats-test".to_string(),
+    };
+    // Small polls and frequent checkpoints, so the job spans many checkpoints.
+    let source = || order_stats::order_source(&args).with_property("max.poll.records", "10");
+
+    let failing = |failures: Vec<Failure>| FailingSink {
+        inner: order_stats::stats_sink(&args),
+        failures: Rc::new(RefCell::new(failures.into())),
+        writes_since_failure: 0,
+        writes_since_commit: 0,
+    };
+    // The job: watermarks after every record so windows fire throughout the input, and a
+    // sink that takes 3 ms per record, so checkpoints (every 10 ms) fall between its
+    // writes rather than after all of them.
+    let job = |failures: Vec<Failure>, restart| {
+        let mut env = order_stats::build_job(&args, source(), failing(failures), restart).unwrap();
+        env.set_watermark_emission(WatermarkEmission::AfterEveryEvent);
+        env
+    };
+    // Each failure comes before the input is exhausted, as it fails at the first write
+    // or the first checkpoint with output of its attempt and some 60 windows fire
+    // spread over the input.
+    // 1. A process killed in the middle of a transaction, and
+    // 2. one killed after a checkpoint was stored but before its transaction was
+    //    committed: jobs without restarts, started again on the same directory.
+    for (run, failure) in [(1, Failure::AtWrite(2)), (2, Failure::BeforeCommit)] {
+        let env = job(vec![failure], RestartStrategy::NoRestart);
+        let killed = env.execute("order stats, killed");
+        assert!(
+            matches!(&killed, Err(StreamError::Function(message)) if message.contains("injected")),
+            "run {run}: {killed:?}"
+        );
+    }
+    // 3. The same failures inside one process, survived by the restart strategy.
+    let env = job(
+        vec![Failure::AtWrite(1), Failure::BeforeCommit],
+        RestartStrategy::fixed_delay(5, Duration::ZERO),
+    );
+    let result = env.execute("order stats, resumed").unwrap();
+
+    let output: Vec<OrderStats> = broker
+        .read_committed("order-stats", 1)
+        .iter()
+        .map(|value| serde_json::from_str(value).unwrap())
+        .collect();
+    let expected = batch_stats(&orders);
+    assert!(expected.len() > 60, "{} windows", expected.len());
+    assert_eq!(sorted(output), expected);
+    assert!(result.restored_checkpoint_id.is_some(), "{result:?}");
+    assert_eq!(result.num_restarts, 2, "{result:?}");
+}
