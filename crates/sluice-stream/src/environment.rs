@@ -15,8 +15,9 @@
 //! State: `set_state_backend` picks the heap (`HashMapStateBackend`, the default) or
 //! fjall (`FjallStateBackend`, one scratch directory per keyed operator).
 //!
-//! Not here yet: `set_parallelism` (the executor runs one instance of each operator; see
-//! the crate docs for the plan).
+//! Not here yet: `set_parallelism` (the executor runs one instance of each operator). The
+//! parallel runtime is `runtime::ParallelStream`, configured by `runtime::ParallelConfig`
+//! until the `DataStream` operators become `Send` and this environment can select it.
 
 use std::any::Any;
 use std::cell::RefCell;

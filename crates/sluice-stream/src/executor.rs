@@ -31,7 +31,10 @@
 //! `key_by`), so a slow sink backpressures the sources; the valve moves to each task's
 //! input gate, which also aligns checkpoint barriers before the task snapshots its key
 //! groups. The operator interface (`process_record`, `advance_watermark`,
-//! `advance_processing_time`, `finish`) is already what a task loop calls.
+//! `advance_processing_time`, `finish`) is already what a task loop calls. The task side of
+//! that plan (threads, bounded channels, partitioning, valves per task, barrier alignment,
+//! rescaling by key group) is built and tested in `runtime`, for its own `Send` operators;
+//! this executor stays the default until the `DataStream` operators can run there.
 //!
 //! Bounds: the work queue holds what one source step produces, transitively, and at most
 //! `work_queue_events_max` events (default `WORK_QUEUE_EVENTS_MAX`); a step that produces more (a `flat_map` exploding a

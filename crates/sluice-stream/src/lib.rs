@@ -27,11 +27,16 @@
 //! or on disk (`FjallStateBackend`), per key group, behind one `StateBackend` trait.
 //!
 //! What it is not (yet), relative to issue 10:
-//! - parallel: jobs run on a deterministic single-threaded executor (`executor` describes
-//!   the plan for tasks, bounded channels and key-group routing); so barrier alignment is
-//!   trivial, a checkpoint completes within the step that triggered it (timeout and
-//!   concurrency bounds never bite), and restoring with another parallelism is not
-//!   reachable through `execute` yet (only one instance per operator exists);
+//! - parallel through the `DataStream` API: `execute` runs a deterministic single-threaded
+//!   executor, so barrier alignment is trivial, a checkpoint completes within the step
+//!   that triggered it (timeout and concurrency bounds never bite), and restoring with
+//!   another parallelism is not reachable through `execute` (one instance per operator).
+//!   The parallel runtime exists beside it as `runtime` (`ParallelStream`): tasks on
+//!   threads, bounded channels with backpressure, forward/rebalance/key-group
+//!   partitioning, per-channel watermark valves, aligned barriers, snapshots per key
+//!   group and restore with another parallelism, for linear pipelines of `map` and keyed
+//!   tumbling-window `reduce`, with an in-memory checkpoint store. Moving the `DataStream`
+//!   operators onto it (factories of `Clone + Send` functions) is the next step;
 //! - checkpoints only while every source runs (no FLIP-147 checkpoints after a bounded
 //!   source finished: the end of input commits instead); no savepoints, no incremental
 //!   checkpoints; snapshots are JSON (checkpoint storage: a directory, or an object store
@@ -67,7 +72,7 @@
 //! `KeyedCoProcessFunction`, window co-group and join), `source` / `sink`, `watermark` (strategies),
 //! `valve` (combining input watermarks), `window` (assigners) and `window::operator`,
 //! `keyed_process`, `state` (handles, TTL, backend), `timer`, `key_group`, `executor`,
-//! `time` (clocks).
+//! `runtime` (the parallel runtime), `time` (clocks).
 //!
 //! Cost today: one heap allocation per record per operator (records cross operators as
 //! `Box<dyn Any>`), one or two hash lookups per state access; no benchmark yet.
@@ -84,6 +89,7 @@ pub mod key_group;
 mod keyed_process;
 pub mod nexmark;
 mod operator;
+pub mod runtime;
 mod sink;
 mod source;
 pub mod state;
