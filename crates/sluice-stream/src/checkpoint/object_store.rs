@@ -47,8 +47,8 @@ use ::object_store::memory::InMemory;
 use ::object_store::path::Path;
 use ::object_store::{ListResult, ObjectStore, PutPayload};
 use bytes::Bytes;
-use serde::{Deserialize, Serialize};
 
+use super::storage::Metadata;
 use super::{CheckpointStorage, CompletedCheckpoint, METADATA_FILE_NAME};
 use crate::error::StreamError;
 
@@ -59,14 +59,6 @@ const CHECKPOINT_PREFIX: &str = "chk-";
 /// How long one object-store request (with its retries) may take before `store` or
 /// `latest` fails, unless `with_operation_timeout` says otherwise.
 const OPERATION_TIMEOUT_DEFAULT: Duration = Duration::from_secs(60);
-
-/// What `_metadata` says about its checkpoint: the same JSON as the directory storage's.
-#[derive(Debug, Serialize, Deserialize)]
-struct Metadata {
-    checkpoint_id: u64,
-    state_file: String,
-    state_bytes: u64,
-}
 
 /// The storage's private runtime; shut down without blocking when the last clone goes, as
 /// dropping a `Runtime` normally blocks and panics inside an async context.
@@ -335,39 +327,15 @@ impl ObjectStoreCheckpointStorage {
         let Some(metadata_bytes) = self.get(&metadata_path)? else {
             return Ok(None);
         };
-        let metadata: Metadata = serde_json::from_slice(&metadata_bytes)
-            .map_err(|error| object_error("decoding", &metadata_path, error))?;
-        if metadata.checkpoint_id != checkpoint_id {
-            return Err(object_error(
-                "checking",
-                &metadata_path,
-                format!("names checkpoint {}", metadata.checkpoint_id),
-            ));
-        }
+        let metadata = Metadata::decode(&metadata_bytes, checkpoint_id)
+            .map_err(|failure| object_error(failure.step, &metadata_path, failure.reason))?;
         let state_path = prefix.child(metadata.state_file.as_str());
         let state_bytes = self
             .get(&state_path)?
             .ok_or_else(|| object_error("reading", &state_path, "missing, metadata names it"))?;
-        if state_bytes.len() as u64 != metadata.state_bytes {
-            return Err(object_error(
-                "checking",
-                &state_path,
-                format!(
-                    "{} bytes, metadata says {}",
-                    state_bytes.len(),
-                    metadata.state_bytes
-                ),
-            ));
-        }
-        let checkpoint: CompletedCheckpoint = serde_json::from_slice(&state_bytes)
-            .map_err(|error| object_error("decoding", &state_path, error))?;
-        if checkpoint.checkpoint_id != checkpoint_id {
-            return Err(object_error(
-                "checking",
-                &state_path,
-                format!("holds checkpoint {}", checkpoint.checkpoint_id),
-            ));
-        }
+        let checkpoint = metadata
+            .decode_state(&state_bytes)
+            .map_err(|failure| object_error(failure.step, &state_path, failure.reason))?;
         Ok(Some(checkpoint))
     }
 }

@@ -83,12 +83,56 @@ impl CheckpointStorage for InMemoryCheckpointStorage {
     }
 }
 
-/// What `_metadata` says about its checkpoint.
+/// What `_metadata` says about its checkpoint (the same JSON in every storage).
 #[derive(Debug, Serialize, Deserialize)]
-struct Metadata {
-    checkpoint_id: u64,
-    state_file: String,
-    state_bytes: u64,
+pub(super) struct Metadata {
+    pub(super) checkpoint_id: u64,
+    pub(super) state_file: String,
+    pub(super) state_bytes: u64,
+}
+
+/// Why a checkpoint's metadata or state failed its checks: the step (`decoding`,
+/// `checking`) and the reason. Each storage names the file its own way.
+pub(super) struct CheckFailure {
+    pub(super) step: &'static str,
+    pub(super) reason: String,
+}
+
+impl Metadata {
+    /// Decodes `_metadata` and checks it names `checkpoint_id`.
+    pub(super) fn decode(bytes: &[u8], checkpoint_id: u64) -> Result<Metadata, CheckFailure> {
+        let fail = |step, reason: String| CheckFailure { step, reason };
+        let metadata: Metadata =
+            serde_json::from_slice(bytes).map_err(|error| fail("decoding", error.to_string()))?;
+        if metadata.checkpoint_id != checkpoint_id {
+            return Err(fail(
+                "checking",
+                format!("names checkpoint {}", metadata.checkpoint_id),
+            ));
+        }
+        Ok(metadata)
+    }
+
+    /// Checks the state's length against this metadata, decodes it and checks it holds
+    /// this checkpoint: a truncated or misplaced state is an error, never a partial restore.
+    pub(super) fn decode_state(&self, bytes: &[u8]) -> Result<CompletedCheckpoint, CheckFailure> {
+        let fail = |step, reason: String| CheckFailure { step, reason };
+        if bytes.len() as u64 != self.state_bytes {
+            return Err(fail(
+                "checking",
+                format!("{} bytes, metadata says {}", bytes.len(), self.state_bytes),
+            ));
+        }
+        let checkpoint: CompletedCheckpoint =
+            serde_json::from_slice(bytes).map_err(|error| fail("decoding", error.to_string()))?;
+        if checkpoint.checkpoint_id != self.checkpoint_id {
+            return Err(fail(
+                "checking",
+                format!("holds checkpoint {}", checkpoint.checkpoint_id),
+            ));
+        }
+        Ok(checkpoint)
+    }
 }
 
 /// Checkpoints as `chk-N` directories under a root directory.
@@ -146,38 +190,14 @@ impl DirectoryCheckpointStorage {
         let metadata_path = directory.join(METADATA_FILE_NAME);
         let metadata_bytes =
             fs::read(&metadata_path).map_err(|error| io_error("reading", &metadata_path, error))?;
-        let metadata: Metadata = serde_json::from_slice(&metadata_bytes)
-            .map_err(|error| io_error("decoding", &metadata_path, error))?;
-        if metadata.checkpoint_id != checkpoint_id {
-            return Err(io_error(
-                "checking",
-                &metadata_path,
-                format!("names checkpoint {}", metadata.checkpoint_id),
-            ));
-        }
+        let metadata = Metadata::decode(&metadata_bytes, checkpoint_id)
+            .map_err(|failure| io_error(failure.step, &metadata_path, failure.reason))?;
         let state_path = directory.join(&metadata.state_file);
         let state_bytes =
             fs::read(&state_path).map_err(|error| io_error("reading", &state_path, error))?;
-        if state_bytes.len() as u64 != metadata.state_bytes {
-            return Err(io_error(
-                "checking",
-                &state_path,
-                format!(
-                    "{} bytes, metadata says {}",
-                    state_bytes.len(),
-                    metadata.state_bytes
-                ),
-            ));
-        }
-        let checkpoint: CompletedCheckpoint = serde_json::from_slice(&state_bytes)
-            .map_err(|error| io_error("decoding", &state_path, error))?;
-        if checkpoint.checkpoint_id != checkpoint_id {
-            return Err(io_error(
-                "checking",
-                &state_path,
-                format!("holds checkpoint {}", checkpoint.checkpoint_id),
-            ));
-        }
+        let checkpoint = metadata
+            .decode_state(&state_bytes)
+            .map_err(|failure| io_error(failure.step, &state_path, failure.reason))?;
         Ok(checkpoint)
     }
 }
