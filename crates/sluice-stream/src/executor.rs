@@ -397,7 +397,7 @@ impl Runtime {
             };
             pending.nodes[source] = Some(NodeSnapshot {
                 name: node.metrics.name.clone(),
-                source_position: Some(runner.snapshot_position()),
+                source_position: Some(runner.snapshot_position(checkpoint_id)),
                 keyed_state: None,
             });
         }
@@ -485,8 +485,11 @@ impl Runtime {
             .complete(checkpoint_id, self.clock.now_ms());
         self.num_completed_checkpoints += 1;
         for node in &mut self.nodes {
-            if let NodeKind::Operator(operator) = &mut node.kind {
-                operator.notify_checkpoint_complete(checkpoint_id)?;
+            match &mut node.kind {
+                NodeKind::Operator(operator) => {
+                    operator.notify_checkpoint_complete(checkpoint_id)?
+                }
+                NodeKind::Source(source) => source.notify_checkpoint_complete(checkpoint_id)?,
             }
         }
         Ok(())

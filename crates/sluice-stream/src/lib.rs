@@ -45,8 +45,9 @@
 //!   per-partition watermarks in the checkpoint) and `kafka::KafkaSink` (none,
 //!   at-least-once, exactly-once: one transaction per checkpoint, its producer id and epoch
 //!   in the checkpoint and committed again on restore, as Flink's `KafkaSink` does) work,
-//!   but offsets are not committed back to a group, there are no topic patterns, and new
-//!   partitions are not discovered while running;
+//!   with topic patterns, partition discovery, bounded mode, starting from a timestamp
+//!   and offsets committed to the group when a checkpoint completes; but one source
+//!   instance reads every partition (no split assignment across parallel readers);
 //! - tuned for state larger than memory: `FjallStateBackend` (selected with
 //!   `set_state_backend(StateBackendKind::Fjall { .. })`) keeps cells on disk, but encodes
 //!   them as JSON per access and snapshots by decoding every cell (no incremental

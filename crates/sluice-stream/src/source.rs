@@ -70,14 +70,19 @@ impl<T> CollectionSource<T> {
 pub(crate) trait SourceRunner {
     /// Starts (or restarts) from the beginning.
     fn open(&mut self, clock: &dyn Clock);
-    /// Where the source is: what a checkpoint stores.
-    fn snapshot_position(&self) -> serde_json::Value;
+    /// Where the source is: what checkpoint `checkpoint_id` stores.
+    fn snapshot_position(&self, checkpoint_id: u64) -> serde_json::Value;
     /// After `open`: continue from a checkpointed position.
     fn restore_position(&mut self, position: &serde_json::Value) -> Result<(), StreamError>;
     /// Runs one script step; returns false once the source has ended.
     fn step(&mut self, clock: &dyn Clock, out: &mut Vec<Event>) -> Result<bool, StreamError>;
     /// A periodic watermark emission (and idleness check) at processing time `now_ms`.
     fn periodic_emit(&mut self, now_ms: i64, out: &mut Vec<Event>);
+    /// Checkpoint `checkpoint_id` is durable (a Kafka source commits its offsets to the
+    /// group, as Flink's `KafkaSourceReader.notifyCheckpointComplete` does).
+    fn notify_checkpoint_complete(&mut self, _checkpoint_id: u64) -> Result<(), StreamError> {
+        Ok(())
+    }
 }
 
 pub(crate) struct CollectionSourceRunner<T> {
@@ -163,7 +168,7 @@ impl<T: Clone + 'static> SourceRunner for CollectionSourceRunner<T> {
         self.ended = false;
     }
 
-    fn snapshot_position(&self) -> serde_json::Value {
+    fn snapshot_position(&self, _checkpoint_id: u64) -> serde_json::Value {
         serde_json::Value::from(self.next_event)
     }
 

@@ -15,158 +15,21 @@
 //! The broker runs on its own multi-thread runtime; the jobs run on the test's thread
 //! (the executor is synchronous and its connectors block on runtimes of their own).
 
-#[path = "../../sluice-broker/tests/common/mod.rs"]
-mod common;
 #[path = "../examples/order_stats.rs"]
 mod order_stats;
+mod support;
 
-use std::cell::RefCell;
-use std::collections::{BTreeMap, VecDeque};
-use std::net::SocketAddr;
-use std::rc::Rc;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
-use sluice_client::consumer::{Consumer, ConsumerConfig};
-use sluice_client::producer::{Producer, ProducerConfig, ProducerRecord};
-use sluice_client::{Admin, ClientConfig, NewTopic, TopicPartition};
 use sluice_stream::kafka::{DeliveryGuarantee, KafkaSink, KafkaSource};
 use sluice_stream::{
-    CollectSink, DirectoryCheckpointStorage, RestartStrategy, Sink, StreamError,
+    CollectSink, DirectoryCheckpointStorage, RestartStrategy, StreamError,
     StreamExecutionEnvironment, WatermarkEmission, WatermarkStrategy,
 };
 
 use order_stats::{Args, Order, OrderStats};
-
-struct Broker {
-    runtime: tokio::runtime::Runtime,
-    node: Option<common::TestNode>,
-    address: SocketAddr,
-}
-
-impl Broker {
-    fn start() -> Broker {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        let node = runtime.block_on(common::TestNode::start(&[
-            ("group.initial.rebalance.delay.ms", "0"),
-            ("transaction.state.log.num.partitions", "3"),
-            ("offsets.topic.num.partitions", "3"),
-        ]));
-        let address = node.address;
-        Broker {
-            runtime,
-            node: Some(node),
-            address,
-        }
-    }
-
-    fn bootstrap(&self) -> String {
-        self.address.to_string()
-    }
-
-    fn create_topic(&self, name: &str, partitions: i32) {
-        self.runtime.block_on(async {
-            let admin = Admin::connect(ClientConfig::new([self.bootstrap()]))
-                .await
-                .unwrap();
-            let topic = NewTopic {
-                name: name.to_string(),
-                num_partitions: Some(partitions),
-                replication_factor: Some(1),
-                configs: Vec::new(),
-            };
-            admin.create_topics(&[topic], false).await.unwrap();
-        });
-    }
-
-    /// Writes `records` ((partition, timestamp, value)) in committed transactions of
-    /// `per_transaction`, and after each committed one an aborted transaction of
-    /// `poison`, which read_committed readers must never see.
-    fn produce(
-        &self,
-        topic: &str,
-        records: &[(i32, i64, String)],
-        per_transaction: usize,
-        poison: &str,
-    ) {
-        self.runtime.block_on(async {
-            let producer = Producer::connect(
-                ProducerConfig::from_iter([
-                    ("bootstrap.servers", self.bootstrap().as_str()),
-                    ("transactional.id", "test-input"),
-                    ("linger.ms", "5"),
-                ])
-                .unwrap(),
-            )
-            .await
-            .unwrap();
-            producer.init_transactions().await.unwrap();
-            for chunk in records.chunks(per_transaction) {
-                producer.begin_transaction().unwrap();
-                for (partition, timestamp, value) in chunk {
-                    let record = ProducerRecord::new(topic, value.clone())
-                        .with_partition(*partition)
-                        .with_timestamp(*timestamp);
-                    drop(producer.send(record).await.unwrap());
-                }
-                producer.commit_transaction().await.unwrap();
-                producer.begin_transaction().unwrap();
-                for partition in 0..3 {
-                    let record =
-                        ProducerRecord::new(topic, poison.to_string()).with_partition(partition);
-                    drop(producer.send(record).await.unwrap());
-                }
-                producer.abort_transaction().await.unwrap();
-            }
-            producer.close().await.unwrap();
-        });
-    }
-
-    /// Every value a read_committed reader sees in `topic`, once nothing more arrives.
-    fn read_committed(&self, topic: &str, partitions: i32) -> Vec<String> {
-        self.runtime.block_on(async {
-            let mut consumer = Consumer::new(
-                ConsumerConfig::from_map([
-                    ("bootstrap.servers", self.bootstrap().as_str()),
-                    ("isolation.level", "read_committed"),
-                    ("fetch.max.wait.ms", "50"),
-                ])
-                .unwrap(),
-            )
-            .await
-            .unwrap();
-            let assigned: Vec<TopicPartition> = (0..partitions)
-                .map(|partition| TopicPartition::new(topic, partition))
-                .collect();
-            consumer.assign(assigned.clone()).unwrap();
-            consumer.seek_to_beginning(&assigned).unwrap();
-            let mut values = Vec::new();
-            let mut empty_polls = 0;
-            while empty_polls < 5 {
-                let records = consumer.poll(Duration::from_millis(100)).await.unwrap();
-                if records.is_empty() {
-                    empty_polls += 1;
-                }
-                for record in records {
-                    let value = record.value.unwrap_or_default();
-                    values.push(String::from_utf8(value.to_vec()).unwrap());
-                }
-            }
-            values
-        })
-    }
-}
-
-impl Drop for Broker {
-    fn drop(&mut self) {
-        if let Some(node) = self.node.take() {
-            self.runtime.block_on(node.stop());
-        }
-    }
-}
+use support::{Broker, FailingSink, Failure};
 
 fn checkpointed_env(
     directory: &std::path::Path,
@@ -251,17 +114,15 @@ fn at_least_once_loses_nothing_across_a_restart() {
     })
     .with_property("max.poll.records", "10")
     .with_stop_when_idle(Duration::from_millis(300), true);
-    let sink = FailingSink {
-        inner: KafkaSink::new(
+    let sink = FailingSink::new(
+        KafkaSink::new(
             broker.bootstrap(),
             "copied",
             |letter: &String| (None, letter.clone().into_bytes()),
             DeliveryGuarantee::AtLeastOnce,
         ),
-        failures: Rc::new(RefCell::new(VecDeque::from([Failure::AtWrite(150)]))),
-        writes_since_failure: 0,
-        writes_since_commit: 0,
-    };
+        vec![Failure::AtWrite(150)],
+    );
     env.from_kafka_source(source, WatermarkStrategy::no_watermarks(), "letters")
         .sink_to(sink);
     let result = env.execute("at least once").unwrap();
@@ -315,72 +176,7 @@ fn the_source_watermark_is_the_minimum_over_partitions() {
 }
 
 /// Where the failing sink fails next.
-#[derive(Debug, Clone, Copy)]
-enum Failure {
-    /// At the n-th write after the previous failure: a transaction half written.
-    AtWrite(u32),
-    /// In `notify_checkpoint_complete` of the next checkpoint with output: after the
-    /// checkpoint was stored, before its transaction is committed.
-    BeforeCommit,
-}
-
-/// A sink that fails on a schedule, then writes through `inner`.
-struct FailingSink<S> {
-    inner: S,
-    failures: Rc<RefCell<VecDeque<Failure>>>,
-    writes_since_failure: u32,
-    writes_since_commit: u32,
-}
-
-impl<S> FailingSink<S> {
-    fn fail(&mut self, what: &str) -> Result<(), StreamError> {
-        self.failures.borrow_mut().pop_front();
-        self.writes_since_failure = 0;
-        Err(StreamError::Function(format!("injected failure {what}")))
-    }
-}
-
-impl<T: 'static, S: Sink<T>> Sink<T> for FailingSink<S> {
-    fn open(&mut self) -> Result<(), StreamError> {
-        self.writes_since_commit = 0;
-        self.inner.open()
-    }
-    fn write(&mut self, value: T, timestamp: Option<i64>) -> Result<(), StreamError> {
-        self.writes_since_failure += 1;
-        self.writes_since_commit += 1;
-        std::thread::sleep(WRITE_DELAY);
-        let next = self.failures.borrow().front().copied();
-        if let Some(Failure::AtWrite(n)) = next
-            && self.writes_since_failure >= n
-        {
-            return self.fail("in a write");
-        }
-        self.inner.write(value, timestamp)
-    }
-    fn snapshot_state(&mut self, checkpoint_id: u64) -> Result<(), StreamError> {
-        self.inner.snapshot_state(checkpoint_id)
-    }
-    fn checkpoint_state(&mut self) -> Result<Option<serde_json::Value>, StreamError> {
-        self.inner.checkpoint_state()
-    }
-    fn restore_checkpoint_state(&mut self, state: &serde_json::Value) -> Result<(), StreamError> {
-        self.inner.restore_checkpoint_state(state)
-    }
-    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> Result<(), StreamError> {
-        let next = self.failures.borrow().front().copied();
-        if matches!(next, Some(Failure::BeforeCommit)) && self.writes_since_commit > 0 {
-            return self.fail("before a commit");
-        }
-        self.writes_since_commit = 0;
-        self.inner.notify_checkpoint_complete(checkpoint_id)
-    }
-    fn finish(&mut self) -> Result<(), StreamError> {
-        self.inner.finish()
-    }
-}
-
 const ORDERS: i64 = 1_500;
-const WRITE_DELAY: Duration = Duration::from_millis(3);
 const PARTITIONS: i32 = 3;
 const REGIONS: [&str; 4] = ["EU", "US", "APAC", "LATAM"];
 const STATUSES: [&str; 4] = ["COMPLETED", "COMPLETED", "PENDING", "CANCELLED"];
@@ -491,12 +287,8 @@ fn order_stats_output_equals_the_batch_computation_despite_failures() {
     // Small polls and frequent checkpoints, so the job spans many checkpoints.
     let source = || order_stats::order_source(&args).with_property("max.poll.records", "10");
 
-    let failing = |failures: Vec<Failure>| FailingSink {
-        inner: order_stats::stats_sink(&args),
-        failures: Rc::new(RefCell::new(failures.into())),
-        writes_since_failure: 0,
-        writes_since_commit: 0,
-    };
+    let failing =
+        |failures: Vec<Failure>| FailingSink::new(order_stats::stats_sink(&args), failures);
     // The job: watermarks after every record so windows fire throughout the input, and a
     // sink that takes 3 ms per record, so checkpoints (every 10 ms) fall between its
     // writes rather than after all of them.

@@ -1,14 +1,17 @@
 //! Kafka connectors: Flink's `KafkaSource` and `KafkaSink` on Sluice's native client
 //! (`sluice-client`), for Sluice and Apache Kafka brokers alike.
 //!
-//! - [`KafkaSource`]: reads topics with `isolation.level=read_committed` from earliest,
-//!   latest, or the group's committed offsets (falling back to earliest); every partition
-//!   is assigned to the job's single source instance. Its checkpointed position is the
-//!   next offset of every partition, and (unlike Flink) the partition's watermark; a
-//!   restored source seeks there and re-emits that watermark. Watermarks are
-//!   generated per partition and combined as Flink does (minimum over partitions, idle
-//!   partitions left out when the strategy has idleness). See `source` for what it does
-//!   not do yet.
+//! - [`KafkaSource`]: reads a list of topics or every topic matching a pattern, with
+//!   `isolation.level=read_committed`, from earliest, latest, the group's committed
+//!   offsets (falling back to earliest) or a timestamp; every partition is assigned to
+//!   the job's single source instance, and partition discovery adds new topics and
+//!   partitions while it runs. Bounded (`with_bounded`) it stops at the end it saw when
+//!   it started and emits the final watermark. Its checkpointed position is the next
+//!   offset of every partition, and (unlike Flink) the partition's watermark; a restored
+//!   source seeks there and re-emits that watermark; with a group id the offsets of each
+//!   completed checkpoint are committed to the group. Watermarks are generated per
+//!   partition and combined as Flink does (minimum over partitions, idle partitions left
+//!   out when the strategy has idleness). See `source` for what it does not do yet.
 //! - [`KafkaSink`]: delivery guarantee none, at-least-once (flush on every checkpoint) or
 //!   exactly-once (one transaction per checkpoint, with a transactional id from a prefix
 //!   and the checkpoint id, committed when the checkpoint completes, and committed on
@@ -19,9 +22,11 @@
 //! from the job's thread. A job using them must therefore not run inside a tokio runtime
 //! thread (run `execute` on a plain thread, as `examples/order_stats.rs` does).
 //!
-//! Tests: `tests/kafka_exactly_once.rs` against a real in-process broker (round trip,
+//! Tests, against a real in-process broker: `tests/kafka_exactly_once.rs` (round trip,
 //! at-least-once, per-partition watermarks, and issue 10's fault test on
-//! `examples/order_stats.rs`); the watermark combination and positions beside the code.
+//! `examples/order_stats.rs`) and `tests/kafka_source.rs` (bounded mode and its restore,
+//! timestamps, patterns and discovery, offset commits, invalid settings); the watermark
+//! combination and positions beside the code.
 //!
 //! Errors from the client fail the job as `StreamError::Function` with the connector's
 //! name in the message (the restart strategy then applies, as in Flink, where connector
@@ -31,7 +36,7 @@ mod sink;
 mod source;
 
 pub use sink::{DeliveryGuarantee, KafkaSink};
-pub use source::{KafkaSource, StartingOffsets};
+pub use source::{KafkaSource, StartingOffsets, StoppingOffsets};
 
 use crate::error::StreamError;
 

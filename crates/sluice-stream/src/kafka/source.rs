@@ -1,17 +1,51 @@
 //! `KafkaSource`: Flink's `KafkaSource` on the single-threaded executor.
 //!
-//! The source assigns itself every partition of its topics (the job has one source
-//! instance) and reads with `isolation.level=read_committed`, so it never sees records of
-//! aborted or open transactions. Each executor step hands on at most
-//! `RECORDS_PER_STEP_MAX` records from what the consumer polled; when nothing is buffered
-//! the step polls for at most `POLL_TIMEOUT_MS`, so checkpoints and processing-time
-//! timers are not held up by an empty topic.
+//! Subscription: a list of topics, or a pattern (`with_topic_pattern`, Java's regex subset
+//! as the consumer's `subscribe(Pattern)` takes it) matched against the whole name of every
+//! topic the cluster lists. The source assigns itself every partition it finds (the job
+//! has one source instance; no group membership) and reads with
+//! `isolation.level=read_committed`, so it never sees records of aborted or open
+//! transactions. Each executor step hands on at most `RECORDS_PER_STEP_MAX` records from
+//! what the consumer polled; when nothing is buffered the step polls for at most
+//! `POLL_TIMEOUT_MS`, so checkpoints and processing-time timers are not held up by an
+//! empty topic.
+//!
+//! Starting offsets (partitions without a checkpointed offset when the job starts):
+//! earliest, latest, the group's committed offset with earliest as fallback, or the first
+//! offset whose timestamp is at or after a time (`StartingOffsets::Timestamp`, Flink's
+//! `OffsetsInitializer.timestamp`; a partition without such a record starts at its end).
+//!
+//! Partition discovery (Flink's `partition.discovery.interval.ms`, default 5 minutes for an
+//! unbounded source, off for a bounded one; zero or negative turns it off): every interval
+//! the source lists its topics again (the pattern picks up new topics) and starts reading
+//! partitions it did not have from their earliest offset, as Flink does since FLIP-288 so
+//! that nothing written to a new partition before it was discovered is skipped. A failed
+//! discovery is logged and retried at the next interval. Partitions of a restored job that
+//! the checkpoint does not know start from earliest too (they were created since).
+//!
+//! Bounded mode (`with_bounded(StoppingOffsets::Latest)`, Flink's
+//! `setBounded(OffsetsInitializer.latest())`): when the source first connects it takes the
+//! end of every partition (under read_committed the last stable offset) as that
+//! partition's stopping offset; records at or after it are not handed on, a partition is
+//! done once the consumer's position reaches it (past any transaction markers), and when
+//! every partition is done the source emits the final watermark (`MAX_WATERMARK`, so every
+//! window fires) and ends, as a bounded Flink source finishes. Stopping offsets are part of
+//! the checkpointed position, so a restored bounded job stops where the first attempt
+//! would have. Partitions discovered later are not read (discovery is off).
+//!
+//! Offsets committed to the group (Flink's `commit.offsets.on.checkpoint`, default true,
+//! only with a group id): when a checkpoint completes, the source commits the offsets it
+//! recorded in that checkpoint, with the consumer's standalone commit (no generation, as a
+//! Flink source does: the group has no members). The committed offsets are for monitoring
+//! and for `StartingOffsets::CommittedOrEarliest` of a job started without a checkpoint;
+//! fault tolerance does not depend on them. A failed commit is logged and counted, not
+//! fatal (the next checkpoint's commit covers it).
 //!
 //! Position (what a checkpoint stores): the next offset of every partition, counting only
 //! records handed to the job, and the partition's watermark, as
-//! `[[topic, partition, offset, watermark], ..]`. A restored source seeks every
-//! checkpointed partition to its offset; a partition the checkpoint does not know (added
-//! since) starts from the starting offsets.
+//! `[[topic, partition, offset, watermark], ..]`, with a fifth element, the stopping
+//! offset, in bounded mode. A restored source seeks every checkpointed partition to its
+//! offset.
 //!
 //! The watermark in the position differs from Flink, which rebuilds watermarks from the
 //! records read after a restore only: a job restored at the end of its input would then
@@ -27,28 +61,28 @@
 //! source's watermark is the minimum over its partitions' watermarks. With
 //! `with_idleness(t)` a partition without records for `t` is left out of the minimum, and
 //! when every partition is idle the source is idle. Without idleness a partition that
-//! never gets a record holds the watermark back (Flink does the same).
+//! never gets a record holds the watermark back (Flink does the same), and so does a newly
+//! discovered one until its first record.
 //!
-//! Ending: a Kafka source is unbounded. `with_stop_when_idle` ends it after a period
-//! without records, like Flink's `stop` without `--drain`: no `MAX_WATERMARK` is emitted,
-//! so windows still open stay in the state and fire when a restarted job sees more input.
+//! Ending an unbounded source: `with_stop_when_idle` ends it after a period without
+//! records, like Flink's `stop` without `--drain`: no `MAX_WATERMARK` is emitted, so
+//! windows still open stay in the state and fire when a restarted job sees more input.
 //! With `wait_for_checkpoint` it also waits until a checkpoint covers everything it
 //! emitted, so an exactly-once sink has committed it all through a checkpoint and a
 //! restart with the same checkpoint directory repeats nothing.
 //!
-//! Not yet (issue 10): topic patterns, starting from a timestamp, committing offsets back
-//! to the group when a checkpoint completes (the executor has no completion hook for
-//! sources; the offsets live in the checkpoint only), partition discovery while running,
-//! and a key deserializer (the deserializer sees the whole `ConsumerRecord` though).
+//! Not yet (issue 10): several source instances splitting the partitions (the executor
+//! runs one), stopping offsets other than the latest, and a key deserializer (the
+//! deserializer sees the whole `ConsumerRecord` though).
 
 use std::any::Any;
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::rc::Rc;
 use std::time::Duration;
 
-use sluice_client::consumer::{Consumer, ConsumerConfig, ConsumerRecord};
-use sluice_client::{Client, ClientConfig, TopicPartition};
+use sluice_client::consumer::{Consumer, ConsumerConfig, ConsumerRecord, TopicPattern};
+use sluice_client::{Admin, ClientConfig, OffsetAndMetadata, OffsetSpec, TopicPartition};
 
 use super::{connector_error, connector_runtime};
 use crate::datastream::DataStream;
@@ -56,7 +90,7 @@ use crate::environment::StreamExecutionEnvironment;
 use crate::error::StreamError;
 use crate::executor::Event;
 use crate::source::SourceRunner;
-use crate::time::{Clock, MIN_WATERMARK};
+use crate::time::{Clock, MAX_WATERMARK, MIN_WATERMARK};
 use crate::watermark::{WatermarkGenerator, WatermarkStrategy};
 
 /// The most records one executor step hands to the job: a bound on the work queue and
@@ -64,6 +98,14 @@ use crate::watermark::{WatermarkGenerator, WatermarkStrategy};
 pub const RECORDS_PER_STEP_MAX: usize = 500;
 /// How long a step waits for records when none are buffered.
 const POLL_TIMEOUT_MS: u64 = 50;
+/// Flink's `partition.discovery.interval.ms` default for an unbounded source.
+pub const PARTITION_DISCOVERY_INTERVAL_MS_DEFAULT: i64 = 300_000;
+/// Source settings passed with `with_property` that are not the consumer's.
+const PARTITION_DISCOVERY_INTERVAL_MS: &str = "partition.discovery.interval.ms";
+const COMMIT_OFFSETS_ON_CHECKPOINT: &str = "commit.offsets.on.checkpoint";
+/// Checkpoints whose offsets wait for completion; older ones are dropped (a checkpoint
+/// that never completes must not keep its offsets forever).
+const PENDING_COMMITS_MAX: usize = 16;
 
 /// Where partitions without a checkpointed offset start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -77,6 +119,25 @@ pub enum StartingOffsets {
     /// (`OffsetsInitializer.committedOffsets(OffsetResetStrategy.EARLIEST)`); needs a
     /// group id.
     CommittedOrEarliest,
+    /// The first offset whose record timestamp is at or after this time (ms since the
+    /// epoch), else the end of the partition (`OffsetsInitializer.timestamp(ms)`).
+    Timestamp(i64),
+}
+
+/// Where a bounded source stops (Flink's `setBounded(OffsetsInitializer)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoppingOffsets {
+    /// The end of each partition when the source first connects (the last stable offset,
+    /// since the source reads committed records only).
+    Latest,
+}
+
+/// What the source reads.
+#[derive(Debug, Clone)]
+enum Subscription {
+    Topics(Vec<String>),
+    /// Matched against whole topic names (`TopicPattern`).
+    Pattern(String),
 }
 
 type Deserializer<T> = Rc<dyn Fn(&ConsumerRecord) -> Result<T, String>>;
@@ -84,9 +145,10 @@ type Deserializer<T> = Rc<dyn Fn(&ConsumerRecord) -> Result<T, String>>;
 /// Reads Kafka topics into a stream (Flink's `KafkaSource`).
 pub struct KafkaSource<T> {
     bootstrap_servers: String,
-    topics: Vec<String>,
+    subscription: Subscription,
     group_id: Option<String>,
     starting_offsets: StartingOffsets,
+    stopping_offsets: Option<StoppingOffsets>,
     deserializer: Deserializer<T>,
     properties: Vec<(String, String)>,
     stop_when_idle: Option<(Duration, bool)>,
@@ -113,13 +175,22 @@ impl<T> KafkaSource<T> {
     ) -> Self {
         Self {
             bootstrap_servers: bootstrap_servers.into(),
-            topics: topics.into_iter().map(Into::into).collect(),
+            subscription: Subscription::Topics(topics.into_iter().map(Into::into).collect()),
             group_id: None,
             starting_offsets: StartingOffsets::Earliest,
+            stopping_offsets: None,
             deserializer: Rc::new(deserializer),
             properties: Vec::new(),
             stop_when_idle: None,
         }
+    }
+
+    /// Reads every topic whose whole name matches `pattern` (Flink's `setTopicPattern`)
+    /// instead of the topics given to `new`; topics created later are picked up by
+    /// partition discovery. An invalid pattern fails the job when it starts.
+    pub fn with_topic_pattern(mut self, pattern: impl Into<String>) -> Self {
+        self.subscription = Subscription::Pattern(pattern.into());
+        self
     }
 
     pub fn with_group_id(mut self, group_id: impl Into<String>) -> Self {
@@ -132,8 +203,17 @@ impl<T> KafkaSource<T> {
         self
     }
 
-    /// A consumer setting (Kafka's keys, e.g. `max.poll.records`); `isolation.level`,
-    /// `enable.auto.commit` and `auto.offset.reset` are the source's own.
+    /// Makes the source bounded (Flink's `setBounded`): it ends at `stopping_offsets`
+    /// with the final watermark (module docs).
+    pub fn with_bounded(mut self, stopping_offsets: StoppingOffsets) -> Self {
+        self.stopping_offsets = Some(stopping_offsets);
+        self
+    }
+
+    /// A consumer setting (Kafka's keys, e.g. `max.poll.records`), or one of the source's
+    /// own as Flink's `setProperty` takes them: `partition.discovery.interval.ms`,
+    /// `commit.offsets.on.checkpoint`. `isolation.level`, `enable.auto.commit` and
+    /// `auto.offset.reset` are the source's to set.
     pub fn with_property(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.properties.push((key.into(), value.into()));
         self
@@ -146,6 +226,48 @@ impl<T> KafkaSource<T> {
     pub fn with_stop_when_idle(mut self, idle: Duration, wait_for_checkpoint: bool) -> Self {
         self.stop_when_idle = Some((idle, wait_for_checkpoint));
         self
+    }
+
+    /// The last value set for a source-level property.
+    fn property(&self, key: &str) -> Option<&str> {
+        self.properties
+            .iter()
+            .rev()
+            .find(|(candidate, _)| candidate == key)
+            .map(|(_, value)| value.as_str())
+    }
+
+    /// `partition.discovery.interval.ms` (`None`: off).
+    fn discovery_interval_ms(&self) -> Result<Option<i64>, StreamError> {
+        if self.stopping_offsets.is_some() {
+            return Ok(None);
+        }
+        let interval_ms = match self.property(PARTITION_DISCOVERY_INTERVAL_MS) {
+            None => PARTITION_DISCOVERY_INTERVAL_MS_DEFAULT,
+            Some(value) => value.trim().parse::<i64>().map_err(|_| {
+                StreamError::InvalidConfiguration(format!(
+                    "{PARTITION_DISCOVERY_INTERVAL_MS} must be an integer (ms), got {value:?}"
+                ))
+            })?,
+        };
+        Ok((interval_ms > 0).then_some(interval_ms))
+    }
+
+    /// Whether offsets go to the group when a checkpoint completes.
+    fn commits_offsets(&self) -> Result<bool, StreamError> {
+        let enabled = match self.property(COMMIT_OFFSETS_ON_CHECKPOINT) {
+            None => true,
+            Some(value) => match value.trim().to_ascii_lowercase().as_str() {
+                "true" => true,
+                "false" => false,
+                _ => {
+                    return Err(StreamError::InvalidConfiguration(format!(
+                        "{COMMIT_OFFSETS_ON_CHECKPOINT} must be true or false, got {value:?}"
+                    )));
+                }
+            },
+        };
+        Ok(enabled && self.group_id.is_some())
     }
 }
 
@@ -163,19 +285,34 @@ impl StreamExecutionEnvironment {
 }
 
 struct Connection {
-    // Field order: the consumer goes before the runtime it was created on.
+    // Field order: the consumer and admin go before the runtime they were created on.
     consumer: Consumer,
+    admin: Admin,
     runtime: tokio::runtime::Runtime,
 }
 
 struct PartitionState {
     /// The offset after the last record handed to the job.
     next_offset: i64,
+    /// Bounded mode: the offset the partition ends at.
+    stopping_offset: Option<i64>,
+    /// Bounded mode: the consumer's position reached the stopping offset.
+    finished: bool,
     /// In a `RefCell` because taking a position (`&self`) asks it for its watermark.
     generator: Option<RefCell<Box<dyn WatermarkGenerator>>>,
     watermark: i64,
     last_activity_ms: i64,
     idle: bool,
+}
+
+/// A checkpointed partition: (next offset, watermark, stopping offset).
+type RestoredPartition = (i64, i64, Option<i64>);
+
+/// Counters of the offset commits (Flink's `commitsSucceeded` / `commitsFailed`).
+#[derive(Debug, Default, Clone, Copy)]
+struct CommitCounters {
+    succeeded: u64,
+    failed: u64,
 }
 
 struct KafkaSourceRunner<T> {
@@ -184,14 +321,18 @@ struct KafkaSourceRunner<T> {
     strategy: WatermarkStrategy<T>,
     connection: Option<Connection>,
     /// From `restore_position`, applied when the consumer is created.
-    /// (next offset, watermark) per partition.
-    restored_offsets: Option<BTreeMap<TopicPartition, (i64, i64)>>,
+    restored_offsets: Option<BTreeMap<TopicPartition, RestoredPartition>>,
     partitions: BTreeMap<TopicPartition, PartitionState>,
     buffered: VecDeque<ConsumerRecord>,
     current_watermark: i64,
     idle: bool,
     ended: bool,
     last_record_ms: i64,
+    /// When partition discovery runs next (`None`: off).
+    next_discovery_ms: Option<i64>,
+    /// Offsets recorded per checkpoint, committed when it completes.
+    pending_commits: RefCell<BTreeMap<u64, BTreeMap<TopicPartition, i64>>>,
+    commits: CommitCounters,
     /// Something (a record, a watermark, idleness) went out since the last position
     /// snapshot: a checkpoint does not cover everything yet.
     emitted_since_snapshot: Cell<bool>,
@@ -212,6 +353,9 @@ impl<T: Clone + 'static> KafkaSourceRunner<T> {
             idle: false,
             ended: false,
             last_record_ms: 0,
+            next_discovery_ms: None,
+            pending_commits: RefCell::new(BTreeMap::new()),
+            commits: CommitCounters::default(),
             emitted_since_snapshot: Cell::new(false),
             snapshots: Cell::new(0),
         }
@@ -220,6 +364,8 @@ impl<T: Clone + 'static> KafkaSourceRunner<T> {
     fn partition_state(&self, next_offset: i64, watermark: i64, now_ms: i64) -> PartitionState {
         PartitionState {
             next_offset,
+            stopping_offset: None,
+            finished: false,
             generator: self
                 .strategy
                 .generator
@@ -235,10 +381,8 @@ impl<T: Clone + 'static> KafkaSourceRunner<T> {
         connector_error(&self.name, error)
     }
 
-    /// Creates the consumer, assigns every partition and positions it: checkpointed
-    /// offsets first, then the starting offsets.
-    fn connect(&mut self, now_ms: i64) -> Result<(), StreamError> {
-        let runtime = connector_runtime(&self.name)?;
+    /// The consumer's settings: the source's own, then the user's consumer properties.
+    fn consumer_config(&self) -> Result<ConsumerConfig, StreamError> {
         let mut settings: Vec<(String, String)> = vec![
             (
                 "bootstrap.servers".into(),
@@ -252,7 +396,13 @@ impl<T: Clone + 'static> KafkaSourceRunner<T> {
         if let Some(group_id) = &self.source.group_id {
             settings.push(("group.id".into(), group_id.clone()));
         }
-        let own = ["isolation.level", "enable.auto.commit", "auto.offset.reset"];
+        let own = [
+            "isolation.level",
+            "enable.auto.commit",
+            "auto.offset.reset",
+            PARTITION_DISCOVERY_INTERVAL_MS,
+            COMMIT_OFFSETS_ON_CHECKPOINT,
+        ];
         settings.extend(
             self.source
                 .properties
@@ -260,84 +410,276 @@ impl<T: Clone + 'static> KafkaSourceRunner<T> {
                 .filter(|(key, _)| !own.contains(&key.as_str()))
                 .cloned(),
         );
-        let config = ConsumerConfig::from_map(settings).map_err(|error| self.error(error))?;
-        let topics = self.source.topics.clone();
-        let bootstrap = self.source.bootstrap_servers.clone();
-        let discovered: Result<Vec<TopicPartition>, sluice_client::Error> =
-            runtime.block_on(async {
-                let client = Client::connect(ClientConfig::new([bootstrap])).await?;
-                let metadata = client.metadata(Some(&topics)).await?;
-                let mut partitions = Vec::new();
-                for topic in &metadata.topics {
-                    sluice_client::ErrorCode(topic.error_code).check(None)?;
-                    let name = topic.name.as_ref().map(|name| name.0.to_string());
-                    for partition in &topic.partitions {
-                        if let Some(name) = &name {
-                            partitions
-                                .push(TopicPartition::new(name.clone(), partition.partition_index));
-                        }
-                    }
-                }
-                Ok(partitions)
-            });
-        let discovered = discovered.map_err(|error| self.error(error))?;
-        if discovered.is_empty() {
-            return Err(self.error(format!("topics {topics:?} have no partitions")));
+        ConsumerConfig::from_map(settings)
+            .map_err(|error| StreamError::InvalidConfiguration(self.error(error).to_string()))
+    }
+
+    /// Every partition of the subscribed topics, as the cluster lists them now.
+    async fn list_partitions(
+        admin: &Admin,
+        subscription: &Subscription,
+        pattern: Option<&TopicPattern>,
+    ) -> Result<BTreeSet<TopicPartition>, sluice_client::Error> {
+        let names: Option<Vec<String>> = match subscription {
+            Subscription::Topics(topics) => Some(topics.clone()),
+            Subscription::Pattern(_) => None,
+        };
+        let metadata = admin.client().metadata(names.as_deref()).await?;
+        let mut partitions = BTreeSet::new();
+        for topic in &metadata.topics {
+            let Some(name) = topic.name.as_ref().map(|name| name.0.to_string()) else {
+                continue;
+            };
+            if let Some(pattern) = pattern
+                && (topic.is_internal || !pattern.matches(&name))
+            {
+                continue;
+            }
+            sluice_client::ErrorCode(topic.error_code).check(None)?;
+            for partition in &topic.partitions {
+                partitions.insert(TopicPartition::new(name.clone(), partition.partition_index));
+            }
         }
-        let restored = self.restored_offsets.take().unwrap_or_default();
-        if let Some(missing) = restored.keys().find(|tp| !discovered.contains(tp)) {
+        Ok(partitions)
+    }
+
+    fn topic_pattern(&self) -> Result<Option<TopicPattern>, StreamError> {
+        match &self.source.subscription {
+            Subscription::Topics(_) => Ok(None),
+            Subscription::Pattern(pattern) => {
+                TopicPattern::new(pattern).map(Some).map_err(|error| {
+                    StreamError::InvalidConfiguration(format!(
+                        "source {}: topic pattern {pattern:?}: {error}",
+                        self.name
+                    ))
+                })
+            }
+        }
+    }
+
+    /// Creates the consumer, assigns every partition and positions it: checkpointed
+    /// offsets first, then the starting offsets; in bounded mode takes the stopping
+    /// offsets.
+    fn connect(&mut self, now_ms: i64) -> Result<(), StreamError> {
+        let config = self.consumer_config()?;
+        let pattern = self.topic_pattern()?;
+        self.source.commits_offsets()?;
+        let discovery_interval_ms = self.source.discovery_interval_ms()?;
+        let runtime = connector_runtime(&self.name)?;
+        let subscription = self.source.subscription.clone();
+        let bootstrap = self.source.bootstrap_servers.clone();
+        let admin_and_partitions: Result<(Admin, BTreeSet<TopicPartition>), sluice_client::Error> =
+            runtime.block_on(async {
+                let admin = Admin::connect(ClientConfig::new([bootstrap])).await?;
+                let partitions =
+                    Self::list_partitions(&admin, &subscription, pattern.as_ref()).await?;
+                Ok((admin, partitions))
+            });
+        let (admin, discovered) = admin_and_partitions.map_err(|error| self.error(error))?;
+        if discovered.is_empty() && matches!(subscription, Subscription::Topics(_)) {
+            return Err(self.error(format!("topics {subscription:?} have no partitions")));
+        }
+        let restored = self.restored_offsets.take();
+        if let Some(missing) = restored
+            .iter()
+            .flat_map(|restored| restored.keys())
+            .find(|tp| !discovered.contains(tp))
+        {
             return Err(StreamError::Checkpoint(format!(
                 "source {}: checkpointed partition {missing} no longer exists",
                 self.name
             )));
         }
-        let starting_offsets = self.source.starting_offsets;
-        let positioned: Result<(Consumer, Vec<(TopicPartition, i64)>), sluice_client::Error> =
-            runtime.block_on(async {
-                let mut consumer = Consumer::new(config).await?;
-                consumer.assign(discovered.iter().cloned())?;
-                let fresh: Vec<TopicPartition> = discovered
+        // Without a checkpoint the starting offsets apply to every partition; partitions
+        // a checkpoint does not know were created since and start from earliest.
+        let starting_offsets = match &restored {
+            None => self.source.starting_offsets,
+            Some(_) => StartingOffsets::Earliest,
+        };
+        let restored = restored.unwrap_or_default();
+        let bounded = self.source.stopping_offsets.is_some();
+        let all: Vec<TopicPartition> = discovered.iter().cloned().collect();
+        let positioned: Result<_, sluice_client::Error> = runtime.block_on(async {
+            let mut consumer = Consumer::new(config).await?;
+            consumer.assign(all.iter().cloned())?;
+            // Stopping offsets: the end now, unless the checkpoint recorded them.
+            let mut stopping: BTreeMap<TopicPartition, i64> = BTreeMap::new();
+            if bounded {
+                let unknown: Vec<TopicPartition> = all
                     .iter()
-                    .filter(|tp| !restored.contains_key(tp))
+                    .filter(|tp| !matches!(restored.get(*tp), Some((_, _, Some(_)))))
                     .cloned()
                     .collect();
-                for (tp, (offset, _)) in &restored {
-                    consumer.seek(tp, *offset)?;
+                consumer.seek_to_end(&unknown)?;
+                for tp in &unknown {
+                    stopping.insert(tp.clone(), consumer.position(tp).await?);
                 }
-                match starting_offsets {
-                    StartingOffsets::Earliest => consumer.seek_to_beginning(&fresh)?,
-                    StartingOffsets::Latest => consumer.seek_to_end(&fresh)?,
-                    StartingOffsets::CommittedOrEarliest => {
-                        let committed = consumer.committed(&fresh).await?;
-                        for tp in &fresh {
-                            match committed.get(tp) {
-                                Some(offset) if offset.offset >= 0 => {
-                                    consumer.seek(tp, offset.offset)?
-                                }
-                                _ => consumer.seek_to_beginning(std::slice::from_ref(tp))?,
-                            }
-                        }
+                for (tp, (_, _, stop)) in &restored {
+                    if let Some(stop) = stop {
+                        stopping.insert(tp.clone(), *stop);
                     }
                 }
-                let mut positions = Vec::with_capacity(discovered.len());
-                for tp in &discovered {
-                    positions.push((tp.clone(), consumer.position(tp).await?));
-                }
-                Ok((consumer, positions))
-            });
-        let (consumer, positions) = positioned.map_err(|error| self.error(error))?;
+            }
+            let fresh: Vec<TopicPartition> = all
+                .iter()
+                .filter(|tp| !restored.contains_key(tp))
+                .cloned()
+                .collect();
+            for (tp, (offset, _, _)) in &restored {
+                consumer.seek(tp, *offset)?;
+            }
+            Self::seek_to_start(&admin, &mut consumer, &fresh, starting_offsets).await?;
+            let mut positions = Vec::with_capacity(all.len());
+            for tp in &all {
+                positions.push((tp.clone(), consumer.position(tp).await?));
+            }
+            Ok((consumer, positions, stopping))
+        });
+        let (consumer, positions, stopping) = positioned.map_err(|error| self.error(error))?;
         self.partitions = positions
             .into_iter()
             .map(|(tp, next_offset)| {
                 let watermark = restored
                     .get(&tp)
-                    .map_or(MIN_WATERMARK, |(_, watermark)| *watermark);
-                let state = self.partition_state(next_offset, watermark, now_ms);
+                    .map_or(MIN_WATERMARK, |(_, watermark, _)| *watermark);
+                let mut state = self.partition_state(next_offset, watermark, now_ms);
+                state.stopping_offset = stopping.get(&tp).copied();
                 (tp, state)
             })
             .collect();
-        self.connection = Some(Connection { consumer, runtime });
+        self.next_discovery_ms = discovery_interval_ms.map(|interval| now_ms + interval);
+        self.connection = Some(Connection {
+            consumer,
+            admin,
+            runtime,
+        });
+        self.update_finished()?;
         Ok(())
+    }
+
+    /// Positions `partitions` at the starting offsets.
+    async fn seek_to_start(
+        admin: &Admin,
+        consumer: &mut Consumer,
+        partitions: &[TopicPartition],
+        starting_offsets: StartingOffsets,
+    ) -> Result<(), sluice_client::Error> {
+        if partitions.is_empty() {
+            return Ok(());
+        }
+        match starting_offsets {
+            StartingOffsets::Earliest => consumer.seek_to_beginning(partitions)?,
+            StartingOffsets::Latest => consumer.seek_to_end(partitions)?,
+            StartingOffsets::CommittedOrEarliest => {
+                let committed = consumer.committed(partitions).await?;
+                for tp in partitions {
+                    match committed.get(tp) {
+                        Some(offset) if offset.offset >= 0 => consumer.seek(tp, offset.offset)?,
+                        _ => consumer.seek_to_beginning(std::slice::from_ref(tp))?,
+                    }
+                }
+            }
+            StartingOffsets::Timestamp(timestamp) => {
+                let specs: BTreeMap<TopicPartition, OffsetSpec> = partitions
+                    .iter()
+                    .map(|tp| (tp.clone(), OffsetSpec::Timestamp(timestamp)))
+                    .collect();
+                let found = admin.list_offsets(&specs).await?;
+                for tp in partitions {
+                    let offset = match found.get(tp) {
+                        Some(Ok(info)) => info.offset,
+                        Some(Err(error)) => return Err(sluice_client::Error::Api(error.clone())),
+                        None => -1,
+                    };
+                    if offset >= 0 {
+                        consumer.seek(tp, offset)?;
+                    } else {
+                        consumer.seek_to_end(std::slice::from_ref(tp))?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Partition discovery: lists the topics again and starts reading new partitions
+    /// from their earliest offset. A failure is logged; the next interval retries.
+    fn discover_partitions(&mut self, now_ms: i64) -> Result<(), StreamError> {
+        let pattern = self.topic_pattern()?;
+        let subscription = self.source.subscription.clone();
+        let connection = self.connection.as_mut().expect("discovery runs connected");
+        let known: BTreeSet<TopicPartition> = self.partitions.keys().cloned().collect();
+        let result: Result<Vec<TopicPartition>, sluice_client::Error> =
+            connection.runtime.block_on(async {
+                let listed =
+                    Self::list_partitions(&connection.admin, &subscription, pattern.as_ref())
+                        .await?;
+                let new: Vec<TopicPartition> = listed.difference(&known).cloned().collect();
+                if !new.is_empty() {
+                    connection
+                        .consumer
+                        .assign(known.iter().chain(&new).cloned())?;
+                    connection.consumer.seek_to_beginning(&new)?;
+                }
+                Ok(new)
+            });
+        match result {
+            Ok(new) => {
+                for tp in new {
+                    tracing::info!(source = %self.name, partition = %tp, "discovered a new partition; reading it from earliest");
+                    // Its next offset is resolved by the consumer; the log start offset is
+                    // where the first record comes from, so any value at or below it is
+                    // right for the replay check in `emit_record`.
+                    let state = self.partition_state(0, MIN_WATERMARK, now_ms);
+                    self.partitions.insert(tp, state);
+                }
+            }
+            Err(error) => {
+                tracing::warn!(source = %self.name, %error, "partition discovery failed; retrying at the next interval");
+            }
+        }
+        Ok(())
+    }
+
+    /// Bounded mode: marks partitions whose position reached the stopping offset done
+    /// and pauses them.
+    fn update_finished(&mut self) -> Result<(), StreamError> {
+        let Some(connection) = self.connection.as_mut() else {
+            return Ok(());
+        };
+        let mut done = Vec::new();
+        for (tp, state) in &mut self.partitions {
+            let Some(stop) = state.stopping_offset else {
+                continue;
+            };
+            if state.finished {
+                continue;
+            }
+            let position = if state.next_offset >= stop {
+                state.next_offset
+            } else {
+                connection
+                    .runtime
+                    .block_on(connection.consumer.position(tp))
+                    .map_err(|error| connector_error(&self.name, error))?
+            };
+            if position >= stop {
+                state.finished = true;
+                done.push(tp.clone());
+            }
+        }
+        if !done.is_empty() {
+            connection
+                .consumer
+                .pause(&done)
+                .map_err(|error| connector_error(&self.name, error))?;
+        }
+        Ok(())
+    }
+
+    fn all_finished(&self) -> bool {
+        self.source.stopping_offsets.is_some()
+            && self.partitions.values().all(|partition| partition.finished)
     }
 
     fn emit(&self, event: Event, out: &mut Vec<Event>) {
@@ -377,6 +719,17 @@ impl<T: Clone + 'static> KafkaSourceRunner<T> {
         out: &mut Vec<Event>,
     ) -> Result<(), StreamError> {
         let tp = TopicPartition::new(record.topic.clone(), record.partition);
+        let partition = self
+            .partitions
+            .get(&tp)
+            .ok_or_else(|| connector_error(&self.name, format!("record of unassigned {tp}")))?;
+        // Bounded mode: what lies at or after the stopping offset is not this job's.
+        if partition
+            .stopping_offset
+            .is_some_and(|stop| record.offset >= stop)
+        {
+            return Ok(());
+        }
         let value = (self.source.deserializer)(&record).map_err(|error| {
             self.error(format!(
                 "cannot deserialize {tp} offset {}: {error}",
@@ -387,10 +740,7 @@ impl<T: Clone + 'static> KafkaSourceRunner<T> {
             Some(assigner) => assigner(&value, Some(record.timestamp)),
             None => record.timestamp,
         };
-        let partition = self
-            .partitions
-            .get_mut(&tp)
-            .ok_or_else(|| connector_error(&self.name, format!("record of unassigned {tp}")))?;
+        let partition = self.partitions.get_mut(&tp).expect("looked up above");
         // Offsets only grow within a partition: a record below the position is a replay
         // the consumer should not have returned, and handing it on would duplicate it.
         if record.offset < partition.next_offset {
@@ -448,13 +798,21 @@ impl<T: Clone + 'static> SourceRunner for KafkaSourceRunner<T> {
         self.idle = false;
         self.ended = false;
         self.last_record_ms = clock.now_ms();
+        self.next_discovery_ms = None;
+        self.pending_commits.borrow_mut().clear();
         self.emitted_since_snapshot.set(false);
         self.snapshots.set(0);
     }
 
-    fn snapshot_position(&self) -> serde_json::Value {
+    fn snapshot_position(&self, checkpoint_id: u64) -> serde_json::Value {
         self.snapshots.set(self.snapshots.get() + 1);
         self.emitted_since_snapshot.set(false);
+        let entry = |tp: &TopicPartition, offset: i64, watermark: i64, stop: Option<i64>| match stop
+        {
+            Some(stop) => serde_json::json!([tp.topic, tp.partition, offset, watermark, stop]),
+            None => serde_json::json!([tp.topic, tp.partition, offset, watermark]),
+        };
+        let mut offsets = BTreeMap::new();
         let positions: Vec<serde_json::Value> = match (&self.connection, &self.restored_offsets) {
             (Some(_), _) => self
                 .partitions
@@ -467,25 +825,34 @@ impl<T: Clone + 'static> SourceRunner for KafkaSourceRunner<T> {
                         .as_ref()
                         .and_then(|generator| generator.borrow_mut().on_periodic_emit());
                     let watermark = state.watermark.max(periodic.unwrap_or(MIN_WATERMARK));
-                    serde_json::json!([tp.topic, tp.partition, state.next_offset, watermark])
+                    offsets.insert(tp.clone(), state.next_offset);
+                    entry(tp, state.next_offset, watermark, state.stopping_offset)
                 })
                 .collect(),
             // Not connected yet: still where the restored checkpoint was.
             (None, Some(restored)) => restored
                 .iter()
-                .map(|(tp, (offset, watermark))| {
-                    serde_json::json!([tp.topic, tp.partition, offset, watermark])
+                .map(|(tp, (offset, watermark, stop))| {
+                    offsets.insert(tp.clone(), *offset);
+                    entry(tp, *offset, *watermark, *stop)
                 })
                 .collect(),
             (None, None) => Vec::new(),
         };
+        if self.source.commits_offsets().unwrap_or(false) && !offsets.is_empty() {
+            let mut pending = self.pending_commits.borrow_mut();
+            pending.insert(checkpoint_id, offsets);
+            while pending.len() > PENDING_COMMITS_MAX {
+                pending.pop_first();
+            }
+        }
         serde_json::Value::Array(positions)
     }
 
     fn restore_position(&mut self, position: &serde_json::Value) -> Result<(), StreamError> {
         let invalid = || {
             StreamError::Checkpoint(format!(
-                "source {}: position {position} is not a list of [topic, partition, offset, watermark]",
+                "source {}: position {position} is not a list of [topic, partition, offset, watermark(, stopping offset)]",
                 self.name
             ))
         };
@@ -506,7 +873,21 @@ impl<T: Clone + 'static> SourceRunner for KafkaSourceRunner<T> {
             ) else {
                 return Err(invalid());
             };
-            offsets.insert(TopicPartition::new(topic, partition), (offset, watermark));
+            let stop = match entry.get(4) {
+                None => None,
+                Some(stop) => Some(
+                    stop.as_i64()
+                        .filter(|stop| *stop >= 0)
+                        .ok_or_else(invalid)?,
+                ),
+            };
+            if entry.as_array().is_some_and(|fields| fields.len() > 5) {
+                return Err(invalid());
+            }
+            offsets.insert(
+                TopicPartition::new(topic, partition),
+                (offset, watermark, stop),
+            );
         }
         self.restored_offsets = Some(offsets);
         Ok(())
@@ -522,7 +903,12 @@ impl<T: Clone + 'static> SourceRunner for KafkaSourceRunner<T> {
             // A restored source re-emits its checkpointed watermark first (module docs).
             self.combine_watermarks(out);
         }
-        if self.buffered.is_empty() {
+        if self.next_discovery_ms.is_some_and(|due| now_ms >= due) {
+            self.discover_partitions(now_ms)?;
+            let interval = self.source.discovery_interval_ms()?;
+            self.next_discovery_ms = interval.map(|interval| now_ms + interval);
+        }
+        if self.buffered.is_empty() && !self.all_finished() {
             let connection = self.connection.as_mut().expect("connected above");
             let polled = connection.runtime.block_on(
                 connection
@@ -533,6 +919,22 @@ impl<T: Clone + 'static> SourceRunner for KafkaSourceRunner<T> {
             self.buffered.extend(polled);
         }
         if self.buffered.is_empty() {
+            if self.source.stopping_offsets.is_some() {
+                // Everything polled was handed on: the positions say what is done.
+                self.update_finished()?;
+                if self.all_finished() {
+                    // Bounded: the end of input, as Flink's bounded source finishes.
+                    if self.idle {
+                        self.idle = false;
+                        self.emit(Event::Idle(false), out);
+                    }
+                    self.current_watermark = MAX_WATERMARK;
+                    self.emit(Event::Watermark(MAX_WATERMARK), out);
+                    self.ended = true;
+                    out.push(Event::End);
+                    return Ok(false);
+                }
+            }
             if self.should_stop(now_ms) {
                 // No MAX_WATERMARK: a stop, not a drain (module docs).
                 self.ended = true;
@@ -573,6 +975,47 @@ impl<T: Clone + 'static> SourceRunner for KafkaSourceRunner<T> {
         if !self.partitions.is_empty() {
             self.combine_watermarks(out);
         }
+    }
+
+    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> Result<(), StreamError> {
+        let offsets = {
+            let mut pending = self.pending_commits.borrow_mut();
+            let offsets = pending.remove(&checkpoint_id);
+            // Older checkpoints are subsumed by this one.
+            pending.retain(|id, _| *id > checkpoint_id);
+            offsets
+        };
+        let (Some(offsets), Some(connection)) = (offsets, self.connection.as_mut()) else {
+            return Ok(());
+        };
+        let offsets: BTreeMap<TopicPartition, OffsetAndMetadata> = offsets
+            .into_iter()
+            .map(|(tp, offset)| {
+                let committed = OffsetAndMetadata {
+                    offset,
+                    leader_epoch: None,
+                    metadata: String::new(),
+                };
+                (tp, committed)
+            })
+            .collect();
+        let result = connection
+            .runtime
+            .block_on(connection.consumer.commit_sync_offsets(&offsets));
+        match result {
+            Ok(()) => self.commits.succeeded += 1,
+            Err(error) => {
+                self.commits.failed += 1;
+                tracing::warn!(
+                    source = %self.name,
+                    checkpoint_id,
+                    %error,
+                    failed = self.commits.failed,
+                    "committing the checkpoint's offsets to the group failed; the next checkpoint commits again"
+                );
+            }
+        }
+        Ok(())
     }
 }
 
@@ -712,13 +1155,17 @@ mod tests {
             Ok(String::from_utf8_lossy(value).into_owned())
         });
         let mut runner = KafkaSourceRunner::new("test", source, WatermarkStrategy::no_watermarks());
-        let position = serde_json::json!([["t", 0, 17, 99], ["t", 1, 0, i64::MIN]]);
+        // The fifth element: a bounded source's stopping offset.
+        let position =
+            serde_json::json!([["t", 0, 17, 99], ["t", 1, 0, i64::MIN], ["t", 2, 3, 5, 40]]);
         runner.restore_position(&position).unwrap();
-        assert_eq!(runner.snapshot_position(), position);
+        assert_eq!(runner.snapshot_position(1), position);
         for invalid in [
             serde_json::json!({"t": 1}),
             serde_json::json!([["t", 0, -1, 0]]),
             serde_json::json!([["t", 0, 5]]),
+            serde_json::json!([["t", 0, 5, 0, -1]]),
+            serde_json::json!([["t", 0, 5, 0, 9, 1]]),
         ] {
             assert!(
                 matches!(
