@@ -25,6 +25,7 @@ impl ErrorCode {
     pub const INVALID_REPLICATION_FACTOR: ErrorCode = ErrorCode(38);
     pub const INVALID_CONFIG: ErrorCode = ErrorCode(40);
     pub const INVALID_REQUEST: ErrorCode = ErrorCode(42);
+    pub const INVALID_TRANSACTION_TIMEOUT: ErrorCode = ErrorCode(50);
 
     /// Kafka's name for the code (`TOPIC_ALREADY_EXISTS`), or `UNKNOWN_ERROR_CODE_<n>` for
     /// a code this client does not know (a newer broker's).

@@ -22,7 +22,7 @@ mod support;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use sluice_stream::kafka::{DeliveryGuarantee, KafkaSink, KafkaSource};
+use sluice_stream::kafka::{DeliveryGuarantee, KafkaSink, KafkaSource, StoppingOffsets};
 use sluice_stream::{
     CollectSink, DirectoryCheckpointStorage, RestartStrategy, StreamError,
     StreamExecutionEnvironment, WatermarkEmission, WatermarkStrategy,
@@ -84,6 +84,45 @@ fn a_round_trip_reads_and_writes_committed_records_only() {
     expected.sort();
     output.sort();
     assert_eq!(output, expected);
+}
+
+/// The sink's `transaction.timeout.ms` (15 minutes by default) above the broker's
+/// `transaction.max.timeout.ms` is a configuration error naming both, not a restart loop.
+#[test]
+fn a_transaction_timeout_above_the_brokers_maximum_is_a_configuration_error() {
+    let broker = Broker::start_with(&[("transaction.max.timeout.ms", "60000")]);
+    broker.create_topic("short-in", 1);
+    broker.create_topic("short-out", 1);
+    broker.produce_plain("short-in", &[(0, 1_000, "x".to_string())]);
+
+    let checkpoints = tempfile::tempdir().unwrap();
+    let env = checkpointed_env(
+        checkpoints.path(),
+        RestartStrategy::fixed_delay(3, Duration::ZERO),
+    );
+    let source = KafkaSource::new(broker.bootstrap(), ["short-in"], |value: &[u8]| {
+        String::from_utf8(value.to_vec()).map_err(|error| error.to_string())
+    })
+    .with_bounded(StoppingOffsets::Latest);
+    env.from_kafka_source(source, WatermarkStrategy::no_watermarks(), "short-in")
+        .sink_to(KafkaSink::new(
+            broker.bootstrap(),
+            "short-out",
+            |value: &String| (None, value.clone().into_bytes()),
+            DeliveryGuarantee::ExactlyOnce {
+                transactional_id_prefix: "short".to_string(),
+            },
+        ));
+    match env.execute("short timeout") {
+        Err(StreamError::InvalidConfiguration(message)) => {
+            assert!(
+                message.contains("transaction.timeout.ms=900000")
+                    && message.contains("transaction.max.timeout.ms"),
+                "{message}"
+            );
+        }
+        other => panic!("expected a configuration error, got {other:?}"),
+    }
 }
 
 /// At-least-once: a failure after the last checkpoint replays records into the output

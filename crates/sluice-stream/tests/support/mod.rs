@@ -25,16 +25,23 @@ pub struct Broker {
 
 impl Broker {
     pub fn start() -> Broker {
+        Self::start_with(&[])
+    }
+
+    /// A node with broker settings added to the test defaults.
+    pub fn start_with(settings: &[(&str, &str)]) -> Broker {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
             .unwrap();
-        let node = runtime.block_on(common::TestNode::start(&[
+        let mut overrides = vec![
             ("group.initial.rebalance.delay.ms", "0"),
             ("transaction.state.log.num.partitions", "3"),
             ("offsets.topic.num.partitions", "3"),
-        ]));
+        ];
+        overrides.extend_from_slice(settings);
+        let node = runtime.block_on(common::TestNode::start(&overrides));
         let address = node.address;
         Broker {
             runtime,
