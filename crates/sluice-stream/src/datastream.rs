@@ -19,7 +19,7 @@ use std::marker::PhantomData;
 use std::rc::Rc;
 use std::time::Duration;
 
-use crate::environment::{NodeId, NodeKind, StreamGraph, clone_boxed};
+use crate::environment::{KeyedEdge, NodeId, NodeKind, StreamGraph, clone_boxed, keyed_edge};
 use crate::functions::{
     AggregateFunction, KeyedProcessFunction, OutputTag, ProcessWindowFunction, ReduceFunction,
     WindowContext,
@@ -88,14 +88,32 @@ impl<T: Clone + 'static> DataStream<T> {
         DataStream::new(self.graph.clone(), node, Port::Main)
     }
 
-    /// Adds an operator reading this stream as input 0 and `second` as input 1.
-    pub(crate) fn add_two_input_operator<U: Clone + 'static, I2: Clone + 'static>(
+    /// Adds a keyed operator whose inputs are keyed edges (`edges[i]` for input i).
+    pub(crate) fn add_keyed_operator<U: Clone + 'static>(
+        &self,
+        name: &str,
+        operator: Box<dyn Operator>,
+        inputs: Vec<(NodeId, Port)>,
+        edges: Vec<KeyedEdge>,
+    ) -> DataStream<U> {
+        let stream: DataStream<U> = self.add_operator(name, operator, inputs);
+        let mut graph = self.graph.borrow_mut();
+        for (input, edge) in edges.into_iter().enumerate() {
+            graph.keyed_edges.insert((stream.node, input), edge);
+        }
+        drop(graph);
+        stream
+    }
+
+    /// Adds a keyed operator reading this stream as input 0 and `second` as input 1.
+    pub(crate) fn add_keyed_two_input_operator<U: Clone + 'static, I2: Clone + 'static>(
         &self,
         name: &str,
         operator: Box<dyn Operator>,
         second: &DataStream<I2>,
+        edges: Vec<KeyedEdge>,
     ) -> DataStream<U> {
-        self.add_operator(name, operator, vec![self.input(), second.input()])
+        self.add_keyed_operator(name, operator, vec![self.input(), second.input()], edges)
     }
 
     /// Flink's `connect`: pairs this stream with `other` for a two-input operator
@@ -168,6 +186,7 @@ impl<T: Clone + 'static> DataStream<T> {
     pub fn key_by<K>(&self, key_selector: impl Fn(&T) -> K + 'static) -> KeyedStream<T, K>
     where
         K: StateKey,
+        T: Send,
     {
         KeyedStream {
             stream: self.clone(),
@@ -184,6 +203,7 @@ impl<T: Clone + 'static> DataStream<T> {
     pub fn sink_to(&self, sink: impl Sink<T>) {
         let operator = SinkOperator {
             sink,
+            state_key_group: 0,
             _type: PhantomData,
         };
         self.graph.borrow_mut().add_node(
@@ -200,7 +220,7 @@ pub struct KeyedStream<T, K> {
     key_selector: Rc<dyn Fn(&T) -> K>,
 }
 
-impl<T: Clone + 'static, K: StateKey> KeyedStream<T, K> {
+impl<T: Clone + Send + 'static, K: StateKey> KeyedStream<T, K> {
     /// Flink's `KeyedStream.process(KeyedProcessFunction)`.
     pub fn process<O: Clone + 'static>(
         &self,
@@ -212,10 +232,11 @@ impl<T: Clone + 'static, K: StateKey> KeyedStream<T, K> {
             runtime: None,
             _types: PhantomData,
         };
-        self.stream.add_operator(
+        self.stream.add_keyed_operator(
             "KeyedProcess",
             Box::new(operator),
             vec![self.stream.input()],
+            vec![keyed_edge(self.key_selector.clone())],
         )
     }
 
@@ -244,7 +265,7 @@ pub struct WindowedStream<T, K> {
     late_data_port: Option<Port>,
 }
 
-impl<T: Clone + 'static, K: StateKey> WindowedStream<T, K> {
+impl<T: Clone + Send + 'static, K: StateKey> WindowedStream<T, K> {
     /// Keeps window state `lateness` past the window's end so late records re-fire it.
     pub fn allowed_lateness(mut self, lateness: Duration) -> Self {
         self.allowed_lateness_ms = duration_ms(lateness);
@@ -263,6 +284,7 @@ impl<T: Clone + 'static, K: StateKey> WindowedStream<T, K> {
         F: WindowFunctionAdapter<K, T>,
         F::Out: Clone,
     {
+        let edge = keyed_edge(self.keyed.key_selector.clone());
         let operator = WindowOperator::new(
             name.to_string(),
             self.keyed.key_selector.clone(),
@@ -272,7 +294,7 @@ impl<T: Clone + 'static, K: StateKey> WindowedStream<T, K> {
             function,
         );
         let stream = &self.keyed.stream;
-        stream.add_operator(name, Box::new(operator), vec![stream.input()])
+        stream.add_keyed_operator(name, Box::new(operator), vec![stream.input()], vec![edge])
     }
 
     /// Incrementally reduces each window's records (the partial result is checkpointed,

@@ -32,10 +32,12 @@ use crate::error::StreamError;
 use crate::executor::{
     self, Checkpointing, JobExecutionResult, Limits, StateSettings, WORK_QUEUE_EVENTS_MAX,
 };
-use crate::key_group::{DEFAULT_MAX_PARALLELISM, UPPER_BOUND_MAX_PARALLELISM};
+use crate::key_group::{DEFAULT_MAX_PARALLELISM, UPPER_BOUND_MAX_PARALLELISM, assign_to_key_group};
 use crate::operator::{Operator, Port};
+use crate::parallel::{self, ParallelCheckpointing, TaskSettings};
+use crate::runtime::{CHANNEL_CAPACITY_DEFAULT, PARALLELISM_MAX};
 use crate::source::{CollectionSource, CollectionSourceRunner, SourceRunner};
-use crate::state::StateBackendKind;
+use crate::state::{StateBackendKind, StateKey};
 use crate::time::{Clock, SystemClock};
 use crate::watermark::{WatermarkEmission, WatermarkStrategy};
 
@@ -50,6 +52,33 @@ pub(crate) fn clone_boxed<T: Clone + 'static>(value: &dyn Any) -> Box<dyn Any> {
             .expect("a port's cloner is registered for the port's type")
             .clone(),
     )
+}
+
+/// (record, max_parallelism) → the record's key group.
+pub(crate) type KeyGroupOf = Rc<dyn Fn(&dyn Any, u32) -> u32>;
+
+/// A keyed edge (after `key_by`): how the parallel runtime routes its records to the
+/// task owning their key group.
+#[derive(Clone)]
+pub(crate) struct KeyedEdge {
+    /// The record's key group, for `max_parallelism` key groups.
+    pub(crate) key_group: KeyGroupOf,
+    /// Moves a record of the edge's type into a box that may cross threads.
+    pub(crate) into_send: fn(Box<dyn Any>) -> Box<dyn Any + Send>,
+}
+
+pub(crate) fn keyed_edge<T: Send + 'static, K: StateKey>(
+    key_selector: Rc<dyn Fn(&T) -> K>,
+) -> KeyedEdge {
+    KeyedEdge {
+        key_group: Rc::new(move |record, max_parallelism| {
+            let record = record
+                .downcast_ref::<T>()
+                .expect("a keyed edge carries the type its key selector reads");
+            assign_to_key_group(&key_selector(record), max_parallelism)
+        }),
+        into_send: |record| Box::new(crate::operator::unbox::<T>(record)),
+    }
 }
 
 pub(crate) enum NodeKind {
@@ -69,6 +98,8 @@ pub(crate) struct NodeSpec {
 pub(crate) struct StreamGraph {
     pub(crate) nodes: Vec<NodeSpec>,
     pub(crate) cloners: HashMap<(NodeId, Port), Cloner>,
+    /// The keyed inputs of keyed operators, by (node, input index).
+    pub(crate) keyed_edges: HashMap<(NodeId, usize), KeyedEdge>,
     pub(crate) errors: Vec<String>,
 }
 
@@ -113,6 +144,8 @@ pub struct StreamExecutionEnvironment {
     checkpoint_storage: Option<Rc<RefCell<dyn CheckpointStorage>>>,
     restart_strategy: RestartStrategy,
     state_backend: StateBackendKind,
+    parallelism: u32,
+    channel_capacity: usize,
 }
 
 impl fmt::Debug for StreamExecutionEnvironment {
@@ -148,7 +181,27 @@ impl StreamExecutionEnvironment {
             checkpoint_storage: None,
             restart_strategy: RestartStrategy::NoRestart,
             state_backend: StateBackendKind::HashMap,
+            parallelism: 1,
+            channel_capacity: CHANNEL_CAPACITY_DEFAULT,
         }
+    }
+
+    /// Flink's `setParallelism`, for `execute_parallel`: the tasks of every keyed stage.
+    pub fn set_parallelism(&mut self, parallelism: u32) -> &mut Self {
+        self.parallelism = parallelism;
+        self
+    }
+
+    /// Messages buffered per channel between two tasks of `execute_parallel` before the
+    /// producer blocks (Flink's network buffers, counted in records).
+    pub fn set_channel_capacity(&mut self, capacity: usize) -> &mut Self {
+        self.channel_capacity = capacity;
+        self
+    }
+
+    /// Drains the graph built so far (a task of `execute_parallel` runs what it built).
+    pub(crate) fn take_graph(&self) -> StreamGraph {
+        std::mem::take(&mut *self.graph.borrow_mut())
     }
 
     /// Where keyed operators keep their state (Flink's `setStateBackend`): the heap by
@@ -256,6 +309,109 @@ impl StreamExecutionEnvironment {
             WatermarkStrategy::no_watermarks(),
             "Collection Source",
         )
+    }
+
+    /// Runs the job `build` describes on parallel tasks (`set_parallelism` tasks per keyed
+    /// stage; see the `parallel` module docs), to completion, with this environment's
+    /// checkpointing, storage, restart strategy, state backend and watermark settings:
+    /// from the latest completed checkpoint in the storage, at any parallelism, and after
+    /// a failure again from the latest one, as often as the restart strategy allows.
+    ///
+    /// `build` adds the job's sources, operators and sinks to the environment it is given;
+    /// it is called once to plan the job and once per task on the task's thread, and must
+    /// build the same graph every time. Sinks that collect results must share them across
+    /// calls (`CollectSink` clones do). The environment's own graph is not used. The
+    /// processing-time clock is the system's (a `ManualClock` is rejected).
+    pub fn execute_parallel(
+        &self,
+        job_name: &str,
+        build: impl Fn(&StreamExecutionEnvironment) + Sync,
+    ) -> Result<JobExecutionResult, StreamError> {
+        if !(1..=UPPER_BOUND_MAX_PARALLELISM).contains(&self.max_parallelism) {
+            return Err(StreamError::InvalidConfiguration(format!(
+                "max_parallelism must be in 1..={UPPER_BOUND_MAX_PARALLELISM}, got {}",
+                self.max_parallelism
+            )));
+        }
+        if self.parallelism == 0
+            || self.parallelism > PARALLELISM_MAX
+            || self.parallelism > self.max_parallelism
+        {
+            return Err(StreamError::InvalidConfiguration(format!(
+                "parallelism must be in 1..={PARALLELISM_MAX} and at most max_parallelism {}, got {}",
+                self.max_parallelism, self.parallelism
+            )));
+        }
+        if self.channel_capacity == 0 {
+            return Err(StreamError::InvalidConfiguration(
+                "channel_capacity must be positive".into(),
+            ));
+        }
+        if self.clock.as_manual().is_some() {
+            return Err(StreamError::InvalidConfiguration(
+                "execute_parallel reads the system clock: a ManualClock is not supported".into(),
+            ));
+        }
+        if let WatermarkEmission::Periodic(interval) = self.watermark_emission
+            && interval.is_zero()
+        {
+            return Err(StreamError::InvalidConfiguration(
+                "a periodic watermark interval must be positive".into(),
+            ));
+        }
+        if let Some(config) = &self.checkpoint_config {
+            config.validate()?;
+        }
+        let settings = TaskSettings {
+            max_parallelism: self.max_parallelism,
+            emission: self.watermark_emission,
+            state_backend: self.state_backend.clone(),
+            work_queue_events_max: self.work_queue_events_max,
+            channel_capacity: self.channel_capacity,
+            parallelism: self.parallelism,
+        };
+        let storage = self.checkpoint_storage.clone().or_else(|| {
+            self.checkpoint_config.map(|_| {
+                Rc::new(RefCell::new(InMemoryCheckpointStorage::new(1)))
+                    as Rc<RefCell<dyn CheckpointStorage>>
+            })
+        });
+        let (attempts_max, delay) = match self.restart_strategy {
+            RestartStrategy::NoRestart => (0, Duration::ZERO),
+            RestartStrategy::FixedDelay { attempts, delay } => (attempts, delay),
+        };
+        let mut num_restarts = 0;
+        loop {
+            let checkpointing = match &storage {
+                Some(storage) => Some(ParallelCheckpointing {
+                    config: self.checkpoint_config,
+                    storage: storage.clone(),
+                    restore: storage.borrow().latest()?,
+                }),
+                None => None,
+            };
+            match parallel::run(job_name, &build, &settings, checkpointing) {
+                Ok(mut result) => {
+                    result.num_restarts = num_restarts;
+                    return Ok(result);
+                }
+                Err(error)
+                    if num_restarts < attempts_max
+                        && !matches!(error, StreamError::InvalidConfiguration(_)) =>
+                {
+                    num_restarts += 1;
+                    tracing::warn!(
+                        job_name,
+                        %error,
+                        attempt = num_restarts,
+                        attempts_max,
+                        "parallel job failed; restarting from the latest checkpoint"
+                    );
+                    std::thread::sleep(delay);
+                }
+                Err(error) => return Err(error),
+            }
+        }
     }
 
     /// Runs the job to completion (all sources end) and returns its metrics: from the

@@ -54,14 +54,20 @@ use crate::environment::{Cloner, NodeId, NodeKind, NodeSpec, StreamGraph};
 use crate::error::StreamError;
 use crate::key_group::key_group_range_for_operator;
 use crate::operator::{Emitted, OperatorSetup, Output, Port};
+use crate::parallel::{Control, Report, StageTask, peer_gone};
 use crate::state::StateBackendKind;
 use crate::time::Clock;
 use crate::valve::{StatusWatermarkValve, ValveOutput};
 use crate::watermark::WatermarkEmission;
+use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
 
 /// The default for the most events in flight between two source steps
 /// (`StreamExecutionEnvironment::set_work_queue_events_max`).
 pub const WORK_QUEUE_EVENTS_MAX: usize = 1 << 22;
+/// Messages a parallel task takes from one keyed input before turning to the others.
+const EXCHANGE_POLL_BUDGET: usize = 256;
+/// How long an idle parallel task waits for input before checking its timers again.
+const STAGE_IDLE_WAIT: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// What flows along an edge.
 pub(crate) enum Event {
@@ -121,8 +127,14 @@ struct Runtime {
     queue: VecDeque<(NodeId, usize, Event)>,
     work_queue_events_max: usize,
     checkpointing: Option<CheckpointRuntime>,
+    /// Triggered checkpoints collecting their snapshots.
+    pending: BTreeMap<u64, PendingCheckpoint>,
     num_completed_checkpoints: u64,
     state_backend: StateBackendKind,
+    /// Parallel execution: the one task of one stage this runtime is (`parallel`).
+    stage: Option<StageTask>,
+    /// Parallel execution: sinks whose input ended, finished when the job is.
+    deferred_finish: Vec<NodeId>,
 }
 
 struct RuntimeNode {
@@ -138,7 +150,6 @@ struct RuntimeNode {
 struct CheckpointRuntime {
     coordinator: CheckpointCoordinator,
     storage: Rc<RefCell<dyn CheckpointStorage>>,
-    pending: BTreeMap<u64, PendingCheckpoint>,
 }
 
 /// A triggered checkpoint collecting its snapshots.
@@ -179,67 +190,9 @@ pub(crate) fn run(
     limits: Limits,
     checkpointing: Option<Checkpointing>,
 ) -> (Result<JobExecutionResult, StreamError>, StreamGraph) {
-    let StateSettings {
-        max_parallelism,
-        backend: state_backend,
-    } = state;
-    let StreamGraph { nodes, cloners, .. } = graph;
-    let mut consumers: HashMap<(NodeId, Port), Vec<(NodeId, usize)>> = HashMap::new();
-    let mut all_consumers = vec![Vec::new(); nodes.len()];
-    for (node, spec) in nodes.iter().enumerate() {
-        for (input, (producer, port)) in spec.inputs.iter().enumerate() {
-            consumers
-                .entry((*producer, port.clone()))
-                .or_default()
-                .push((node, input));
-            all_consumers[*producer].push((node, input));
-        }
-    }
-    let runtime_nodes = nodes
-        .into_iter()
-        .map(|spec| {
-            let is_source = matches!(spec.kind, NodeKind::Source(_));
-            RuntimeNode {
-                kind: spec.kind,
-                // A source has no inputs; give it a one-input valve it never uses.
-                valve: StatusWatermarkValve::new(spec.inputs.len().max(1)),
-                inputs_ended: vec![false; spec.inputs.len()],
-                inputs: spec.inputs,
-                source_finished: !is_source,
-                next_periodic_emit_ms: clock.now_ms(),
-                metrics: OperatorMetrics {
-                    name: spec.name,
-                    ..OperatorMetrics::default()
-                },
-            }
-        })
-        .collect();
-    let mut runtime = Runtime {
-        job_name: job_name.to_string(),
-        max_parallelism,
-        clock: clock.clone(),
-        nodes: runtime_nodes,
-        consumers,
-        all_consumers,
-        cloners,
-        queue: VecDeque::new(),
-        work_queue_events_max: limits.work_queue_events_max,
-        checkpointing: None,
-        num_completed_checkpoints: 0,
-        state_backend,
-    };
+    let (mut runtime, keyed_edges) = Runtime::new(job_name, graph, clock, state, limits, None);
     let result = runtime.run(emission, checkpointing);
-    let operators = runtime
-        .nodes
-        .iter()
-        .map(|node| {
-            let mut metrics = node.metrics.clone();
-            if let NodeKind::Operator(operator) = &node.kind {
-                metrics.num_late_records_dropped = operator.num_late_records_dropped();
-            }
-            metrics
-        })
-        .collect();
+    let operators = runtime.operator_metrics();
     let num_completed_checkpoints = runtime.num_completed_checkpoints;
     let graph = StreamGraph {
         nodes: runtime
@@ -252,6 +205,7 @@ pub(crate) fn run(
             })
             .collect(),
         cloners: runtime.cloners,
+        keyed_edges,
         errors: Vec::new(),
     };
     let result = result.map(|restored_checkpoint_id| JobExecutionResult {
@@ -264,25 +218,173 @@ pub(crate) fn run(
     (result, graph)
 }
 
+/// Runs one task of a parallel job (`parallel`): the nodes of its stage, restored from
+/// `restore` (its key-group range), until its inputs end; reports to the coordinator.
+/// The task reads the system clock (`execute_parallel` rejects a manual one).
+pub(crate) fn run_stage(
+    job_name: &str,
+    graph: StreamGraph,
+    state: StateSettings,
+    emission: WatermarkEmission,
+    limits: Limits,
+    stage: StageTask,
+    restore: Option<&CompletedCheckpoint>,
+) {
+    let reports = stage.reports.clone();
+    let task = stage.task;
+    let clock: Rc<dyn Clock> = Rc::new(crate::time::SystemClock);
+    let (mut runtime, _) = Runtime::new(job_name, graph, clock, state, limits, Some(stage));
+    let result = runtime
+        .open_nodes()
+        .and_then(|()| match restore {
+            Some(checkpoint) => runtime.restore(checkpoint),
+            None => Ok(()),
+        })
+        .and_then(|()| runtime.run_stage_loop(emission));
+    let report = match result {
+        Ok(()) => {
+            let member = &runtime.stage.as_ref().expect("a stage task").member;
+            let metrics = runtime
+                .operator_metrics()
+                .into_iter()
+                .enumerate()
+                .filter(|(node, _)| member[*node])
+                .collect();
+            Report::Finished { task, metrics }
+        }
+        Err(error) => Report::Failed { task, error },
+    };
+    // The coordinator gone: the job is over anyway.
+    let _ = reports.send(report);
+}
+
 impl Runtime {
-    /// Opens, restores and runs; returns the id of the checkpoint restored from.
-    fn run(
-        &mut self,
-        emission: WatermarkEmission,
-        checkpointing: Option<Checkpointing>,
-    ) -> Result<Option<u64>, StreamError> {
-        for (index, node) in self.nodes.iter_mut().enumerate() {
+    fn new(
+        job_name: &str,
+        graph: StreamGraph,
+        clock: Rc<dyn Clock>,
+        state: StateSettings,
+        limits: Limits,
+        stage: Option<StageTask>,
+    ) -> (
+        Runtime,
+        HashMap<(NodeId, usize), crate::environment::KeyedEdge>,
+    ) {
+        let StateSettings {
+            max_parallelism,
+            backend: state_backend,
+        } = state;
+        let StreamGraph {
+            nodes,
+            cloners,
+            keyed_edges,
+            ..
+        } = graph;
+        let mut consumers: HashMap<(NodeId, Port), Vec<(NodeId, usize)>> = HashMap::new();
+        let mut all_consumers = vec![Vec::new(); nodes.len()];
+        for (node, spec) in nodes.iter().enumerate() {
+            for (input, (producer, port)) in spec.inputs.iter().enumerate() {
+                consumers
+                    .entry((*producer, port.clone()))
+                    .or_default()
+                    .push((node, input));
+                all_consumers[*producer].push((node, input));
+            }
+        }
+        let runtime_nodes = nodes
+            .into_iter()
+            .map(|spec| {
+                let is_source = matches!(spec.kind, NodeKind::Source(_));
+                RuntimeNode {
+                    kind: spec.kind,
+                    // A source has no inputs; give it a one-input valve it never uses.
+                    valve: StatusWatermarkValve::new(spec.inputs.len().max(1)),
+                    inputs_ended: vec![false; spec.inputs.len()],
+                    inputs: spec.inputs,
+                    source_finished: !is_source,
+                    next_periodic_emit_ms: clock.now_ms(),
+                    metrics: OperatorMetrics {
+                        name: spec.name,
+                        ..OperatorMetrics::default()
+                    },
+                }
+            })
+            .collect();
+        let runtime = Runtime {
+            job_name: job_name.to_string(),
+            max_parallelism,
+            clock: clock.clone(),
+            nodes: runtime_nodes,
+            consumers,
+            all_consumers,
+            cloners,
+            queue: VecDeque::new(),
+            work_queue_events_max: limits.work_queue_events_max,
+            checkpointing: None,
+            pending: BTreeMap::new(),
+            num_completed_checkpoints: 0,
+            state_backend,
+            stage,
+            deferred_finish: Vec::new(),
+        };
+        (runtime, keyed_edges)
+    }
+
+    fn operator_metrics(&self) -> Vec<OperatorMetrics> {
+        self.nodes
+            .iter()
+            .map(|node| {
+                let mut metrics = node.metrics.clone();
+                if let NodeKind::Operator(operator) = &node.kind {
+                    metrics.num_late_records_dropped = operator.num_late_records_dropped();
+                }
+                metrics
+            })
+            .collect()
+    }
+
+    /// Whether `node` runs here (always, unless this is one task of a parallel job).
+    fn is_member(&self, node: NodeId) -> bool {
+        self.stage.as_ref().is_none_or(|stage| stage.member[node])
+    }
+
+    fn open_nodes(&mut self) -> Result<(), StreamError> {
+        let subtask = self.stage.as_ref().map(|stage| stage.subtask);
+        let (parallelism, index) = self
+            .stage
+            .as_ref()
+            .map_or((1, 0), |stage| (stage.parallelism, stage.subtask));
+        let key_groups = key_group_range_for_operator(self.max_parallelism, parallelism, index);
+        for index in 0..self.nodes.len() {
+            if !self.is_member(index) {
+                continue;
+            }
+            let node = &mut self.nodes[index];
             match &mut node.kind {
                 NodeKind::Source(source) => source.open(self.clock.as_ref()),
                 NodeKind::Operator(operator) => operator.open(&OperatorSetup {
                     clock: self.clock.clone(),
                     max_parallelism: self.max_parallelism,
                     state_backend: self.state_backend.clone(),
-                    // Unique within the job; stable across restarts.
-                    operator_id: format!("{index}-{}", node.metrics.name),
+                    // Unique within the job (and task); stable across restarts.
+                    operator_id: match subtask {
+                        None => format!("{index}-{}", node.metrics.name),
+                        Some(subtask) => format!("{index}-{}-{subtask}", node.metrics.name),
+                    },
+                    key_groups: key_groups.clone(),
                 })?,
             }
         }
+        Ok(())
+    }
+
+    /// Opens, restores and runs; returns the id of the checkpoint restored from.
+    fn run(
+        &mut self,
+        emission: WatermarkEmission,
+        checkpointing: Option<Checkpointing>,
+    ) -> Result<Option<u64>, StreamError> {
+        self.open_nodes()?;
         let mut restored_checkpoint_id = None;
         if let Some(checkpointing) = checkpointing {
             let mut next_checkpoint_id = 1;
@@ -299,7 +401,6 @@ impl Runtime {
                         self.clock.now_ms(),
                     ),
                     storage: checkpointing.storage,
-                    pending: BTreeMap::new(),
                 });
             }
         }
@@ -334,8 +435,18 @@ impl Runtime {
                 checkpoint.checkpoint_id
             )));
         }
-        let key_groups = key_group_range_for_operator(self.max_parallelism, 1, 0);
-        for (node, snapshot) in self.nodes.iter_mut().zip(&checkpoint.nodes) {
+        let (parallelism, subtask) = self
+            .stage
+            .as_ref()
+            .map_or((1, 0), |stage| (stage.parallelism, stage.subtask));
+        let key_groups = key_group_range_for_operator(self.max_parallelism, parallelism, subtask);
+        let member: Vec<bool> = (0..self.nodes.len())
+            .map(|node| self.is_member(node))
+            .collect();
+        for ((node, snapshot), member) in self.nodes.iter_mut().zip(&checkpoint.nodes).zip(member) {
+            if !member {
+                continue;
+            }
             match (
                 &mut node.kind,
                 &snapshot.source_position,
@@ -368,7 +479,7 @@ impl Runtime {
                 checkpoint_id = expired,
                 "checkpoint expired before completing"
             );
-            checkpointing.pending.remove(&expired);
+            self.pending.remove(&expired);
         }
         if sources
             .iter()
@@ -379,6 +490,16 @@ impl Runtime {
         let Some(checkpoint_id) = checkpointing.coordinator.try_trigger(now_ms) else {
             return Ok(());
         };
+        self.trigger_checkpoint(sources, checkpoint_id, now_ms)
+    }
+
+    /// Records the sources' positions and injects the barrier of `checkpoint_id`.
+    fn trigger_checkpoint(
+        &mut self,
+        sources: &[NodeId],
+        checkpoint_id: u64,
+        now_ms: i64,
+    ) -> Result<(), StreamError> {
         let sinks = self
             .all_consumers
             .iter()
@@ -401,9 +522,13 @@ impl Runtime {
                 keyed_state: None,
             });
         }
-        checkpointing.pending.insert(checkpoint_id, pending);
+        self.pending.insert(checkpoint_id, pending);
         for &source in sources {
-            self.broadcast(source, Event::Barrier(checkpoint_id));
+            self.broadcast(source, Event::Barrier(checkpoint_id))?;
+        }
+        if self.stage.is_some() {
+            self.drain()?;
+            return self.report_if_snapshotted(checkpoint_id);
         }
         // A source without consumers is a sink of itself.
         for &source in sources {
@@ -416,11 +541,20 @@ impl Runtime {
 
     /// A barrier arrived at `node` on one input; snapshot and forward once aligned.
     fn on_barrier(&mut self, node: NodeId, checkpoint_id: u64) -> Result<(), StreamError> {
-        let Some(pending) = self
-            .checkpointing
-            .as_mut()
-            .and_then(|checkpointing| checkpointing.pending.get_mut(&checkpoint_id))
-        else {
+        if self.stage.is_some() && !self.pending.contains_key(&checkpoint_id) {
+            // A task downstream of the sources learns of a checkpoint by its barrier.
+            let nodes = self.nodes.len();
+            self.pending.insert(
+                checkpoint_id,
+                PendingCheckpoint {
+                    timestamp_ms: self.clock.now_ms(),
+                    nodes: vec![None; nodes],
+                    barriers_received: vec![0; nodes],
+                    acknowledgements_missing: 0,
+                },
+            );
+        }
+        let Some(pending) = self.pending.get_mut(&checkpoint_id) else {
             // Expired or aborted: nothing to do, nothing to forward.
             return Ok(());
         };
@@ -438,12 +572,46 @@ impl Runtime {
             source_position: None,
             keyed_state,
         });
-        if self.all_consumers[node].is_empty() {
+        if self.stage.is_some() {
+            self.broadcast(node, Event::Barrier(checkpoint_id))?;
+            self.report_if_snapshotted(checkpoint_id)
+        } else if self.all_consumers[node].is_empty() {
             self.acknowledge(checkpoint_id)
         } else {
-            self.broadcast(node, Event::Barrier(checkpoint_id));
-            Ok(())
+            self.broadcast(node, Event::Barrier(checkpoint_id))
         }
+    }
+
+    /// A parallel task: once every node of its stage snapshotted the checkpoint, send the
+    /// snapshots to the coordinator.
+    fn report_if_snapshotted(&mut self, checkpoint_id: u64) -> Result<(), StreamError> {
+        let Some(pending) = self.pending.get(&checkpoint_id) else {
+            return Ok(());
+        };
+        let stage = self.stage.as_ref().expect("parallel tasks report");
+        let done = (0..self.nodes.len())
+            .filter(|node| stage.member[*node])
+            .all(|node| pending.nodes[node].is_some());
+        if !done {
+            return Ok(());
+        }
+        let pending = self
+            .pending
+            .remove(&checkpoint_id)
+            .expect("looked up above");
+        let snapshots = pending
+            .nodes
+            .into_iter()
+            .enumerate()
+            .filter_map(|(node, snapshot)| snapshot.map(|snapshot| (node, snapshot)))
+            .collect();
+        stage
+            .reports
+            .send(Report::Acknowledged {
+                checkpoint_id,
+                snapshots,
+            })
+            .map_err(|_| peer_gone())
     }
 
     /// A sink acknowledged; the last acknowledgement completes the checkpoint.
@@ -452,7 +620,7 @@ impl Runtime {
             .checkpointing
             .as_mut()
             .expect("barriers only flow with checkpointing on");
-        let pending = checkpointing
+        let pending = self
             .pending
             .get_mut(&checkpoint_id)
             .expect("acknowledged checkpoints are pending");
@@ -460,7 +628,7 @@ impl Runtime {
         if pending.acknowledgements_missing > 0 {
             return Ok(());
         }
-        let pending = checkpointing
+        let pending = self
             .pending
             .remove(&checkpoint_id)
             .expect("looked up above");
@@ -484,7 +652,16 @@ impl Runtime {
             .coordinator
             .complete(checkpoint_id, self.clock.now_ms());
         self.num_completed_checkpoints += 1;
-        for node in &mut self.nodes {
+        self.notify_checkpoint_complete(checkpoint_id)
+    }
+
+    /// `notify_checkpoint_complete` to every node (of this task), in graph order.
+    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> Result<(), StreamError> {
+        for index in 0..self.nodes.len() {
+            if !self.is_member(index) {
+                continue;
+            }
+            let node = &mut self.nodes[index];
             match &mut node.kind {
                 NodeKind::Operator(operator) => {
                     operator.notify_checkpoint_complete(checkpoint_id)?
@@ -531,6 +708,155 @@ impl Runtime {
         Ok(())
     }
 
+    fn stage(&self) -> &StageTask {
+        self.stage.as_ref().expect("a parallel task")
+    }
+
+    /// A parallel task's loop: the coordinator's messages, its sources (the source task)
+    /// and its keyed inputs, processing time; until every input of its stage ended.
+    fn run_stage_loop(&mut self, emission: WatermarkEmission) -> Result<(), StreamError> {
+        let clock = self.clock.clone();
+        let sources: Vec<NodeId> = (0..self.nodes.len())
+            .filter(|node| {
+                self.is_member(*node) && matches!(self.nodes[*node].kind, NodeKind::Source(_))
+            })
+            .collect();
+        let mut events = Vec::new();
+        loop {
+            if self.stage().cancelled() {
+                return Err(peer_gone());
+            }
+            let mut progressed = false;
+            loop {
+                let control = match self.stage().control.try_recv() {
+                    Ok(control) => control,
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => return Err(peer_gone()),
+                };
+                progressed = true;
+                match control {
+                    Control::Trigger {
+                        checkpoint_id,
+                        timestamp_ms,
+                    } => {
+                        if sources
+                            .iter()
+                            .any(|source| self.nodes[*source].source_finished)
+                        {
+                            self.stage()
+                                .reports
+                                .send(Report::Declined { checkpoint_id })
+                                .map_err(|_| peer_gone())?;
+                        } else {
+                            self.trigger_checkpoint(&sources, checkpoint_id, timestamp_ms)?;
+                        }
+                    }
+                    Control::Complete(checkpoint_id) => {
+                        self.notify_checkpoint_complete(checkpoint_id)?
+                    }
+                    // Sent only once every task drained, this one included.
+                    Control::Finish => {
+                        return Err(StreamError::Function(
+                            "parallel task told to finish before its input ended".into(),
+                        ));
+                    }
+                }
+            }
+            for &source in &sources {
+                if self.nodes[source].source_finished {
+                    continue;
+                }
+                let NodeKind::Source(runner) = &mut self.nodes[source].kind else {
+                    unreachable!("filtered to sources above");
+                };
+                let more = runner.step(clock.as_ref(), &mut events)?;
+                self.nodes[source].source_finished = !more;
+                self.emit_source_events(source, &mut events)?;
+                progressed = true;
+            }
+            for index in 0..self.stage().exchange_in.len() {
+                let stage = self.stage.as_mut().expect("a parallel task");
+                let exchange = &mut stage.exchange_in[index];
+                if exchange.is_finished() {
+                    continue;
+                }
+                let received = exchange.poll(EXCHANGE_POLL_BUDGET, &mut events)?;
+                let (node, input) = (exchange.node, exchange.input);
+                progressed |= received > 0;
+                for event in events.drain(..) {
+                    self.queue.push_back((node, input, event));
+                }
+                self.drain()?;
+            }
+            let now_ms = clock.now_ms();
+            self.advance_processing_time(now_ms)?;
+            self.periodic_watermarks(&sources, now_ms, emission, &mut events)?;
+            let sources_done = sources
+                .iter()
+                .all(|source| self.nodes[*source].source_finished);
+            if sources_done
+                && self
+                    .stage()
+                    .exchange_in
+                    .iter()
+                    .all(|input| input.is_finished())
+            {
+                return self.await_job_end();
+            }
+            if !progressed {
+                // Woken by a producer or the coordinator; the timeout bounds how late
+                // processing-time timers fire and a cancellation is noticed.
+                match self.stage().doorbell.recv_timeout(STAGE_IDLE_WAIT) {
+                    Ok(()) | Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => return Err(peer_gone()),
+                }
+            }
+        }
+    }
+
+    /// A parallel task whose input ended: tells the coordinator, then finishes its sinks
+    /// once every task has drained (the job succeeded), or stops if the job failed.
+    fn await_job_end(&mut self) -> Result<(), StreamError> {
+        let task = self.stage().task;
+        self.stage()
+            .reports
+            .send(Report::Drained { task })
+            .map_err(|_| peer_gone())?;
+        loop {
+            if self.stage().cancelled() {
+                return Err(peer_gone());
+            }
+            match self.stage().control.try_recv() {
+                Ok(Control::Complete(checkpoint_id)) => {
+                    self.notify_checkpoint_complete(checkpoint_id)?;
+                    continue;
+                }
+                Ok(Control::Trigger { checkpoint_id, .. }) => {
+                    self.stage()
+                        .reports
+                        .send(Report::Declined { checkpoint_id })
+                        .map_err(|_| peer_gone())?;
+                    continue;
+                }
+                Ok(Control::Finish) => {
+                    for node in std::mem::take(&mut self.deferred_finish) {
+                        let NodeKind::Operator(operator) = &mut self.nodes[node].kind else {
+                            unreachable!("deferred nodes are sinks");
+                        };
+                        operator.finish(&mut Output::default())?;
+                    }
+                    return Ok(());
+                }
+                Err(TryRecvError::Empty) => {}
+                Err(TryRecvError::Disconnected) => return Err(peer_gone()),
+            }
+            match self.stage().doorbell.recv_timeout(STAGE_IDLE_WAIT) {
+                Ok(()) | Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return Err(peer_gone()),
+            }
+        }
+    }
+
     fn periodic_watermarks(
         &mut self,
         sources: &[NodeId],
@@ -572,9 +898,9 @@ impl Runtime {
             match event {
                 Event::Record(value, timestamp) => {
                     self.nodes[source].metrics.num_records_out += 1;
-                    self.route_record(source, Port::Main, value, timestamp);
+                    self.route_record(source, Port::Main, value, timestamp)?;
                 }
-                other => self.broadcast(source, other),
+                other => self.broadcast(source, other)?,
             }
         }
         self.drain()
@@ -582,12 +908,15 @@ impl Runtime {
 
     fn advance_processing_time(&mut self, now_ms: i64) -> Result<(), StreamError> {
         for node in 0..self.nodes.len() {
+            if !self.is_member(node) {
+                continue;
+            }
             let NodeKind::Operator(operator) = &mut self.nodes[node].kind else {
                 continue;
             };
             let mut out = Output::default();
             operator.advance_processing_time(now_ms, &mut out)?;
-            self.route_output(node, out);
+            self.route_output(node, out)?;
             self.drain()?;
         }
         Ok(())
@@ -599,11 +928,11 @@ impl Runtime {
         port: Port,
         value: Box<dyn Any>,
         timestamp: Option<i64>,
-    ) {
+    ) -> Result<(), StreamError> {
         let key = (from, port);
         let Some(targets) = self.consumers.get(&key) else {
             // Nobody reads this port (e.g. an unused side output): dropped, as in Flink.
-            return;
+            return Ok(());
         };
         let (last, rest) = targets
             .split_last()
@@ -613,19 +942,43 @@ impl Runtime {
                 .cloners
                 .get(&key)
                 .expect("every consumed port has a cloner");
-            self.queue.push_back((
-                node,
-                input,
-                Event::Record(cloner(value.as_ref()), timestamp),
-            ));
+            let copy = cloner(value.as_ref());
+            match self
+                .stage
+                .as_ref()
+                .and_then(|stage| stage.exchange_out.get(&(node, input)))
+            {
+                Some(exchange) => exchange.record(copy, timestamp)?,
+                None => self
+                    .queue
+                    .push_back((node, input, Event::Record(copy, timestamp))),
+            }
         }
-        self.queue
-            .push_back((last.0, last.1, Event::Record(value, timestamp)));
+        let &(node, input) = last;
+        match self
+            .stage
+            .as_ref()
+            .and_then(|stage| stage.exchange_out.get(&(node, input)))
+        {
+            Some(exchange) => exchange.record(value, timestamp)?,
+            None => self
+                .queue
+                .push_back((node, input, Event::Record(value, timestamp))),
+        }
+        Ok(())
     }
 
-    fn broadcast(&mut self, from: NodeId, event: Event) {
+    fn broadcast(&mut self, from: NodeId, event: Event) -> Result<(), StreamError> {
         let targets = &self.all_consumers[from];
         for &(node, input) in targets {
+            if let Some(exchange) = self
+                .stage
+                .as_ref()
+                .and_then(|stage| stage.exchange_out.get(&(node, input)))
+            {
+                exchange.broadcast(&event)?;
+                continue;
+            }
             let copy = match &event {
                 Event::Watermark(watermark) => Event::Watermark(*watermark),
                 Event::Idle(idle) => Event::Idle(*idle),
@@ -635,9 +988,10 @@ impl Runtime {
             };
             self.queue.push_back((node, input, copy));
         }
+        Ok(())
     }
 
-    fn route_output(&mut self, from: NodeId, out: Output) {
+    fn route_output(&mut self, from: NodeId, out: Output) -> Result<(), StreamError> {
         let Output { main, side } = out;
         self.nodes[from].metrics.num_records_out += (main.len() + side.len()) as u64;
         for Emitted {
@@ -646,8 +1000,9 @@ impl Runtime {
             timestamp,
         } in main.into_iter().chain(side)
         {
-            self.route_record(from, port, value, timestamp);
+            self.route_record(from, port, value, timestamp)?;
         }
+        Ok(())
     }
 
     fn drain(&mut self) -> Result<(), StreamError> {
@@ -672,7 +1027,7 @@ impl Runtime {
                 runtime_node.metrics.num_records_in += 1;
                 let mut out = Output::default();
                 operator.process_record(input, value, timestamp, &mut out)?;
-                self.route_output(node, out);
+                self.route_output(node, out)?;
             }
             Event::Watermark(watermark) => {
                 let mut decisions = Vec::new();
@@ -690,10 +1045,14 @@ impl Runtime {
             Event::End => {
                 runtime_node.inputs_ended[input] = true;
                 if runtime_node.inputs_ended.iter().all(|ended| *ended) {
+                    if self.stage.is_some() && operator.commits_on_finish() {
+                        self.deferred_finish.push(node);
+                        return Ok(());
+                    }
                     let mut out = Output::default();
                     operator.finish(&mut out)?;
-                    self.route_output(node, out);
-                    self.broadcast(node, Event::End);
+                    self.route_output(node, out)?;
+                    self.broadcast(node, Event::End)?;
                 }
             }
         }
@@ -713,11 +1072,11 @@ impl Runtime {
                     };
                     let mut out = Output::default();
                     operator.advance_watermark(watermark, &mut out)?;
-                    self.route_output(node, out);
-                    self.broadcast(node, Event::Watermark(watermark));
+                    self.route_output(node, out)?;
+                    self.broadcast(node, Event::Watermark(watermark))?;
                 }
-                ValveOutput::Idle => self.broadcast(node, Event::Idle(true)),
-                ValveOutput::Active => self.broadcast(node, Event::Idle(false)),
+                ValveOutput::Idle => self.broadcast(node, Event::Idle(true))?,
+                ValveOutput::Active => self.broadcast(node, Event::Idle(false))?,
             }
         }
         Ok(())

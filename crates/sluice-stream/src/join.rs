@@ -44,6 +44,7 @@ use std::rc::Rc;
 
 use crate::checkpoint::KeyedStateSnapshot;
 use crate::datastream::DataStream;
+use crate::environment::keyed_edge;
 use crate::error::StreamError;
 use crate::functions::{Collector, Context, TimeDomain};
 use crate::operator::{Operator, OperatorSetup, Output, unbox};
@@ -115,12 +116,18 @@ pub struct KeyedConnectedStreams<I1, I2, K> {
     second_key: Rc<dyn Fn(&I2) -> K>,
 }
 
-impl<I1: Clone + 'static, I2: Clone + 'static, K: StateKey> KeyedConnectedStreams<I1, I2, K> {
+impl<I1: Clone + Send + 'static, I2: Clone + Send + 'static, K: StateKey>
+    KeyedConnectedStreams<I1, I2, K>
+{
     /// Flink's `ConnectedStreams.process(KeyedCoProcessFunction)`.
     pub fn process<O: Clone + 'static>(
         self,
         function: impl KeyedCoProcessFunction<K, I1, I2, O>,
     ) -> DataStream<O> {
+        let edges = vec![
+            keyed_edge(self.first_key.clone()),
+            keyed_edge(self.second_key.clone()),
+        ];
         let operator = KeyedCoProcessOperator {
             first_key: self.first_key,
             second_key: self.second_key,
@@ -129,7 +136,7 @@ impl<I1: Clone + 'static, I2: Clone + 'static, K: StateKey> KeyedConnectedStream
             _types: PhantomData,
         };
         let ConnectedStreams { first, second } = self.streams;
-        first.add_two_input_operator("KeyedCoProcess", Box::new(operator), &second)
+        first.add_keyed_two_input_operator("KeyedCoProcess", Box::new(operator), &second, edges)
     }
 }
 
@@ -438,8 +445,8 @@ pub struct WindowedCoGroup<I1, I2, K> {
 
 impl<I1, I2, K> WindowedCoGroup<I1, I2, K>
 where
-    I1: Clone + StateValue,
-    I2: Clone + StateValue,
+    I1: Clone + Send + StateValue,
+    I2: Clone + Send + StateValue,
     K: StateKey,
 {
     /// Flink's `CoGroupedStreams.WithWindow.apply(CoGroupFunction)`: when the watermark

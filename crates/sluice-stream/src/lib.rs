@@ -90,6 +90,7 @@ pub mod key_group;
 mod keyed_process;
 pub mod nexmark;
 mod operator;
+mod parallel;
 pub mod runtime;
 mod sink;
 mod source;

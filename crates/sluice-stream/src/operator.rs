@@ -53,6 +53,9 @@ pub(crate) struct OperatorSetup {
     pub(crate) state_backend: StateBackendKind,
     /// Names the operator's state (its fjall directory).
     pub(crate) operator_id: String,
+    /// The key groups this instance owns (all of them unless it is one of several
+    /// parallel instances).
+    pub(crate) key_groups: std::ops::Range<u32>,
 }
 
 pub(crate) trait Operator {
@@ -84,6 +87,11 @@ pub(crate) trait Operator {
     }
     fn num_late_records_dropped(&self) -> u64 {
         0
+    }
+    /// Whether `finish` commits output (a sink): a parallel job defers it until every
+    /// task drained its input, so a failing job commits nothing at its end.
+    fn commits_on_finish(&self) -> bool {
+        false
     }
     /// The checkpoint's barrier arrived on every input: snapshot keyed state and timers
     /// (`None`: nothing keyed). A sink pre-commits here.

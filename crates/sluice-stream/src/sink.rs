@@ -17,10 +17,9 @@
 //! `restore_checkpoint_state` (stored as one cell of the sink node's snapshot).
 
 use std::any::Any;
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 use crate::checkpoint::{CellSnapshot, KeyGroupSnapshot, KeyedStateSnapshot};
 use crate::error::StreamError;
@@ -74,54 +73,88 @@ pub enum SinkEvent<T> {
     Watermark(i64),
 }
 
+/// What the clones of a `CollectSink` share: the committed events, and the
+/// pre-committed transactions by id (the "external system" of this sink).
 #[derive(Debug)]
-struct Collected<T> {
-    exactly_once: bool,
+struct Shared<T> {
     committed: Vec<SinkEvent<T>>,
-    /// Exactly-once: written since the last barrier.
-    open_transaction: Vec<SinkEvent<T>>,
-    /// Exactly-once: pre-committed at a barrier, waiting for its checkpoint to complete.
-    pre_committed: BTreeMap<u64, Vec<SinkEvent<T>>>,
+    transactions: BTreeMap<u64, Vec<SinkEvent<T>>>,
+    next_transaction: u64,
 }
 
-impl<T> Collected<T> {
-    fn new(exactly_once: bool) -> Self {
+impl<T> Default for Shared<T> {
+    fn default() -> Self {
         Self {
-            exactly_once,
             committed: Vec::new(),
+            transactions: BTreeMap::new(),
+            next_transaction: 0,
+        }
+    }
+}
+
+impl<T> Shared<T> {
+    /// Commits a pre-committed transaction; one committed (or never pre-committed)
+    /// already is a no-op, so a restore may commit again what a notify committed.
+    fn commit(&mut self, transaction: u64) {
+        if let Some(events) = self.transactions.remove(&transaction) {
+            self.committed.extend(events);
+        }
+    }
+}
+
+/// Collects records and watermarks in memory. Clones share what was committed (keep one,
+/// give another to `sink_to`; with `execute_parallel` every task's instance is a clone)
+/// and each keeps its own open transaction. Readers see committed events only.
+///
+/// Exactly-once as Flink's two-phase-commit sinks: at a barrier the open transaction is
+/// pre-committed under an id kept in the shared store and named in the checkpoint
+/// (`checkpoint_state`); `notify_checkpoint_complete` commits it, and so does a restore
+/// from that checkpoint if the notify never ran (a failure between the checkpoint's
+/// completion and the notify, which parallel tasks make possible).
+#[derive(Debug)]
+pub struct CollectSink<T> {
+    shared: Arc<Mutex<Shared<T>>>,
+    exactly_once: bool,
+    /// Exactly-once: written since the last barrier.
+    open_transaction: Vec<SinkEvent<T>>,
+    /// Exactly-once: pre-committed transactions by checkpoint, waiting for it to complete.
+    pre_committed: BTreeMap<u64, u64>,
+}
+
+impl<T> Clone for CollectSink<T> {
+    fn clone(&self) -> Self {
+        Self::sharing(self.shared.clone(), self.exactly_once)
+    }
+}
+
+impl<T> Default for CollectSink<T> {
+    fn default() -> Self {
+        Self::sharing(Arc::default(), false)
+    }
+}
+
+impl<T> CollectSink<T> {
+    fn sharing(shared: Arc<Mutex<Shared<T>>>, exactly_once: bool) -> Self {
+        Self {
+            shared,
+            exactly_once,
             open_transaction: Vec::new(),
             pre_committed: BTreeMap::new(),
         }
+    }
+
+    fn shared(&self) -> std::sync::MutexGuard<'_, Shared<T>> {
+        // A panic elsewhere while holding the lock leaves complete events behind.
+        self.shared
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn push(&mut self, event: SinkEvent<T>) {
         if self.exactly_once {
             self.open_transaction.push(event);
         } else {
-            self.committed.push(event);
-        }
-    }
-}
-
-/// Collects records and watermarks in memory. Clones share the collection: keep one,
-/// give another to `sink_to`. Readers see committed events only.
-#[derive(Debug)]
-pub struct CollectSink<T> {
-    events: Rc<RefCell<Collected<T>>>,
-}
-
-impl<T> Clone for CollectSink<T> {
-    fn clone(&self) -> Self {
-        Self {
-            events: self.events.clone(),
-        }
-    }
-}
-
-impl<T> Default for CollectSink<T> {
-    fn default() -> Self {
-        Self {
-            events: Rc::new(RefCell::new(Collected::new(false))),
+            self.shared().committed.push(event);
         }
     }
 }
@@ -135,20 +168,17 @@ impl<T: Clone> CollectSink<T> {
     /// Exactly-once: writes become visible when the checkpoint after them completes (or
     /// the input ends).
     pub fn exactly_once() -> Self {
-        Self {
-            events: Rc::new(RefCell::new(Collected::new(true))),
-        }
+        Self::sharing(Arc::default(), true)
     }
 
     /// Committed records and watermarks in arrival order.
     pub fn events(&self) -> Vec<SinkEvent<T>> {
-        self.events.borrow().committed.clone()
+        self.shared().committed.clone()
     }
 
     /// Committed records only, in arrival order.
     pub fn records(&self) -> Vec<T> {
-        self.events
-            .borrow()
+        self.shared()
             .committed
             .iter()
             .filter_map(|event| match event {
@@ -160,8 +190,7 @@ impl<T: Clone> CollectSink<T> {
 
     /// Committed watermarks only, in arrival order.
     pub fn watermarks(&self) -> Vec<i64> {
-        self.events
-            .borrow()
+        self.shared()
             .committed
             .iter()
             .filter_map(|event| match event {
@@ -174,65 +203,96 @@ impl<T: Clone> CollectSink<T> {
 
 impl<T: 'static> Sink<T> for CollectSink<T> {
     fn open(&mut self) -> Result<(), StreamError> {
-        let mut events = self.events.borrow_mut();
-        events.open_transaction.clear();
-        events.pre_committed.clear();
+        // What an earlier attempt left open or pre-committed stays uncommitted unless a
+        // restored checkpoint names it.
+        self.open_transaction.clear();
+        self.pre_committed.clear();
         Ok(())
     }
 
     fn write(&mut self, value: T, timestamp: Option<i64>) -> Result<(), StreamError> {
-        self.events
-            .borrow_mut()
-            .push(SinkEvent::Record { value, timestamp });
+        self.push(SinkEvent::Record { value, timestamp });
         Ok(())
     }
 
     fn on_watermark(&mut self, watermark: i64) -> Result<(), StreamError> {
-        self.events
-            .borrow_mut()
-            .push(SinkEvent::Watermark(watermark));
+        self.push(SinkEvent::Watermark(watermark));
         Ok(())
     }
 
     fn snapshot_state(&mut self, checkpoint_id: u64) -> Result<(), StreamError> {
-        let mut events = self.events.borrow_mut();
-        if events.exactly_once {
-            let transaction = std::mem::take(&mut events.open_transaction);
-            events.pre_committed.insert(checkpoint_id, transaction);
+        if self.exactly_once {
+            let events = std::mem::take(&mut self.open_transaction);
+            let mut shared = self.shared();
+            let transaction = shared.next_transaction;
+            shared.next_transaction += 1;
+            shared.transactions.insert(transaction, events);
+            drop(shared);
+            self.pre_committed.insert(checkpoint_id, transaction);
+        }
+        Ok(())
+    }
+
+    fn checkpoint_state(&mut self) -> Result<Option<serde_json::Value>, StreamError> {
+        if !self.exactly_once {
+            return Ok(None);
+        }
+        // Every transaction not known to be committed: the checkpoint being taken covers
+        // them all.
+        let transactions: Vec<u64> = self.pre_committed.values().copied().collect();
+        Ok(Some(serde_json::json!(transactions)))
+    }
+
+    fn restore_checkpoint_state(&mut self, state: &serde_json::Value) -> Result<(), StreamError> {
+        let transactions: Vec<u64> = serde_json::from_value(state.clone()).map_err(|error| {
+            StreamError::Checkpoint(format!("collect sink state {state}: {error}"))
+        })?;
+        let mut shared = self.shared();
+        for transaction in transactions {
+            shared.commit(transaction);
         }
         Ok(())
     }
 
     fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> Result<(), StreamError> {
-        let mut events = self.events.borrow_mut();
-        let later = events.pre_committed.split_off(&(checkpoint_id + 1));
-        let done = std::mem::replace(&mut events.pre_committed, later);
-        for (_, mut transaction) in done {
-            events.committed.append(&mut transaction);
+        let later = self.pre_committed.split_off(&(checkpoint_id + 1));
+        let done = std::mem::replace(&mut self.pre_committed, later);
+        let mut shared = self.shared();
+        for (_, transaction) in done {
+            shared.commit(transaction);
         }
         Ok(())
     }
 
     fn finish(&mut self) -> Result<(), StreamError> {
-        let mut events = self.events.borrow_mut();
-        let done = std::mem::take(&mut events.pre_committed);
-        for (_, mut transaction) in done {
-            events.committed.append(&mut transaction);
+        let done = std::mem::take(&mut self.pre_committed);
+        let open = std::mem::take(&mut self.open_transaction);
+        let mut shared = self.shared();
+        for (_, transaction) in done {
+            shared.commit(transaction);
         }
-        let mut open = std::mem::take(&mut events.open_transaction);
-        events.committed.append(&mut open);
+        shared.committed.extend(open);
         Ok(())
     }
 }
 
 pub(crate) struct SinkOperator<T, S> {
     pub(crate) sink: S,
+    /// Where the sink's state goes in a snapshot: the first key group this instance owns,
+    /// so parallel instances do not collide and a rescaled job hands each state to the
+    /// instance whose range holds it.
+    pub(crate) state_key_group: u32,
     pub(crate) _type: PhantomData<fn(T)>,
 }
 
 impl<T: 'static, S: Sink<T>> Operator for SinkOperator<T, S> {
-    fn open(&mut self, _setup: &OperatorSetup) -> Result<(), StreamError> {
+    fn open(&mut self, setup: &OperatorSetup) -> Result<(), StreamError> {
+        self.state_key_group = setup.key_groups.start;
         self.sink.open()
+    }
+
+    fn commits_on_finish(&self) -> bool {
+        true
     }
 
     fn snapshot_state(
@@ -240,8 +300,7 @@ impl<T: 'static, S: Sink<T>> Operator for SinkOperator<T, S> {
         checkpoint_id: u64,
     ) -> Result<Option<KeyedStateSnapshot>, StreamError> {
         self.sink.snapshot_state(checkpoint_id)?;
-        // A sink's state is not keyed: one cell in key group 0, which the single
-        // instance of every operator owns.
+        // A sink's state is not keyed: one cell in the first key group the instance owns.
         let Some(value) = self.sink.checkpoint_state()? else {
             return Ok(None);
         };
@@ -253,7 +312,7 @@ impl<T: 'static, S: Sink<T>> Operator for SinkOperator<T, S> {
         };
         let mut snapshot = KeyedStateSnapshot::default();
         snapshot.key_groups.insert(
-            0,
+            self.state_key_group,
             KeyGroupSnapshot {
                 cells: vec![cell],
                 timers: Vec::new(),
@@ -265,17 +324,19 @@ impl<T: 'static, S: Sink<T>> Operator for SinkOperator<T, S> {
     fn restore_state(
         &mut self,
         snapshot: &KeyedStateSnapshot,
-        _key_groups: std::ops::Range<u32>,
+        key_groups: std::ops::Range<u32>,
     ) -> Result<(), StreamError> {
-        let cell = snapshot
+        // Every sink state in this instance's range: after a rescale, one instance may
+        // take over the pending transactions of several.
+        let cells = snapshot
             .key_groups
-            .values()
-            .flat_map(|group| group.cells.iter())
-            .find(|cell| cell.state == SINK_STATE_NAME);
-        match cell {
-            Some(cell) => self.sink.restore_checkpoint_state(&cell.value),
-            None => Ok(()),
+            .range(key_groups)
+            .flat_map(|(_, group)| group.cells.iter())
+            .filter(|cell| cell.state == SINK_STATE_NAME);
+        for cell in cells {
+            self.sink.restore_checkpoint_state(&cell.value)?;
         }
+        Ok(())
     }
 
     fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> Result<(), StreamError> {

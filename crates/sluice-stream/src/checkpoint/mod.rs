@@ -211,6 +211,11 @@ impl CheckpointCoordinator {
         Some(id)
     }
 
+    /// A pending checkpoint that cannot complete (a source ended before its barrier).
+    pub(crate) fn abort(&mut self, id: u64) {
+        self.pending.remove(&id);
+    }
+
     pub(crate) fn complete(&mut self, id: u64, now_ms: i64) {
         let removed = self.pending.remove(&id);
         debug_assert!(removed.is_some(), "only pending checkpoints complete");

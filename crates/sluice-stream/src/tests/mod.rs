@@ -6,6 +6,7 @@ mod checkpoints;
 mod guide;
 mod keyed;
 mod lateness;
+mod parallel;
 mod watermarks;
 mod windows;
 
