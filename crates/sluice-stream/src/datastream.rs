@@ -10,9 +10,9 @@
 //! several consumers (Flink copies records between operators for the same reason) and
 //! keys `Clone + Eq + Hash`.
 //!
-//! `key_by` does not move records in this single-threaded runtime: it attaches the key
-//! selector the next keyed operator uses to scope state and timers. With parallel tasks it
-//! becomes a hash-partitioned edge by key group.
+//! `key_by` attaches the key selector the next keyed operator uses to scope state and
+//! timers; that operator's input becomes a keyed edge, which `execute_parallel` routes by
+//! key group to the task owning the key (hence `T: Send` there).
 
 use std::cell::RefCell;
 use std::marker::PhantomData;

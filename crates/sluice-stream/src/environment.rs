@@ -15,9 +15,10 @@
 //! State: `set_state_backend` picks the heap (`HashMapStateBackend`, the default) or
 //! fjall (`FjallStateBackend`, one scratch directory per keyed operator).
 //!
-//! Not here yet: `set_parallelism` (the executor runs one instance of each operator). The
-//! parallel runtime is `runtime::ParallelStream`, configured by `runtime::ParallelConfig`
-//! until the `DataStream` operators become `Send` and this environment can select it.
+//! Parallelism: `execute` runs one instance of each operator on the calling thread (the
+//! deterministic executor); `execute_parallel` runs a job on parallel tasks
+//! (`set_parallelism`, `set_channel_capacity`; see `parallel`), taking the job as a
+//! function that builds it, because each task builds its own operator instances.
 
 use std::any::Any;
 use std::cell::RefCell;
@@ -34,8 +35,9 @@ use crate::executor::{
 };
 use crate::key_group::{DEFAULT_MAX_PARALLELISM, UPPER_BOUND_MAX_PARALLELISM, assign_to_key_group};
 use crate::operator::{Operator, Port};
-use crate::parallel::{self, ParallelCheckpointing, TaskSettings};
-use crate::runtime::{CHANNEL_CAPACITY_DEFAULT, PARALLELISM_MAX};
+use crate::parallel::{
+    self, CHANNEL_CAPACITY_DEFAULT, PARALLELISM_MAX, ParallelCheckpointing, TaskSettings,
+};
 use crate::source::{CollectionSource, CollectionSourceRunner, SourceRunner};
 use crate::state::{StateBackendKind, StateKey};
 use crate::time::{Clock, SystemClock};

@@ -24,23 +24,22 @@
 //! stored, then `notify_checkpoint_complete` to every operator in graph order. A job
 //! restored from a checkpoint opens every node, then restores it before the first step.
 //!
-//! What it is not: parallel. The plan for the parallel runtime: each node becomes
-//! `parallelism` tasks, each on a worker thread with its own operator instance (built by a
-//! factory, so user functions become `Clone + Send`) and state store holding its key-group
-//! range; edges become bounded channels (forward, or hash-partitioned by key group after
-//! `key_by`), so a slow sink backpressures the sources; the valve moves to each task's
-//! input gate, which also aligns checkpoint barriers before the task snapshots its key
-//! groups. The operator interface (`process_record`, `advance_watermark`,
-//! `advance_processing_time`, `finish`) is already what a task loop calls. The task side of
-//! that plan (threads, bounded channels, partitioning, valves per task, barrier alignment,
-//! rescaling by key group) is built and tested in `runtime`, for its own `Send` operators;
-//! this executor stays the default until the `DataStream` operators can run there.
+//! One task of a parallel job (`run_stage`, driven by `parallel`): the same runtime over
+//! the nodes of one stage only. Edges to nodes of other stages go through an
+//! `ExchangeOut` (records by key group, the rest to every consuming task; a full channel
+//! blocks), keyed inputs from other stages come from an `ExchangeIn` (the input gate:
+//! valve, barrier alignment, end); the loop takes the coordinator's messages (trigger a
+//! checkpoint at the sources, a checkpoint completed, finish), steps its sources, polls its
+//! gates and fires processing-time timers, and sleeps on a doorbell when nothing moved. A
+//! task reports its nodes' snapshots once the barrier passed all of them; its sinks'
+//! `finish` (their commit) waits until every task drained, so a failing job commits
+//! nothing at its end.
 //!
 //! Bounds: the work queue holds what one source step produces, transitively, and at most
 //! `work_queue_events_max` events (default `WORK_QUEUE_EVENTS_MAX`); a step that produces more (a `flat_map` exploding a
 //! record, a watermark firing a million windows at once) fails the job with
-//! `WorkQueueFull` instead of growing without limit. Bounded channels with backpressure
-//! replace this with the parallel runtime.
+//! `WorkQueueFull` instead of growing without limit. Between the tasks of a parallel job
+//! the channels are bounded and block instead.
 
 use std::any::Any;
 use std::cell::RefCell;

@@ -27,16 +27,15 @@
 //! or on disk (`FjallStateBackend`), per key group, behind one `StateBackend` trait.
 //!
 //! What it is not (yet), relative to issue 10:
-//! - parallel through the `DataStream` API: `execute` runs a deterministic single-threaded
-//!   executor, so barrier alignment is trivial, a checkpoint completes within the step
-//!   that triggered it (timeout and concurrency bounds never bite), and restoring with
-//!   another parallelism is not reachable through `execute` (one instance per operator).
-//!   The parallel runtime exists beside it as `runtime` (`ParallelStream`): tasks on
-//!   threads, bounded channels with backpressure, forward/rebalance/key-group
-//!   partitioning, per-channel watermark valves, aligned barriers, snapshots per key
-//!   group and restore with another parallelism, for linear pipelines of `map` and keyed
-//!   tumbling-window `reduce`, with an in-memory checkpoint store. Moving the `DataStream`
-//!   operators onto it (factories of `Clone + Send` functions) is the next step;
+//! - parallel per operator: `execute` runs the deterministic single-threaded executor;
+//!   `execute_parallel` (module `parallel`) runs the same `DataStream` job on tasks —
+//!   stages cut at keyed edges, `set_parallelism` tasks per keyed stage, one source task,
+//!   key-group routing over bounded channels (backpressure), watermark valves and aligned
+//!   barriers per input gate, coordinator-triggered checkpoints in the same format,
+//!   restore at another parallelism — but with one parallelism for every keyed stage,
+//!   sources not split across tasks, no rebalance/broadcast edges, the system clock
+//!   only, and `KafkaSink` (one transactional id per checkpoint) not made safe for
+//!   several instances;
 //! - checkpoints only while every source runs (no FLIP-147 checkpoints after a bounded
 //!   source finished: the end of input commits instead); no savepoints, no incremental
 //!   checkpoints; snapshots are JSON (checkpoint storage: a directory, or an object store
@@ -67,13 +66,14 @@
 //! `process_element` uses `ctx.timer_service().register_event_time_timer(..)`; `on_timer`
 //! clears the flag). Java's implicit exceptions become `Result` and `?`.
 //!
-//! Module map: `environment` (job graph, config, `execute`, restart strategy),
+//! Module map: `environment` (job graph, config, `execute`, `execute_parallel`, restart
+//! strategy), `parallel` (stages, exchanges, the coordinator of parallel runs),
 //! `checkpoint` (config, coordinator, snapshots, storage), `datastream` (typed API),
 //! `functions` (user-function traits), `join` (two-input operators: `connect`,
 //! `KeyedCoProcessFunction`, window co-group and join), `source` / `sink`, `watermark` (strategies),
 //! `valve` (combining input watermarks), `window` (assigners) and `window::operator`,
-//! `keyed_process`, `state` (handles, TTL, backend), `timer`, `key_group`, `executor`,
-//! `runtime` (the parallel runtime), `time` (clocks).
+//! `keyed_process`, `state` (handles, TTL, backend), `timer`, `key_group`, `executor`
+//! (one task's loop, or the whole job on one thread), `time` (clocks).
 //!
 //! Cost today: one heap allocation per record per operator (records cross operators as
 //! `Box<dyn Any>`), one or two hash lookups per state access; no benchmark yet.
@@ -90,8 +90,7 @@ pub mod key_group;
 mod keyed_process;
 pub mod nexmark;
 mod operator;
-mod parallel;
-pub mod runtime;
+pub mod parallel;
 mod sink;
 mod source;
 pub mod state;

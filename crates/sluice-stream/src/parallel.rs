@@ -55,6 +55,11 @@ use crate::executor::{Event, OperatorMetrics};
 use crate::key_group::operator_index_for_key_group;
 use crate::valve::{StatusWatermarkValve, ValveOutput};
 
+/// The most tasks per stage (each is a thread).
+pub const PARALLELISM_MAX: u32 = 256;
+/// Messages buffered per channel by default (Flink's buffers per channel, in records).
+pub const CHANNEL_CAPACITY_DEFAULT: usize = 64;
+
 /// What flows along a channel between tasks.
 pub(crate) enum ExchangeMessage {
     Record(Box<dyn Any + Send>, Option<i64>),
