@@ -774,18 +774,21 @@ impl Runtime {
                 progressed = true;
             }
             for index in 0..self.stage().exchange_in.len() {
-                let stage = self.stage.as_mut().expect("a parallel task");
-                let exchange = &mut stage.exchange_in[index];
-                if exchange.is_finished() {
-                    continue;
+                // One message at a time, each processed before the next is taken: the
+                // channel is all the buffer there is, so backpressure stays tight.
+                for _ in 0..EXCHANGE_POLL_BUDGET {
+                    let stage = self.stage.as_mut().expect("a parallel task");
+                    let exchange = &mut stage.exchange_in[index];
+                    if exchange.is_finished() || exchange.poll(1, &mut events)? == 0 {
+                        break;
+                    }
+                    progressed = true;
+                    let (node, input) = (exchange.node, exchange.input);
+                    for event in events.drain(..) {
+                        self.queue.push_back((node, input, event));
+                    }
+                    self.drain()?;
                 }
-                let received = exchange.poll(EXCHANGE_POLL_BUDGET, &mut events)?;
-                let (node, input) = (exchange.node, exchange.input);
-                progressed |= received > 0;
-                for event in events.drain(..) {
-                    self.queue.push_back((node, input, event));
-                }
-                self.drain()?;
             }
             let now_ms = clock.now_ms();
             self.advance_processing_time(now_ms)?;

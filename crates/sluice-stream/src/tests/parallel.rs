@@ -289,3 +289,62 @@ impl crate::KeyedProcessFunction<u64, u64, u64> for PassThrough {
         Ok(())
     }
 }
+
+/// Backpressure: with a slow sink, the source runs at most what the channels hold ahead
+/// of it. The job passes records straight through a keyed operator to a sink taking
+/// 1 ms per record; the source stage counts what it emitted, the sink what it wrote, and
+/// the gap can never exceed what the keyed tasks' input channels buffer (capacity 4 per
+/// task) plus the record each task has in hand and the one the source is sending.
+#[test]
+fn a_slow_sink_backpressures_the_source_through_bounded_channels() {
+    const CAPACITY: usize = 4;
+    const PARALLELISM: u32 = 2;
+
+    #[derive(Clone)]
+    struct SlowSink {
+        emitted: Arc<AtomicU64>,
+        written: Arc<AtomicU64>,
+        largest_gap: Arc<AtomicU64>,
+    }
+    impl Sink<u64> for SlowSink {
+        fn write(&mut self, _value: u64, _timestamp: Option<i64>) -> Result<(), StreamError> {
+            std::thread::sleep(Duration::from_millis(1));
+            let written = self.written.fetch_add(1, Ordering::SeqCst) + 1;
+            let gap = self.emitted.load(Ordering::SeqCst).saturating_sub(written);
+            self.largest_gap.fetch_max(gap, Ordering::SeqCst);
+            Ok(())
+        }
+    }
+
+    let sink = SlowSink {
+        emitted: Arc::default(),
+        written: Arc::default(),
+        largest_gap: Arc::default(),
+    };
+    let mut env = StreamExecutionEnvironment::new();
+    env.set_parallelism(PARALLELISM)
+        .set_channel_capacity(CAPACITY);
+    let result = env
+        .execute_parallel("backpressure", |env| {
+            let emitted = sink.emitted.clone();
+            env.from_collection((0..600_u64).collect())
+                .map(move |value: u64| {
+                    emitted.fetch_add(1, Ordering::SeqCst);
+                    value
+                })
+                .key_by(|value: &u64| value % 7)
+                .process(PassThrough)
+                .sink_to(sink.clone());
+        })
+        .unwrap();
+    assert_eq!(sink.written.load(Ordering::SeqCst), 600, "{result:?}");
+    let bound = PARALLELISM as u64 * (CAPACITY as u64 + 1) + 1;
+    let largest_gap = sink.largest_gap.load(Ordering::SeqCst);
+    assert!(
+        largest_gap <= bound,
+        "the source ran {largest_gap} records ahead of the sink (bound {bound})"
+    );
+    // Without backpressure the 600 records would all be emitted before the first
+    // millisecond-long writes finished.
+    assert!(largest_gap >= CAPACITY as u64, "{largest_gap}");
+}
