@@ -349,11 +349,12 @@ impl Runtime {
 
     fn open_nodes(&mut self) -> Result<(), StreamError> {
         let subtask = self.stage.as_ref().map(|stage| stage.subtask);
-        let (parallelism, index) = self
+        let (parallelism, subtask_index) = self
             .stage
             .as_ref()
             .map_or((1, 0), |stage| (stage.parallelism, stage.subtask));
-        let key_groups = key_group_range_for_operator(self.max_parallelism, parallelism, index);
+        let key_groups =
+            key_group_range_for_operator(self.max_parallelism, parallelism, subtask_index);
         for index in 0..self.nodes.len() {
             if !self.is_member(index) {
                 continue;
@@ -371,6 +372,8 @@ impl Runtime {
                         Some(subtask) => format!("{index}-{}-{subtask}", node.metrics.name),
                     },
                     key_groups: key_groups.clone(),
+                    subtask: subtask_index,
+                    parallelism,
                 })?,
             }
         }

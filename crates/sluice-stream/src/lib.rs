@@ -33,9 +33,8 @@
 //!   key-group routing over bounded channels (backpressure), watermark valves and aligned
 //!   barriers per input gate, coordinator-triggered checkpoints in the same format,
 //!   restore at another parallelism — but with one parallelism for every keyed stage,
-//!   sources not split across tasks, no rebalance/broadcast edges, the system clock
-//!   only, and `KafkaSink` (one transactional id per checkpoint) not made safe for
-//!   several instances;
+//!   sources not split across tasks (one source task), no rebalance/broadcast edges,
+//!   and the system clock only;
 //! - checkpoints only while every source runs (no FLIP-147 checkpoints after a bounded
 //!   source finished: the end of input commits instead); no savepoints, no incremental
 //!   checkpoints; snapshots are JSON (checkpoint storage: a directory, or an object store

@@ -56,6 +56,9 @@ pub(crate) struct OperatorSetup {
     /// The key groups this instance owns (all of them unless it is one of several
     /// parallel instances).
     pub(crate) key_groups: std::ops::Range<u32>,
+    /// This instance's index among the operator's parallel instances, and their number.
+    pub(crate) subtask: u32,
+    pub(crate) parallelism: u32,
 }
 
 pub(crate) trait Operator {

@@ -36,12 +36,17 @@
 //! A failed task fails the job (every task stops: a cancel flag, and closed channels
 //! unblock producers); the restart strategy runs it again from the latest checkpoint.
 //!
+//! Sinks: each instance learns its index (`Sink::set_subtask`) and keeps its checkpointed
+//! state in the first key group it owns, so parallel `KafkaSink`s use transactional ids
+//! of their own (`{prefix}-{subtask}-{checkpoint}`) and a rescaled job hands every former
+//! instance's pending transaction to the instance owning that key group. A sink's
+//! `finish` (its final commit) runs only once every task drained its input, so a job
+//! that fails at its end commits nothing there.
+//!
 //! What it is not (yet): parallelism per operator (one value for every keyed stage), split
 //! sources, rebalance or broadcast edges (a node reading forward edges from two stages is
-//! rejected), sinks with checkpointed state in a parallel stage (`KafkaSink` keeps its
-//! transaction in one key group and uses one transactional id per checkpoint, which
-//! parallel instances would share; such jobs are rejected), the manual clock (each task
-//! reads the system clock), unaligned checkpoints.
+//! rejected), the manual clock (each task reads the system clock), unaligned checkpoints,
+//! checkpoints after the sources ended (the end of input commits instead).
 
 use std::any::Any;
 use std::sync::Arc;

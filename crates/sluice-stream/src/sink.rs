@@ -28,6 +28,10 @@ use crate::state::Namespace;
 
 /// Receives a stream's records.
 pub trait Sink<T>: 'static {
+    /// Before `open`: this instance's index among the sink's parallel instances and their
+    /// number (0 and 1 on the single-threaded executor). A sink naming things per
+    /// instance (a Kafka sink's transactional ids) keeps it.
+    fn set_subtask(&mut self, _subtask: u32, _parallelism: u32) {}
     /// The job starts or restarts: drop what an earlier attempt left uncommitted.
     fn open(&mut self) -> Result<(), StreamError> {
         Ok(())
@@ -288,6 +292,7 @@ pub(crate) struct SinkOperator<T, S> {
 impl<T: 'static, S: Sink<T>> Operator for SinkOperator<T, S> {
     fn open(&mut self, setup: &OperatorSetup) -> Result<(), StreamError> {
         self.state_key_group = setup.key_groups.start;
+        self.sink.set_subtask(setup.subtask, setup.parallelism);
         self.sink.open()
     }
 

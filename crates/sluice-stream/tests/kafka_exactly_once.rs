@@ -29,7 +29,7 @@ use sluice_stream::{
 };
 
 use order_stats::{Args, Order, OrderStats};
-use support::{Broker, FailingSink, Failure};
+use support::{Broker, FailOnceAfterCheckpoint, FailingSink, Failure};
 
 fn checkpointed_env(
     directory: &std::path::Path,
@@ -367,4 +367,155 @@ fn order_stats_output_equals_the_batch_computation_despite_failures() {
     assert_eq!(sorted(output), expected);
     assert!(result.restored_checkpoint_id.is_some(), "{result:?}");
     assert_eq!(result.num_restarts, 2, "{result:?}");
+}
+
+/// The exactly-once path on parallel tasks (`execute_parallel`): a Kafka source (one task)
+/// → key_by → tumbling event-time windows summing per key (two tasks) → exactly-once
+/// Kafka sinks (one per task, transactional ids `{prefix}-{subtask}-{checkpoint}`). The
+/// job fails once after checkpoints and restarts; then a second job fails without a
+/// restart and the same job at parallelism 3 resumes from its latest checkpoint (a
+/// rescale: sink states of former instances are committed and their lingering
+/// transactions aborted by the instances owning their key groups). Each time the
+/// read_committed output equals the batch computation, without duplicates.
+#[test]
+fn parallel_exactly_once_survives_a_restart_and_a_rescale() {
+    use sluice_stream::TumblingEventTimeWindows;
+    use std::sync::Arc;
+
+    const EVENTS: i64 = 900;
+    let broker = Broker::start();
+    broker.create_topic("events", 3);
+    // (key, value, timestamp) as "k:v:ts", in order per partition.
+    let input: Vec<(i32, i64, String)> = (0..EVENTS)
+        .map(|i| {
+            let timestamp = 1_000 + i * 10;
+            (
+                (i % 3) as i32,
+                timestamp,
+                format!("{}:{}:{}", i % 12, i, timestamp),
+            )
+        })
+        .collect();
+    broker.produce("events", &input, 60, "ABORTED");
+    // Windows of 1 s: key → window start → sum.
+    let mut expected: Vec<String> = {
+        let mut sums: BTreeMap<(u64, i64), u64> = BTreeMap::new();
+        for i in 0..EVENTS {
+            let timestamp = 1_000 + i * 10;
+            *sums
+                .entry(((i % 12) as u64, timestamp / 1_000 * 1_000))
+                .or_default() += i as u64;
+        }
+        sums.into_iter()
+            .map(|((key, start), sum)| format!("{key}:{start}:{sum}"))
+            .collect()
+    };
+    expected.sort();
+
+    let bootstrap = broker.bootstrap();
+    let job = |output: &'static str,
+               prefix: &'static str,
+               failure: Option<FailOnceAfterCheckpoint<()>>| {
+        let bootstrap = bootstrap.clone();
+        move |env: &StreamExecutionEnvironment| {
+            let source = KafkaSource::new(bootstrap.clone(), ["events"], |value: &[u8]| {
+                let text = std::str::from_utf8(value).map_err(|error| error.to_string())?;
+                if text == "ABORTED" {
+                    return Err("read an aborted record".to_string());
+                }
+                let fields: Vec<u64> = text.split(':').map(|f| f.parse().unwrap()).collect();
+                Ok((fields[0], fields[1], fields[2] as i64))
+            })
+            .with_property("max.poll.records", "10")
+            .with_bounded(StoppingOffsets::Latest);
+            let strategy =
+                WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_millis(50))
+                    .with_timestamp_assigner(|event: &(u64, u64, i64), _| event.2);
+            let sink = KafkaSink::new(
+                bootstrap.clone(),
+                output,
+                |(key, sum, last): &(u64, u64, i64)| {
+                    (
+                        None,
+                        format!("{key}:{}:{sum}", last / 1_000 * 1_000).into_bytes(),
+                    )
+                },
+                DeliveryGuarantee::ExactlyOnce {
+                    transactional_id_prefix: prefix.to_string(),
+                },
+            );
+            let windows = env
+                .from_kafka_source(source, strategy, "events")
+                // Slow the source down, so windows fire and checkpoints complete while
+                // it runs.
+                .map(|event: (u64, u64, i64)| {
+                    std::thread::sleep(Duration::from_millis(1));
+                    event
+                })
+                .key_by(|event: &(u64, u64, i64)| event.0)
+                .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))
+                .reduce(|a: (u64, u64, i64), b: (u64, u64, i64)| (a.0, a.1 + b.1, a.2.max(b.2)));
+            match &failure {
+                Some(counters) => windows.sink_to(FailOnceAfterCheckpoint::sharing(sink, counters)),
+                None => windows.sink_to(sink),
+            }
+        }
+    };
+    let counters = |after| FailOnceAfterCheckpoint {
+        inner: (),
+        after,
+        writes: Arc::default(),
+        completed: Arc::default(),
+        failed: Arc::default(),
+    };
+    let env_at = |checkpoints: &std::path::Path, parallelism, restart| {
+        let mut env = StreamExecutionEnvironment::new();
+        env.set_parallelism(parallelism)
+            .set_channel_capacity(8)
+            .set_watermark_emission(WatermarkEmission::AfterEveryEvent)
+            .enable_checkpointing(Duration::from_millis(50))
+            .set_checkpoint_storage(DirectoryCheckpointStorage::new(checkpoints, 2).unwrap())
+            .set_restart_strategy(restart);
+        env
+    };
+
+    // 1. Fails once, restarts at the same parallelism.
+    broker.create_topic("sums-restart", 1);
+    let checkpoints = tempfile::tempdir().unwrap();
+    let env = env_at(
+        checkpoints.path(),
+        2,
+        RestartStrategy::fixed_delay(1, Duration::ZERO),
+    );
+    let result = env
+        .execute_parallel(
+            "parallel restart",
+            job("sums-restart", "par-restart", Some(counters(40))),
+        )
+        .unwrap();
+    assert_eq!(result.num_restarts, 1, "{result:?}");
+    let mut output = broker.read_committed("sums-restart", 1);
+    output.sort();
+    assert_eq!(output, expected);
+
+    // 2. Fails at parallelism 2 without restarts; resumes at parallelism 3.
+    broker.create_topic("sums-rescale", 1);
+    let checkpoints = tempfile::tempdir().unwrap();
+    let env = env_at(checkpoints.path(), 2, RestartStrategy::NoRestart);
+    let failed = env.execute_parallel(
+        "parallel rescale",
+        job("sums-rescale", "par-rescale", Some(counters(40))),
+    );
+    assert!(
+        matches!(failed, Err(StreamError::Function(_))),
+        "{failed:?}"
+    );
+    let env = env_at(checkpoints.path(), 3, RestartStrategy::NoRestart);
+    let result = env
+        .execute_parallel("parallel rescale", job("sums-rescale", "par-rescale", None))
+        .unwrap();
+    assert!(result.restored_checkpoint_id.is_some(), "{result:?}");
+    let mut output = broker.read_committed("sums-rescale", 1);
+    output.sort();
+    assert_eq!(output, expected);
 }

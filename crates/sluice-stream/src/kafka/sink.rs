@@ -5,9 +5,10 @@
 //!   acknowledgement checked, so what a checkpoint covers is in Kafka before the
 //!   checkpoint completes; a restart replays the rest (duplicates, never loss).
 //! - `ExactlyOnce`: Flink's two-phase commit. The records written between two barriers go
-//!   into one Kafka transaction whose transactional id is `{prefix}-{checkpoint id}` (the
-//!   id of the checkpoint that will pre-commit it; Flink's `prefix-subtask-checkpointId`
-//!   with one subtask). On the barrier the transaction is flushed and every record's
+//!   into one Kafka transaction whose transactional id is `{prefix}-{subtask}-{checkpoint
+//!   id}` (the subtask: the sink instance's index, 0 on the single-threaded executor; the
+//!   id of the checkpoint that will pre-commit it; Flink's `prefix-subtask-checkpointId`).
+//!   On the barrier the transaction is flushed and every record's
 //!   acknowledgement checked (a failed record fails the checkpoint: a recovery's EndTxn
 //!   would otherwise commit the transaction without it), then its
 //!   `(transactional id, producer id, epoch)` goes into the checkpoint
@@ -35,10 +36,15 @@
 //! leaves its open transaction holding back read_committed readers of the output until
 //! then.
 //!
-//! Two exactly-once sinks (or jobs) writing at once need different prefixes.
+//! Two exactly-once sinks (or jobs) writing at once need different prefixes. Parallel
+//! instances (`execute_parallel`) differ by subtask; each keeps its state in its own key
+//! group, so after a rescale an instance may restore the states of several former ones:
+//! it commits their pre-committed transactions and aborts what they may have left open
+//! under their next ids (InitProducerId on those ids), as Flink's sink aborts the
+//! lingering transactions of former subtasks.
 //!
 //! Lingering transactions: a crash after pre-commit N+1 but before checkpoint N+1 was
-//! stored leaves `{prefix}-{N+1}` open; a job restored from N reuses that id for its
+//! stored leaves `{prefix}-{subtask}-{N+1}` open; a job restored from N reuses that id for its
 //! first transaction, and starts that transaction's producer right at restore, whose
 //! InitProducerId aborts it, so read_committed readers are not held up (their last stable
 //! offset) until the transaction timeout.
@@ -81,7 +87,7 @@ use crate::sink::Sink;
 pub enum DeliveryGuarantee {
     None,
     AtLeastOnce,
-    /// Transactions named `{transactional_id_prefix}-{checkpoint id}`. Needs
+    /// Transactions named `{transactional_id_prefix}-{subtask}-{checkpoint id}`. Needs
     /// checkpointing: without it everything is committed at the end of the input only.
     ExactlyOnce {
         transactional_id_prefix: String,
@@ -122,6 +128,9 @@ pub struct KafkaSink<T> {
     next_checkpoint_id: u64,
     /// `ExactlyOnce`: pre-committed and waiting for its checkpoint to complete.
     pre_committed: Option<PreCommitted>,
+    /// This instance's index among the sink's parallel instances (in its transactional
+    /// ids, as Flink's `{prefix}-{subtask}-{checkpoint}`).
+    subtask: u32,
 }
 
 struct PreCommitted {
@@ -143,6 +152,10 @@ struct TransactionHandle {
 struct SinkCheckpoint {
     next_checkpoint_id: u64,
     pre_committed: Option<TransactionHandle>,
+    /// The instance that wrote it: after a rescale another instance may restore it, and
+    /// then aborts what that one may have left open.
+    #[serde(default)]
+    subtask: u32,
 }
 
 impl<T> KafkaSink<T> {
@@ -166,6 +179,7 @@ impl<T> KafkaSink<T> {
             deliveries: Vec::new(),
             next_checkpoint_id: 1,
             pre_committed: None,
+            subtask: 0,
         }
     }
 
@@ -250,8 +264,24 @@ impl<T> KafkaSink<T> {
     }
 
     fn transactional_id(&self, checkpoint_id: u64) -> Option<String> {
+        self.transactional_id_of(self.subtask, checkpoint_id)
+    }
+
+    fn transactional_id_of(&self, subtask: u32, checkpoint_id: u64) -> Option<String> {
         self.prefix()
-            .map(|prefix| format!("{prefix}-{checkpoint_id}"))
+            .map(|prefix| format!("{prefix}-{subtask}-{checkpoint_id}"))
+    }
+
+    /// Aborts whatever is open under `transactional_id` (InitProducerId does), for the
+    /// ids of instances that no longer exist after a rescale.
+    fn abort_lingering(&mut self, transactional_id: String) -> Result<(), StreamError> {
+        let producer = self.start_producer(Some(transactional_id))?;
+        let runtime = self.runtime()?;
+        let closed = runtime.block_on(async {
+            producer.abort_transaction().await?;
+            producer.close().await
+        });
+        closed.map_err(|error| self.error(error))
     }
 
     fn ensure_producer(&mut self) -> Result<(), StreamError> {
@@ -537,6 +567,7 @@ impl<T: 'static> Sink<T> for KafkaSink<T> {
                 .pre_committed
                 .as_ref()
                 .map(|pre_committed| pre_committed.transaction.clone()),
+            subtask: self.subtask,
         };
         serde_json::to_value(&state)
             .map(Some)
@@ -553,11 +584,24 @@ impl<T: 'static> Sink<T> for KafkaSink<T> {
         if let Some(handle) = &state.pre_committed {
             self.commit_recovered(handle)?;
         }
-        self.next_checkpoint_id = state.next_checkpoint_id;
+        // Several states after a rescale: continue after the newest.
+        self.next_checkpoint_id = self.next_checkpoint_id.max(state.next_checkpoint_id);
+        if state.subtask != self.subtask {
+            // Another instance's state (a rescale): abort what it may have left open
+            // under its next id; nobody else will use that id.
+            let lingering = self
+                .transactional_id_of(state.subtask, state.next_checkpoint_id)
+                .expect("exactly-once checked above");
+            return self.abort_lingering(lingering);
+        }
         // Abort what a crashed run may have left open under the next id at once (the
         // new producer's InitProducerId does), and keep that producer for the first
         // transaction.
         self.ensure_producer()
+    }
+
+    fn set_subtask(&mut self, subtask: u32, _parallelism: u32) {
+        self.subtask = subtask;
     }
 
     fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> Result<(), StreamError> {

@@ -263,6 +263,9 @@ impl<S> FailingSink<S> {
 }
 
 impl<T: 'static, S: Sink<T>> Sink<T> for FailingSink<S> {
+    fn set_subtask(&mut self, subtask: u32, parallelism: u32) {
+        self.inner.set_subtask(subtask, parallelism);
+    }
     fn open(&mut self) -> Result<(), StreamError> {
         self.writes_since_commit = 0;
         self.inner.open()
@@ -294,6 +297,66 @@ impl<T: 'static, S: Sink<T>> Sink<T> for FailingSink<S> {
             return self.fail("before a commit");
         }
         self.writes_since_commit = 0;
+        self.inner.notify_checkpoint_complete(checkpoint_id)
+    }
+    fn finish(&mut self) -> Result<(), StreamError> {
+        self.inner.finish()
+    }
+}
+
+/// A sink that fails one write, once, after `after` writes over all its clones and once
+/// a checkpoint completed (so the restart restores one), then writes through: the
+/// failure injection of parallel jobs, whose every task gets a clone.
+pub struct FailOnceAfterCheckpoint<S> {
+    pub inner: S,
+    pub after: u64,
+    pub writes: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    pub completed: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    pub failed: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl<S> FailOnceAfterCheckpoint<S> {
+    /// Shares `counters_of`'s counters (a clone for another task) around `inner`.
+    pub fn sharing<O>(inner: S, counters_of: &FailOnceAfterCheckpoint<O>) -> Self {
+        Self {
+            inner,
+            after: counters_of.after,
+            writes: counters_of.writes.clone(),
+            completed: counters_of.completed.clone(),
+            failed: counters_of.failed.clone(),
+        }
+    }
+}
+
+impl<T: 'static, S: Sink<T>> Sink<T> for FailOnceAfterCheckpoint<S> {
+    fn set_subtask(&mut self, subtask: u32, parallelism: u32) {
+        self.inner.set_subtask(subtask, parallelism);
+    }
+    fn open(&mut self) -> Result<(), StreamError> {
+        self.inner.open()
+    }
+    fn write(&mut self, value: T, timestamp: Option<i64>) -> Result<(), StreamError> {
+        use std::sync::atomic::Ordering;
+        if self.writes.fetch_add(1, Ordering::SeqCst) >= self.after
+            && self.completed.load(Ordering::SeqCst) > 0
+            && !self.failed.swap(true, Ordering::SeqCst)
+        {
+            return Err(StreamError::Function("injected failure".into()));
+        }
+        self.inner.write(value, timestamp)
+    }
+    fn snapshot_state(&mut self, checkpoint_id: u64) -> Result<(), StreamError> {
+        self.inner.snapshot_state(checkpoint_id)
+    }
+    fn checkpoint_state(&mut self) -> Result<Option<serde_json::Value>, StreamError> {
+        self.inner.checkpoint_state()
+    }
+    fn restore_checkpoint_state(&mut self, state: &serde_json::Value) -> Result<(), StreamError> {
+        self.inner.restore_checkpoint_state(state)
+    }
+    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> Result<(), StreamError> {
+        self.completed
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.inner.notify_checkpoint_complete(checkpoint_id)
     }
     fn finish(&mut self) -> Result<(), StreamError> {
