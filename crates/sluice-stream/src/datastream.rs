@@ -143,6 +143,18 @@ impl<T: Clone + 'static> DataStream<T> {
         self
     }
 
+    /// Flink's `setParallelism` on the operator producing this stream, for
+    /// `execute_parallel` (the single-threaded `execute` ignores it). Operators joined by
+    /// forward edges share a task, so they must agree; a source above 1 must be
+    /// splittable (`KafkaSource` splits its partitions).
+    pub fn set_parallelism(self, parallelism: u32) -> Self {
+        self.graph
+            .borrow_mut()
+            .parallelism
+            .insert(self.node, parallelism);
+        self
+    }
+
     pub fn map<U: Clone + 'static>(&self, function: impl FnMut(T) -> U + 'static) -> DataStream<U> {
         let operator = MapOperator {
             function,

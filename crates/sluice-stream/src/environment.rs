@@ -102,6 +102,8 @@ pub(crate) struct StreamGraph {
     pub(crate) cloners: HashMap<(NodeId, Port), Cloner>,
     /// The keyed inputs of keyed operators, by (node, input index).
     pub(crate) keyed_edges: HashMap<(NodeId, usize), KeyedEdge>,
+    /// Parallelism set on a node (`DataStream::set_parallelism`).
+    pub(crate) parallelism: HashMap<NodeId, u32>,
     pub(crate) errors: Vec<String>,
 }
 

@@ -160,6 +160,12 @@ struct PendingCheckpoint {
     acknowledgements_missing: usize,
 }
 
+/// What the runtime does not use of a graph but hands back with it.
+type GraphExtras = (
+    HashMap<(NodeId, usize), crate::environment::KeyedEdge>,
+    HashMap<NodeId, u32>,
+);
+
 /// How keyed state is partitioned and kept.
 pub(crate) struct StateSettings {
     pub(crate) max_parallelism: u32,
@@ -189,7 +195,8 @@ pub(crate) fn run(
     limits: Limits,
     checkpointing: Option<Checkpointing>,
 ) -> (Result<JobExecutionResult, StreamError>, StreamGraph) {
-    let (mut runtime, keyed_edges) = Runtime::new(job_name, graph, clock, state, limits, None);
+    let (mut runtime, (keyed_edges, parallelism)) =
+        Runtime::new(job_name, graph, clock, state, limits, None);
     let result = runtime.run(emission, checkpointing);
     let operators = runtime.operator_metrics();
     let num_completed_checkpoints = runtime.num_completed_checkpoints;
@@ -205,6 +212,7 @@ pub(crate) fn run(
             .collect(),
         cloners: runtime.cloners,
         keyed_edges,
+        parallelism,
         errors: Vec::new(),
     };
     let result = result.map(|restored_checkpoint_id| JobExecutionResult {
@@ -265,10 +273,7 @@ impl Runtime {
         state: StateSettings,
         limits: Limits,
         stage: Option<StageTask>,
-    ) -> (
-        Runtime,
-        HashMap<(NodeId, usize), crate::environment::KeyedEdge>,
-    ) {
+    ) -> (Runtime, GraphExtras) {
         let StateSettings {
             max_parallelism,
             backend: state_backend,
@@ -277,6 +282,7 @@ impl Runtime {
             nodes,
             cloners,
             keyed_edges,
+            parallelism,
             ..
         } = graph;
         let mut consumers: HashMap<(NodeId, Port), Vec<(NodeId, usize)>> = HashMap::new();
@@ -326,7 +332,7 @@ impl Runtime {
             stage,
             deferred_finish: Vec::new(),
         };
-        (runtime, keyed_edges)
+        (runtime, (keyed_edges, parallelism))
     }
 
     fn operator_metrics(&self) -> Vec<OperatorMetrics> {
@@ -361,7 +367,10 @@ impl Runtime {
             }
             let node = &mut self.nodes[index];
             match &mut node.kind {
-                NodeKind::Source(source) => source.open(self.clock.as_ref()),
+                NodeKind::Source(source) => {
+                    source.set_subtask(subtask_index, parallelism)?;
+                    source.open(self.clock.as_ref())
+                }
                 NodeKind::Operator(operator) => operator.open(&OperatorSetup {
                     clock: self.clock.clone(),
                     max_parallelism: self.max_parallelism,

@@ -27,14 +27,15 @@
 //! or on disk (`FjallStateBackend`), per key group, behind one `StateBackend` trait.
 //!
 //! What it is not (yet), relative to issue 10:
-//! - parallel per operator: `execute` runs the deterministic single-threaded executor;
-//!   `execute_parallel` (module `parallel`) runs the same `DataStream` job on tasks —
-//!   stages cut at keyed edges, `set_parallelism` tasks per keyed stage, one source task,
-//!   key-group routing over bounded channels (backpressure), watermark valves and aligned
-//!   barriers per input gate, coordinator-triggered checkpoints in the same format,
-//!   restore at another parallelism — but with one parallelism for every keyed stage,
-//!   sources not split across tasks (one source task), no rebalance/broadcast edges,
-//!   and the system clock only;
+//! - parallel along every edge: `execute` runs the deterministic single-threaded
+//!   executor; `execute_parallel` (module `parallel`) runs the same `DataStream` job on
+//!   tasks — stages cut at keyed edges, a parallelism per stage (`set_parallelism` on the
+//!   environment or an operator), `KafkaSource` split over source tasks, key-group
+//!   routing over bounded channels (backpressure), watermark valves and aligned barriers
+//!   per input gate, coordinator-triggered checkpoints in the same format, restore at
+//!   another parallelism, parallel exactly-once `KafkaSink`s — but operators joined by
+//!   forward edges share one parallelism (no rebalance/broadcast edges) and its tasks read
+//!   the system clock only;
 //! - checkpoints only while every source runs (no FLIP-147 checkpoints after a bounded
 //!   source finished: the end of input commits instead); no savepoints, no incremental
 //!   checkpoints; snapshots are JSON (checkpoint storage: a directory, or an object store

@@ -2,15 +2,17 @@
 //!
 //! The job graph is cut into stages at its keyed edges (the inputs of keyed operators
 //! after `key_by`, Flink's hash-partitioned edges); the other edges are forward edges and
-//! stay inside a stage, chained as Flink chains operators. The stage holding the sources
-//! runs as one task (its sources are not split: `CollectionSource` is a script and
-//! `KafkaSource` reads every partition, like Flink's non-parallel sources); every other
-//! stage runs `parallelism` tasks. Each task is a thread running the executor
-//! (`executor::run_stage`) over its stage's nodes only, with its own instance of each
-//! operator: the task builds the whole graph itself by calling the job's builder
-//! function, so user functions need not be `Send` (Rust cannot ship closures to a thread
-//! as Flink ships serialized functions; building per task is the equivalent), only the
-//! records crossing a keyed edge are (`key_by` requires `T: Send`).
+//! stay inside a stage, chained as Flink chains operators. A stage runs as many tasks as
+//! its parallelism: `DataStream::set_parallelism` on any of its nodes (they must agree),
+//! else `set_parallelism` of the environment for keyed stages and 1 for the source stage.
+//! A source stage above 1 needs splittable sources: `KafkaSource` shares its partitions
+//! out as Flink's enumerator does (`kafka::split_owner`); a `CollectionSource` (a script)
+//! refuses. Each task is a thread running the executor (`executor::run_stage`) over its
+//! stage's nodes only, with its own instance of each operator: the task builds the whole
+//! graph itself by calling the job's builder function, so user functions need not be
+//! `Send` (Rust cannot ship closures to a thread as Flink ships serialized functions;
+//! building per task is the equivalent), only the records crossing a keyed edge are
+//! (`key_by` requires `T: Send`).
 //!
 //! Keyed edges: the producing task computes each record's key group with the edge's key
 //! selector and sends it to the task owning that group (`operator_index_for_key_group`,
@@ -25,8 +27,8 @@
 //!
 //! Checkpoints: the coordinator (the calling thread) triggers them every
 //! `checkpoint_interval` under the `CheckpointConfig` bounds (`CheckpointCoordinator`:
-//! minimum pause, timeout, concurrency) by telling the source task, which records its
-//! sources' positions and injects the barrier; every task snapshots its nodes when the
+//! minimum pause, timeout, concurrency) by telling the source tasks, which record their
+//! sources' positions and inject the barrier; every task snapshots its nodes when the
 //! barrier has passed them and reports; when every task reported, the coordinator merges
 //! the snapshots (keyed state by key group: the union over tasks, each owning its range),
 //! stores the result as one `CompletedCheckpoint` — the format the single-threaded
@@ -43,10 +45,15 @@
 //! `finish` (its final commit) runs only once every task drained its input, so a job
 //! that fails at its end commits nothing there.
 //!
-//! What it is not (yet): parallelism per operator (one value for every keyed stage), split
-//! sources, rebalance or broadcast edges (a node reading forward edges from two stages is
-//! rejected), the manual clock (each task reads the system clock), unaligned checkpoints,
-//! checkpoints after the sources ended (the end of input commits instead).
+//! Split sources' positions: each instance records its partitions; the checkpoint holds
+//! the concatenation, and every instance of a restored job, at any parallelism, takes the
+//! entries of the partitions it owns.
+//!
+//! What it is not (yet): rebalance or broadcast edges, so operators joined by forward
+//! edges share one parallelism (a node reading forward edges from two stages, or asking
+//! for another parallelism than its stage, is rejected); the manual clock (each task
+//! reads the system clock); unaligned checkpoints; checkpoints after a source task ended
+//! (the end of input commits instead).
 
 use std::any::Any;
 use std::sync::Arc;
@@ -341,7 +348,10 @@ impl Plan {
             )))
         };
         let mut stage_of = Vec::with_capacity(graph.nodes.len());
+        // The source stage runs one task unless its nodes ask for more.
         let mut stage_parallelism = vec![1];
+        // Whether a stage's parallelism was set on one of its nodes (and by which).
+        let mut set_by: Vec<Option<NodeId>> = vec![None];
         let mut exchanges = Vec::new();
         for (node, spec) in graph.nodes.iter().enumerate() {
             let keyed: Vec<bool> = (0..spec.inputs.len())
@@ -351,6 +361,7 @@ impl Plan {
                 0
             } else if keyed.iter().all(|keyed| *keyed) {
                 stage_parallelism.push(parallelism);
+                set_by.push(None);
                 for (input, (producer, _)) in spec.inputs.iter().enumerate() {
                     exchanges.push((node, input, *producer));
                 }
@@ -376,6 +387,29 @@ impl Plan {
                 first
             };
             stage_of.push(stage);
+            if let Some(&wanted) = graph.parallelism.get(&node) {
+                if wanted == 0 || wanted > PARALLELISM_MAX {
+                    return unsupported(format!(
+                        "node {node} ({}): parallelism must be in 1..={PARALLELISM_MAX}, got {wanted}",
+                        spec.name
+                    ));
+                }
+                match set_by[stage] {
+                    Some(other) if stage_parallelism[stage] != wanted => {
+                        return unsupported(format!(
+                            "node {node} ({}) asks for parallelism {wanted} but shares a task \
+                             (forward edges) with node {other} ({}) at {}; rebalancing \
+                             between them is not supported yet",
+                            spec.name, graph.nodes[other].name, stage_parallelism[stage]
+                        ));
+                    }
+                    Some(_) => {}
+                    None => {
+                        stage_parallelism[stage] = wanted;
+                        set_by[stage] = Some(node);
+                    }
+                }
+            }
         }
         Ok(Plan {
             stage_of,
@@ -688,6 +722,8 @@ fn coordinate(
         .collect();
     let mut ended = 0;
     let mut drained = 0;
+    // The source stage's tasks come first; checkpoints stop once one of them ended.
+    let source_tasks = plan.stage_parallelism[0] as usize;
     let mut source_task_ended = false;
     let mut error: Option<StreamError> = None;
     let mut num_completed_checkpoints = 0;
@@ -714,14 +750,15 @@ fn coordinate(
                         snapshots: vec![Vec::new(); node_count],
                     },
                 );
-                // Task 0 is the source stage's one task.
-                channels.tell(
-                    0,
-                    Control::Trigger {
-                        checkpoint_id,
-                        timestamp_ms: now_ms,
-                    },
-                );
+                for task in 0..source_tasks {
+                    channels.tell(
+                        task,
+                        Control::Trigger {
+                            checkpoint_id,
+                            timestamp_ms: now_ms,
+                        },
+                    );
+                }
             }
         }
         let report = match channels.reports.recv_timeout(COORDINATOR_TICK) {
@@ -786,7 +823,7 @@ fn coordinate(
             }
             Report::Drained { task } => {
                 drained += 1;
-                source_task_ended |= task == 0;
+                source_task_ended |= task < source_tasks;
                 if drained == task_count && error.is_none() {
                     for task in 0..task_count {
                         channels.tell(task, Control::Finish);
@@ -798,7 +835,7 @@ fn coordinate(
                 metrics: task_metrics,
             } => {
                 ended += 1;
-                source_task_ended |= task == 0;
+                source_task_ended |= task < source_tasks;
                 for (node, node_metrics) in task_metrics {
                     let total = &mut metrics[node];
                     total.num_records_in += node_metrics.num_records_in;
@@ -811,7 +848,7 @@ fn coordinate(
                 error: task_error,
             } => {
                 ended += 1;
-                source_task_ended |= task == 0;
+                source_task_ended |= task < source_tasks;
                 // The first failure is the cause; peers report that they lost it.
                 let is_consequence = is_peer_gone(&task_error);
                 if error.is_none() || (!is_consequence && error.as_ref().is_some_and(is_peer_gone))
@@ -852,9 +889,20 @@ fn merge_snapshots(
             keyed_state: None,
         };
         for part in parts {
-            if let Some(position) = part.source_position {
-                merged.source_position = Some(position);
-            }
+            // A split source's instances each record their part (a list): the
+            // checkpoint holds their concatenation, which any split of a restored job
+            // filters to what it owns.
+            merged.source_position = match (merged.source_position.take(), part.source_position) {
+                (
+                    Some(serde_json::Value::Array(mut merged)),
+                    Some(serde_json::Value::Array(more)),
+                ) => {
+                    merged.extend(more);
+                    Some(serde_json::Value::Array(merged))
+                }
+                (merged, None) => merged,
+                (_, position) => position,
+            };
             if let Some(state) = part.keyed_state {
                 let target = merged.keyed_state.get_or_insert_with(Default::default);
                 for (key_group, group) in state.key_groups {

@@ -68,6 +68,17 @@ impl<T> CollectionSource<T> {
 
 /// The executor's view of a source.
 pub(crate) trait SourceRunner {
+    /// Before `open`: this instance's index among the source's parallel instances and
+    /// their number. A source that cannot split its input refuses more than one.
+    fn set_subtask(&mut self, _subtask: u32, parallelism: u32) -> Result<(), StreamError> {
+        if parallelism > 1 {
+            return Err(StreamError::InvalidConfiguration(format!(
+                "this source cannot be split over {parallelism} parallel instances \
+                 (set_parallelism above 1 needs a splittable source such as KafkaSource)"
+            )));
+        }
+        Ok(())
+    }
     /// Starts (or restarts) from the beginning.
     fn open(&mut self, clock: &dyn Clock);
     /// Where the source is: what checkpoint `checkpoint_id` stores.

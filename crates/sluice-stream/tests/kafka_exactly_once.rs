@@ -369,8 +369,8 @@ fn order_stats_output_equals_the_batch_computation_despite_failures() {
     assert_eq!(result.num_restarts, 2, "{result:?}");
 }
 
-/// The exactly-once path on parallel tasks (`execute_parallel`): a Kafka source (one task)
-/// → key_by → tumbling event-time windows summing per key (two tasks) → exactly-once
+/// The exactly-once path on parallel tasks (`execute_parallel`): a Kafka source (one task,
+/// then split over two and three: partitions shared out as Flink's enumerator does) → key_by → tumbling event-time windows summing per key (two tasks) → exactly-once
 /// Kafka sinks (one per task, transactional ids `{prefix}-{subtask}-{checkpoint}`). The
 /// job fails once after checkpoints and restarts; then a second job fails without a
 /// restart and the same job at parallelism 3 resumes from its latest checkpoint (a
@@ -415,7 +415,8 @@ fn parallel_exactly_once_survives_a_restart_and_a_rescale() {
     let bootstrap = broker.bootstrap();
     let job = |output: &'static str,
                prefix: &'static str,
-               failure: Option<FailOnceAfterCheckpoint<()>>| {
+               failure: Option<FailOnceAfterCheckpoint<()>>,
+               source_parallelism: u32| {
         let bootstrap = bootstrap.clone();
         move |env: &StreamExecutionEnvironment| {
             let source = KafkaSource::new(bootstrap.clone(), ["events"], |value: &[u8]| {
@@ -446,6 +447,7 @@ fn parallel_exactly_once_survives_a_restart_and_a_rescale() {
             );
             let windows = env
                 .from_kafka_source(source, strategy, "events")
+                .set_parallelism(source_parallelism)
                 // Slow the source down, so windows fire and checkpoints complete while
                 // it runs.
                 .map(|event: (u64, u64, i64)| {
@@ -490,7 +492,7 @@ fn parallel_exactly_once_survives_a_restart_and_a_rescale() {
     let result = env
         .execute_parallel(
             "parallel restart",
-            job("sums-restart", "par-restart", Some(counters(40))),
+            job("sums-restart", "par-restart", Some(counters(40)), 1),
         )
         .unwrap();
     assert_eq!(result.num_restarts, 1, "{result:?}");
@@ -504,7 +506,7 @@ fn parallel_exactly_once_survives_a_restart_and_a_rescale() {
     let env = env_at(checkpoints.path(), 2, RestartStrategy::NoRestart);
     let failed = env.execute_parallel(
         "parallel rescale",
-        job("sums-rescale", "par-rescale", Some(counters(40))),
+        job("sums-rescale", "par-rescale", Some(counters(40)), 2),
     );
     assert!(
         matches!(failed, Err(StreamError::Function(_))),
@@ -512,7 +514,10 @@ fn parallel_exactly_once_survives_a_restart_and_a_rescale() {
     );
     let env = env_at(checkpoints.path(), 3, RestartStrategy::NoRestart);
     let result = env
-        .execute_parallel("parallel rescale", job("sums-rescale", "par-rescale", None))
+        .execute_parallel(
+            "parallel rescale",
+            job("sums-rescale", "par-rescale", None, 3),
+        )
         .unwrap();
     assert!(result.restored_checkpoint_id.is_some(), "{result:?}");
     let mut output = broker.read_committed("sums-rescale", 1);

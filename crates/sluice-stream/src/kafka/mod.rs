@@ -36,7 +36,7 @@ mod sink;
 mod source;
 
 pub use sink::{DeliveryGuarantee, KafkaSink};
-pub use source::{KafkaSource, StartingOffsets, StoppingOffsets};
+pub use source::{KafkaSource, StartingOffsets, StoppingOffsets, split_owner};
 
 use crate::error::StreamError;
 

@@ -126,8 +126,10 @@ pub struct KafkaSink<T> {
     /// `ExactlyOnce`: the id of the checkpoint that will pre-commit the open (or next)
     /// transaction.
     next_checkpoint_id: u64,
-    /// `ExactlyOnce`: pre-committed and waiting for its checkpoint to complete.
-    pre_committed: Option<PreCommitted>,
+    /// `ExactlyOnce`: pre-committed and waiting for their checkpoints to complete, oldest
+    /// first (on parallel tasks records after a barrier may arrive before the checkpoint
+    /// completes, so more than one can wait; bounded by the checkpoints in flight).
+    pre_committed: Vec<PreCommitted>,
     /// This instance's index among the sink's parallel instances (in its transactional
     /// ids, as Flink's `{prefix}-{subtask}-{checkpoint}`).
     subtask: u32,
@@ -151,6 +153,11 @@ struct TransactionHandle {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct SinkCheckpoint {
     next_checkpoint_id: u64,
+    /// The transactions pre-committed and not known to be committed, oldest first.
+    #[serde(default)]
+    pending: Vec<TransactionHandle>,
+    /// The one pre-committed transaction, in checkpoints of earlier versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pre_committed: Option<TransactionHandle>,
     /// The instance that wrote it: after a rescale another instance may restore it, and
     /// then aborts what that one may have left open.
@@ -178,7 +185,7 @@ impl<T> KafkaSink<T> {
             producer: None,
             deliveries: Vec::new(),
             next_checkpoint_id: 1,
-            pre_committed: None,
+            pre_committed: Vec::new(),
             subtask: 0,
         }
     }
@@ -288,33 +295,32 @@ impl<T> KafkaSink<T> {
         if self.producer.is_some() {
             return Ok(());
         }
-        if self.pre_committed.is_some() {
-            // The executor completes a checkpoint before anything after its barrier
-            // reaches a sink; a second open transaction would need a second producer.
-            return Err(self.error(
-                "a record arrived while the previous transaction waits for its checkpoint",
-            ));
-        }
         let transactional_id = self.transactional_id(self.next_checkpoint_id);
         self.producer = Some(self.start_producer(transactional_id)?);
         Ok(())
     }
 
-    fn commit_pre_committed(&mut self) -> Result<(), StreamError> {
-        let Some(pre_committed) = self.pre_committed.take() else {
-            return Ok(());
-        };
-        let runtime = self.runtime()?;
-        let committed = runtime.block_on(async {
-            pre_committed.producer.commit_transaction().await?;
-            pre_committed.producer.close().await
-        });
-        committed.map_err(|error| {
-            self.error(format!(
-                "committing {}: {error}",
-                pre_committed.transaction.transactional_id
-            ))
-        })
+    /// Commits the pre-committed transactions of checkpoints up to `checkpoint_id`.
+    fn commit_pre_committed(&mut self, checkpoint_id: u64) -> Result<(), StreamError> {
+        while self
+            .pre_committed
+            .first()
+            .is_some_and(|pre_committed| pre_committed.checkpoint_id <= checkpoint_id)
+        {
+            let pre_committed = self.pre_committed.remove(0);
+            let runtime = self.runtime()?;
+            let committed = runtime.block_on(async {
+                pre_committed.producer.commit_transaction().await?;
+                pre_committed.producer.close().await
+            });
+            committed.map_err(|error| {
+                self.error(format!(
+                    "committing {}: {error}",
+                    pre_committed.transaction.transactional_id
+                ))
+            })?;
+        }
+        Ok(())
     }
 
     /// Commits a transaction a crashed run pre-committed, by its handle (module docs).
@@ -477,7 +483,7 @@ impl<T: 'static> Sink<T> for KafkaSink<T> {
         // the transaction timeout); a pre-committed one is committed by
         // `restore_checkpoint_state` if its checkpoint completed.
         self.producer = None;
-        self.pre_committed = None;
+        self.pre_committed.clear();
         self.deliveries.clear();
         self.next_checkpoint_id = 1;
         Ok(())
@@ -547,7 +553,7 @@ impl<T: 'static> Sink<T> for KafkaSink<T> {
                         .map_err(sluice_client::producer::ProducerError::from)
                 });
                 let transaction = pre_committed.map_err(|error| self.error(error))?;
-                self.pre_committed = Some(PreCommitted {
+                self.pre_committed.push(PreCommitted {
                     checkpoint_id,
                     producer,
                     transaction,
@@ -563,10 +569,12 @@ impl<T: 'static> Sink<T> for KafkaSink<T> {
         }
         let state = SinkCheckpoint {
             next_checkpoint_id: self.next_checkpoint_id,
-            pre_committed: self
+            pending: self
                 .pre_committed
-                .as_ref()
-                .map(|pre_committed| pre_committed.transaction.clone()),
+                .iter()
+                .map(|pre_committed| pre_committed.transaction.clone())
+                .collect(),
+            pre_committed: None,
             subtask: self.subtask,
         };
         serde_json::to_value(&state)
@@ -581,7 +589,7 @@ impl<T: 'static> Sink<T> for KafkaSink<T> {
         let state: SinkCheckpoint = serde_json::from_value(state.clone()).map_err(|error| {
             StreamError::Checkpoint(format!("{}: invalid sink state: {error}", self.name))
         })?;
-        if let Some(handle) = &state.pre_committed {
+        for handle in state.pre_committed.iter().chain(&state.pending) {
             self.commit_recovered(handle)?;
         }
         // Several states after a rescale: continue after the newest.
@@ -605,18 +613,11 @@ impl<T: 'static> Sink<T> for KafkaSink<T> {
     }
 
     fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> Result<(), StreamError> {
-        let due = self
-            .pre_committed
-            .as_ref()
-            .is_some_and(|pre_committed| pre_committed.checkpoint_id <= checkpoint_id);
-        if due {
-            self.commit_pre_committed()?;
-        }
-        Ok(())
+        self.commit_pre_committed(checkpoint_id)
     }
 
     fn finish(&mut self) -> Result<(), StreamError> {
-        self.commit_pre_committed()?;
+        self.commit_pre_committed(u64::MAX)?;
         self.flush_and_check()?;
         let Some(producer) = self.producer.take() else {
             return Ok(());

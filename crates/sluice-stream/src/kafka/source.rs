@@ -71,8 +71,13 @@
 //! emitted, so an exactly-once sink has committed it all through a checkpoint and a
 //! restart with the same checkpoint directory repeats nothing.
 //!
-//! Not yet (issue 10): several source instances splitting the partitions (the executor
-//! runs one), stopping offsets other than the latest, and a key deserializer (the
+//! Parallel instances (`execute_parallel` with the source's `set_parallelism` above 1):
+//! instance i reads the partitions `split_owner` gives it (Flink's assignment), discovers
+//! only those, commits only those; an instance without partitions is idle. Restored, it
+//! takes its partitions' entries from the checkpoint's position, whatever the parallelism
+//! that wrote it.
+//!
+//! Not yet (issue 10): stopping offsets other than the latest, and a key deserializer (the
 //! deserializer sees the whole `ConsumerRecord` though).
 
 use std::any::Any;
@@ -337,6 +342,22 @@ struct KafkaSourceRunner<T> {
     /// snapshot: a checkpoint does not cover everything yet.
     emitted_since_snapshot: Cell<bool>,
     snapshots: Cell<u64>,
+    /// This instance's index among the source's parallel instances, and their number:
+    /// it reads the partitions `split_owner` gives it.
+    subtask: u32,
+    parallelism: u32,
+}
+
+/// The instance that reads a partition, as Flink's `KafkaSourceEnumerator.getSplitOwner`:
+/// a topic's partitions go round robin from a start derived from the topic's Java
+/// `hashCode`, so partitions spread evenly and topics do not all start at instance 0.
+pub fn split_owner(partition: &TopicPartition, parallelism: u32) -> u32 {
+    let hash = partition.topic.encode_utf16().fold(0_i32, |hash, unit| {
+        hash.wrapping_mul(31).wrapping_add(i32::from(unit))
+    });
+    let parallelism = i64::from(parallelism.max(1));
+    let start = (i64::from(hash.wrapping_mul(31)) & 0x7FFF_FFFF) % parallelism;
+    ((start + i64::from(partition.partition)) % parallelism) as u32
 }
 
 impl<T: Clone + 'static> KafkaSourceRunner<T> {
@@ -358,7 +379,13 @@ impl<T: Clone + 'static> KafkaSourceRunner<T> {
             commits: CommitCounters::default(),
             emitted_since_snapshot: Cell::new(false),
             snapshots: Cell::new(0),
+            subtask: 0,
+            parallelism: 1,
         }
+    }
+
+    fn owns(&self, partition: &TopicPartition) -> bool {
+        split_owner(partition, self.parallelism) == self.subtask
     }
 
     fn partition_state(&self, next_offset: i64, watermark: i64, now_ms: i64) -> PartitionState {
@@ -475,11 +502,18 @@ impl<T: Clone + 'static> KafkaSourceRunner<T> {
                     Self::list_partitions(&admin, &subscription, pattern.as_ref()).await?;
                 Ok((admin, partitions))
             });
-        let (admin, discovered) = admin_and_partitions.map_err(|error| self.error(error))?;
+        let (admin, mut discovered) = admin_and_partitions.map_err(|error| self.error(error))?;
         if discovered.is_empty() && matches!(subscription, Subscription::Topics(_)) {
             return Err(self.error(format!("topics {subscription:?} have no partitions")));
         }
-        let restored = self.restored_offsets.take();
+        // A parallel instance reads its share; a checkpoint of any split names them all.
+        discovered.retain(|partition| self.owns(partition));
+        let restored = self.restored_offsets.take().map(|restored| {
+            restored
+                .into_iter()
+                .filter(|(partition, _)| self.owns(partition))
+                .collect::<BTreeMap<_, _>>()
+        });
         if let Some(missing) = restored
             .iter()
             .flat_map(|restored| restored.keys())
@@ -609,12 +643,17 @@ impl<T: Clone + 'static> KafkaSourceRunner<T> {
         let subscription = self.source.subscription.clone();
         let connection = self.connection.as_mut().expect("discovery runs connected");
         let known: BTreeSet<TopicPartition> = self.partitions.keys().cloned().collect();
+        let (subtask, parallelism) = (self.subtask, self.parallelism);
         let result: Result<Vec<TopicPartition>, sluice_client::Error> =
             connection.runtime.block_on(async {
                 let listed =
                     Self::list_partitions(&connection.admin, &subscription, pattern.as_ref())
                         .await?;
-                let new: Vec<TopicPartition> = listed.difference(&known).cloned().collect();
+                let new: Vec<TopicPartition> = listed
+                    .difference(&known)
+                    .filter(|partition| split_owner(partition, parallelism) == subtask)
+                    .cloned()
+                    .collect();
                 if !new.is_empty() {
                     connection
                         .consumer
@@ -908,7 +947,11 @@ impl<T: Clone + 'static> SourceRunner for KafkaSourceRunner<T> {
             let interval = self.source.discovery_interval_ms()?;
             self.next_discovery_ms = interval.map(|interval| now_ms + interval);
         }
-        if self.buffered.is_empty() && !self.all_finished() {
+        if self.partitions.is_empty() && self.source.stopping_offsets.is_none() {
+            // An instance without partitions (more instances than partitions) waits for
+            // discovery; it reported itself idle when it connected.
+            std::thread::sleep(Duration::from_millis(POLL_TIMEOUT_MS));
+        } else if self.buffered.is_empty() && !self.all_finished() {
             let connection = self.connection.as_mut().expect("connected above");
             let polled = connection.runtime.block_on(
                 connection
@@ -975,6 +1018,12 @@ impl<T: Clone + 'static> SourceRunner for KafkaSourceRunner<T> {
         if !self.partitions.is_empty() {
             self.combine_watermarks(out);
         }
+    }
+
+    fn set_subtask(&mut self, subtask: u32, parallelism: u32) -> Result<(), StreamError> {
+        self.subtask = subtask;
+        self.parallelism = parallelism;
+        Ok(())
     }
 
     fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> Result<(), StreamError> {
@@ -1147,6 +1196,22 @@ mod tests {
                 (Periodic { now_ms: 1_000_000 }, &[]),
             ],
         );
+    }
+
+    /// Partitions go to instances as Flink's enumerator assigns splits: round robin from
+    /// `((topic.hashCode() * 31) & 0x7FFFFFFF) % parallelism` (expected values computed
+    /// with Java's `String.hashCode`: "a" 97, "events" -1291329255).
+    #[test]
+    fn partitions_are_shared_out_as_flink_assigns_splits() {
+        let owners = |topic: &str, parallelism| -> Vec<u32> {
+            (0..6)
+                .map(|partition| split_owner(&TopicPartition::new(topic, partition), parallelism))
+                .collect()
+        };
+        assert_eq!(owners("a", 4), [3, 0, 1, 2, 3, 0]);
+        assert_eq!(owners("a", 3), [1, 2, 0, 1, 2, 0]);
+        assert_eq!(owners("events", 3), [2, 0, 1, 2, 0, 1]);
+        assert_eq!(owners("events", 1), [0; 6]);
     }
 
     #[test]

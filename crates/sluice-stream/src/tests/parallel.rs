@@ -265,6 +265,30 @@ fn what_cannot_run_in_parallel_is_a_configuration_error() {
         matches!(&result, Err(StreamError::InvalidConfiguration(message)) if message.contains("union")),
         "{result:?}"
     );
+    // A collection source cannot be split.
+    let result = env.execute_parallel("split collection", |env| {
+        env.from_collection((0..10_u64).collect())
+            .set_parallelism(2)
+            .sink_to(CollectSink::new());
+    });
+    assert!(
+        matches!(&result, Err(StreamError::InvalidConfiguration(message)) if message.contains("cannot be split")),
+        "{result:?}"
+    );
+    // Operators chained by forward edges share their tasks: their parallelism must agree.
+    let result = env.execute_parallel("conflict", |env| {
+        env.from_collection((0..10_u64).collect())
+            .key_by(|n: &u64| n % 2)
+            .process(PassThrough)
+            .set_parallelism(3)
+            .map(|n: u64| n + 1)
+            .set_parallelism(2)
+            .sink_to(CollectSink::new());
+    });
+    assert!(
+        matches!(&result, Err(StreamError::InvalidConfiguration(message)) if message.contains("shares a task")),
+        "{result:?}"
+    );
     env.set_parallelism(0);
     let result = env.execute_parallel("zero", |env| {
         env.from_collection(vec![1_u64]).sink_to(CollectSink::new())
