@@ -237,12 +237,20 @@ def main():
     parser.add_argument("--orders", type=int, default=5000)
     parser.add_argument("--kills", type=int, default=5)
     parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--parallelism", type=int, default=1,
+                        help="order_stats --parallelism (above 1: execute_parallel)")
+    parser.add_argument("--topic-prefix", default="",
+                        help="prefix of the input and output topics (suites sharing a broker)")
     args = parser.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    global SUITE
+    if args.parallelism > 1:
+        SUITE = "stream-parallel"
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     rng = random.Random(seed)
     note(f"seed {seed} (--seed {seed} repeats the input and the kill delays)")
 
-    input_topic, output_topic = "orders", "order-stats"
+    input_topic, output_topic = args.topic_prefix + "orders", args.topic_prefix + "order-stats"
     admin = AdminClient({"bootstrap.servers": args.bootstrap})
     futures = admin.create_topics([NewTopic(t, PARTITIONS, 1) for t in (input_topic, output_topic)])
     try:
@@ -265,6 +273,8 @@ def main():
     command = [args.order_stats, "--bootstrap", args.bootstrap, "--input", input_topic,
                "--output", output_topic, "--checkpoint-dir", checkpoint_dir,
                "--checkpoint-interval-ms", "500"]
+    if args.parallelism > 1:
+        command += ["--parallelism", str(args.parallelism)]
     note("runs: " + " ".join(command) + " (the final run adds --exit-when-idle-ms 3000)")
 
     # A first fifth before the first run, the rest paced across the killed runs.

@@ -76,11 +76,22 @@ what="Sluice ($sluice)"
 echo "stream: order_stats ($order_stats) against $what at $bootstrap"
 
 # -- the suite ---------------------------------------------------------------------------
+# "stream": the single-threaded executor; "stream-parallel": the same job with
+# execute_parallel at parallelism 2 (the source split over two tasks, windows and the
+# exactly-once sink on two), on topics of its own.
 suite_cmd() {
-  cmd=(timeout 200 python3 "$here/check.py" "$bootstrap" "$work" "$order_stats" "${check_args[@]}")
+  case "$1" in
+    stream)
+      cmd=(timeout 200 python3 "$here/check.py" "$bootstrap" "$work/stream" "$order_stats"
+        "${check_args[@]}") ;;
+    stream-parallel)
+      cmd=(timeout 200 python3 "$here/check.py" "$bootstrap" "$work/stream-parallel"
+        "$order_stats" --parallelism 2 --topic-prefix parallel- "${check_args[@]}") ;;
+  esac
 }
-suites="stream"
+suites="stream stream-parallel"
 run_suites
-cat "$work/stream.out"
+cat "$work/stream.out" "$work/stream-parallel.out"
 tally_suite stream
+tally_suite stream-parallel
 finish_suites

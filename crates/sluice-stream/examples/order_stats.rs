@@ -6,7 +6,7 @@
 //! cargo run --release -p sluice-stream --example order_stats -- \
 //!     --bootstrap HOST:PORT --input TOPIC --output TOPIC --checkpoint-dir DIR \
 //!     [--checkpoint-interval-ms 1000] [--exit-when-idle-ms N] \
-//!     [--transactional-id-prefix PREFIX]
+//!     [--transactional-id-prefix PREFIX] [--parallelism N]
 //! ```
 //!
 //! Input: JSON orders `{"order_id","customer_id","amount","currency","created_at",
@@ -23,6 +23,11 @@
 //!
 //! The transactional id prefix defaults to `order-stats-<output topic>`: two instances
 //! writing to the same output need different prefixes.
+//!
+//! `--parallelism N` (default 1: the single-threaded executor) runs the job with
+//! `execute_parallel`: the source split over N tasks (the input's partitions shared out),
+//! the windows and the sink on N tasks. Its checkpoints restore at any parallelism, so a
+//! restart may change N.
 
 #![allow(dead_code)] // `tests/kafka_exactly_once.rs` includes this file for `build_job`.
 
@@ -91,6 +96,7 @@ pub struct Args {
     pub checkpoint_interval_ms: u64,
     pub exit_when_idle_ms: Option<u64>,
     pub transactional_id_prefix: String,
+    pub parallelism: u32,
 }
 
 impl Args {
@@ -99,6 +105,7 @@ impl Args {
         let mut checkpoint_interval_ms = 1000;
         let mut exit_when_idle_ms = None;
         let mut prefix = None;
+        let mut parallelism = 1;
         while let Some(flag) = arguments.next() {
             let value = arguments
                 .next()
@@ -116,6 +123,12 @@ impl Args {
                 "--checkpoint-interval-ms" => checkpoint_interval_ms = number(&value)?,
                 "--exit-when-idle-ms" => exit_when_idle_ms = Some(number(&value)?),
                 "--transactional-id-prefix" => prefix = Some(value),
+                "--parallelism" => {
+                    parallelism = u32::try_from(number(&value)?)
+                        .ok()
+                        .filter(|parallelism| *parallelism > 0)
+                        .ok_or_else(|| format!("--parallelism must be positive, got {value}"))?
+                }
                 other => return Err(format!("unknown flag {other}")),
             }
         }
@@ -130,6 +143,7 @@ impl Args {
             checkpoint_dir: required(checkpoint_dir, "--checkpoint-dir")?,
             checkpoint_interval_ms,
             exit_when_idle_ms,
+            parallelism,
         })
     }
 }
@@ -168,10 +182,32 @@ pub fn build_job(
     sink: impl Sink<OrderStats>,
     restart: RestartStrategy,
 ) -> Result<StreamExecutionEnvironment, sluice_stream::StreamError> {
+    let env = configure(args, restart)?;
+    add_pipeline(&env, source, sink, 1);
+    Ok(env)
+}
+
+/// Checkpoints in `args.checkpoint_dir`, the restart strategy, the parallelism.
+pub fn configure(
+    args: &Args,
+    restart: RestartStrategy,
+) -> Result<StreamExecutionEnvironment, sluice_stream::StreamError> {
     let mut env = StreamExecutionEnvironment::new();
     env.enable_checkpointing(Duration::from_millis(args.checkpoint_interval_ms))
         .set_checkpoint_storage(DirectoryCheckpointStorage::new(&args.checkpoint_dir, 3)?)
-        .set_restart_strategy(restart);
+        .set_restart_strategy(restart)
+        .set_parallelism(args.parallelism);
+    Ok(env)
+}
+
+/// The guide's pipeline from `source` to `sink` in `env`; the source split over
+/// `source_parallelism` tasks when the job runs with `execute_parallel`.
+pub fn add_pipeline(
+    env: &StreamExecutionEnvironment,
+    source: KafkaSource<Order>,
+    sink: impl Sink<OrderStats>,
+    source_parallelism: u32,
+) {
     let orders = env.from_kafka_source(
         source,
         WatermarkStrategy::for_bounded_out_of_orderness(OUT_OF_ORDERNESS)
@@ -179,6 +215,7 @@ pub fn build_job(
         "Order Source",
     );
     orders
+        .set_parallelism(source_parallelism)
         .filter(|order| order.status == "COMPLETED")
         .key_by(|order| order.region.clone())
         .window(TumblingEventTimeWindows::of(WINDOW_SIZE))
@@ -192,7 +229,6 @@ pub fn build_job(
             }
         })
         .sink_to(sink);
-    Ok(env)
 }
 
 fn main() {
@@ -202,14 +238,29 @@ fn main() {
             eprintln!(
                 "order_stats: {message}\nusage: order_stats --bootstrap HOST:PORT --input TOPIC \
                  --output TOPIC --checkpoint-dir DIR [--checkpoint-interval-ms MS] \
-                 [--exit-when-idle-ms MS] [--transactional-id-prefix PREFIX]"
+                 [--exit-when-idle-ms MS] [--transactional-id-prefix PREFIX] \
+                 [--parallelism N]"
             );
             std::process::exit(2);
         }
     };
     let restart = RestartStrategy::fixed_delay(3, Duration::from_secs(1));
-    let result = build_job(&args, order_source(&args), stats_sink(&args), restart)
-        .and_then(|env| env.execute("Order Statistics Pipeline"));
+    let name = "Order Statistics Pipeline";
+    let result = if args.parallelism == 1 {
+        build_job(&args, order_source(&args), stats_sink(&args), restart)
+            .and_then(|env| env.execute(name))
+    } else {
+        configure(&args, restart).and_then(|env| {
+            env.execute_parallel(name, |env| {
+                add_pipeline(
+                    env,
+                    order_source(&args),
+                    stats_sink(&args),
+                    args.parallelism,
+                )
+            })
+        })
+    };
     match result {
         Ok(result) => println!(
             "order_stats: done after {} checkpoints (restored from {:?})",

@@ -322,6 +322,7 @@ fn order_stats_output_equals_the_batch_computation_despite_failures() {
         checkpoint_interval_ms: 10,
         exit_when_idle_ms: Some(500),
         transactional_id_prefix: "order-stats-test".to_string(),
+        parallelism: 1,
     };
     // Small polls and frequent checkpoints, so the job spans many checkpoints.
     let source = || order_stats::order_source(&args).with_property("max.poll.records", "10");
