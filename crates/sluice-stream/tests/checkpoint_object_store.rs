@@ -183,6 +183,8 @@ fn urls_that_are_refused() {
         ("file:///tmp/checkpoints", "DirectoryCheckpointStorage"),
         ("ftp://host/checkpoints", "unsupported scheme"),
         ("s3:///checkpoints", "no bucket"),
+        ("gs:///checkpoints", "no bucket"),
+        ("az:///checkpoints", "no container"),
         ("checkpoints", "scheme://"),
     ] {
         match ObjectStoreCheckpointStorage::from_url(url, no_options(), 1) {
@@ -192,12 +194,50 @@ fn urls_that_are_refused() {
             unexpected => panic!("{url}: {unexpected:?}"),
         }
     }
-    match ObjectStoreCheckpointStorage::from_url("s3://bucket/p", [("no_such_option", "1")], 1) {
-        Err(StreamError::InvalidConfiguration(message)) => {
-            assert!(message.contains("no_such_option"), "{message}");
+    for scheme in ["s3", "gs", "az"] {
+        let url = format!("{scheme}://bucket/p");
+        match ObjectStoreCheckpointStorage::from_url(&url, [("no_such_option", "1")], 1) {
+            Err(StreamError::InvalidConfiguration(message)) => {
+                assert!(message.contains("no_such_option"), "{message}");
+            }
+            unexpected => panic!("{url}, unknown option: {unexpected:?}"),
         }
-        unexpected => panic!("unknown option: {unexpected:?}"),
     }
+}
+
+/// Google Cloud Storage and Azure Blob Storage URLs build their stores (no request is
+/// made: credentials are resolved on first use), under the prefix the URL names.
+#[test]
+fn gcs_and_azure_urls_build_their_stores() {
+    let storage = ObjectStoreCheckpointStorage::from_url(
+        "az://checkpoints/jobs/orders",
+        [
+            ("account_name", "devstoreaccount1"),
+            // Azurite's well-known development key.
+            (
+                "access_key",
+                "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==",
+            ),
+            ("use_emulator", "true"),
+        ],
+        2,
+    )
+    .unwrap();
+    assert_eq!(storage.root().as_ref(), "jobs/orders");
+    assert!(
+        storage.object_store().to_string().contains("checkpoints"),
+        "{}",
+        storage.object_store()
+    );
+    let storage =
+        ObjectStoreCheckpointStorage::from_url("gs://bucket/jobs", [] as [(&str, &str); 0], 2)
+            .unwrap();
+    assert_eq!(storage.root().as_ref(), "jobs");
+    assert!(
+        storage.object_store().to_string().contains("bucket"),
+        "{}",
+        storage.object_store()
+    );
 }
 
 /// A moto server on 127.0.0.1, killed when this is dropped (also when the test fails).

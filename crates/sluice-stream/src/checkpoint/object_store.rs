@@ -31,8 +31,14 @@
 //!
 //! URLs (`from_url`): `s3://bucket/prefix` (also `s3a://`) with the usual `AWS_*`
 //! environment, then explicit options (`endpoint`, `allow_http`, `region`, ... as
-//! `object_store`'s `AmazonS3ConfigKey` spells them) for local S3-compatible servers; and
-//! `memory://` for tests. `file://` is refused: the crate builds `object_store` without its
+//! `object_store`'s `AmazonS3ConfigKey` spells them) for local S3-compatible servers;
+//! `gs://bucket/prefix` (Google Cloud Storage: the `GOOGLE_*` environment, then options as
+//! `GoogleConfigKey` spells them, e.g. `service_account_key`); `az://container/prefix`
+//! (also `azure://`; Azure Blob Storage: the `AZURE_*` environment, then options as
+//! `AzureConfigKey` spells them, e.g. `account_name`, `access_key`, `use_emulator`); and
+//! `memory://` for tests. The S3 path is tested against a local server (moto); GCS and
+//! Azure go through the same `ObjectStore` trait, their URLs and options are tested for
+//! how they are read, not against a service. `file://` is refused: the crate builds `object_store` without its
 //! `fs` feature, and `DirectoryCheckpointStorage` writes the same layout to a local
 //! directory with fsync and an atomic rename, which is what a local path needs anyway.
 
@@ -43,6 +49,8 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use ::object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+use ::object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
+use ::object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
 use ::object_store::memory::InMemory;
 use ::object_store::path::Path;
 use ::object_store::{ListResult, ObjectStore, PutPayload};
@@ -136,7 +144,9 @@ impl ObjectStoreCheckpointStorage {
 
     /// A store from a URL: `s3://bucket/prefix` (or `s3a://`), configured from the `AWS_*`
     /// environment and then `options` (keys as `AmazonS3ConfigKey` parses them, e.g.
-    /// `endpoint`, `allow_http`, `region`, `access_key_id`, `secret_access_key`), or
+    /// `endpoint`, `allow_http`, `region`, `access_key_id`, `secret_access_key`);
+    /// `gs://bucket/prefix` (`GOOGLE_*`, then `GoogleConfigKey` options);
+    /// `az://container/prefix` or `azure://` (`AZURE_*`, then `AzureConfigKey` options); or
     /// `memory://prefix`. `file://` is refused (see the module documentation).
     pub fn from_url<K, V>(
         url: &str,
@@ -150,39 +160,70 @@ impl ObjectStoreCheckpointStorage {
         let Some((scheme, rest)) = url.split_once("://") else {
             return Err(invalid_url(url, "expected scheme://..."));
         };
-        let (store, prefix): (Arc<dyn ObjectStore>, &str) =
-            match scheme.to_ascii_lowercase().as_str() {
-                "s3" | "s3a" => {
-                    let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-                    if bucket.is_empty() {
-                        return Err(invalid_url(url, "no bucket"));
-                    }
-                    let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
-                    for (key, value) in options {
-                        let key = key.as_ref();
-                        let config_key = AmazonS3ConfigKey::from_str(key).map_err(|error| {
-                            invalid_url(url, format!("option {key:?}: {error}"))
-                        })?;
-                        builder = builder.with_config(config_key, value);
-                    }
-                    let store = builder.build().map_err(|error| invalid_url(url, error))?;
-                    (Arc::new(store), prefix)
+        let (store, prefix): (Arc<dyn ObjectStore>, &str) = match scheme
+            .to_ascii_lowercase()
+            .as_str()
+        {
+            "s3" | "s3a" => {
+                let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+                if bucket.is_empty() {
+                    return Err(invalid_url(url, "no bucket"));
                 }
-                "memory" => (Arc::new(InMemory::new()), rest),
-                "file" => {
-                    return Err(invalid_url(
-                        url,
-                        "local paths are not served through object_store (built without its \
+                let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
+                for (key, value) in options {
+                    let key = key.as_ref();
+                    let config_key = AmazonS3ConfigKey::from_str(key)
+                        .map_err(|error| invalid_url(url, format!("option {key:?}: {error}")))?;
+                    builder = builder.with_config(config_key, value);
+                }
+                let store = builder.build().map_err(|error| invalid_url(url, error))?;
+                (Arc::new(store), prefix)
+            }
+            "gs" => {
+                let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+                if bucket.is_empty() {
+                    return Err(invalid_url(url, "no bucket"));
+                }
+                let mut builder = GoogleCloudStorageBuilder::from_env().with_bucket_name(bucket);
+                for (key, value) in options {
+                    let key = key.as_ref();
+                    let config_key = GoogleConfigKey::from_str(key)
+                        .map_err(|error| invalid_url(url, format!("option {key:?}: {error}")))?;
+                    builder = builder.with_config(config_key, value);
+                }
+                let store = builder.build().map_err(|error| invalid_url(url, error))?;
+                (Arc::new(store), prefix)
+            }
+            "az" | "azure" => {
+                let (container, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+                if container.is_empty() {
+                    return Err(invalid_url(url, "no container"));
+                }
+                let mut builder = MicrosoftAzureBuilder::from_env().with_container_name(container);
+                for (key, value) in options {
+                    let key = key.as_ref();
+                    let config_key = AzureConfigKey::from_str(key)
+                        .map_err(|error| invalid_url(url, format!("option {key:?}: {error}")))?;
+                    builder = builder.with_config(config_key, value);
+                }
+                let store = builder.build().map_err(|error| invalid_url(url, error))?;
+                (Arc::new(store), prefix)
+            }
+            "memory" => (Arc::new(InMemory::new()), rest),
+            "file" => {
+                return Err(invalid_url(
+                    url,
+                    "local paths are not served through object_store (built without its \
                          `fs` feature); use DirectoryCheckpointStorage, same layout",
-                    ));
-                }
-                other => {
-                    return Err(invalid_url(
-                        url,
-                        format!("unsupported scheme {other:?} (s3, s3a, memory)"),
-                    ));
-                }
-            };
+                ));
+            }
+            other => {
+                return Err(invalid_url(
+                    url,
+                    format!("unsupported scheme {other:?} (s3, s3a, gs, az, azure, memory)"),
+                ));
+            }
+        };
         let root =
             Path::parse(prefix.trim_matches('/')).map_err(|error| invalid_url(url, error))?;
         Self::new(store, root, retained_checkpoints)
