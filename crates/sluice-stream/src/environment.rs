@@ -35,9 +35,7 @@ use crate::executor::{
 };
 use crate::key_group::{DEFAULT_MAX_PARALLELISM, UPPER_BOUND_MAX_PARALLELISM, assign_to_key_group};
 use crate::operator::{Operator, Port};
-use crate::parallel::{
-    self, CHANNEL_CAPACITY_DEFAULT, PARALLELISM_MAX, ParallelCheckpointing, TaskSettings,
-};
+use crate::parallel::{self, CHANNEL_CAPACITY_DEFAULT, PARALLELISM_MAX, TaskSettings};
 use crate::source::{CollectionSource, CollectionSourceRunner, SourceRunner};
 use crate::state::{StateBackendKind, StateKey};
 use crate::time::{Clock, SystemClock};
@@ -331,12 +329,7 @@ impl StreamExecutionEnvironment {
         job_name: &str,
         build: impl Fn(&StreamExecutionEnvironment) + Sync,
     ) -> Result<JobExecutionResult, StreamError> {
-        if !(1..=UPPER_BOUND_MAX_PARALLELISM).contains(&self.max_parallelism) {
-            return Err(StreamError::InvalidConfiguration(format!(
-                "max_parallelism must be in 1..={UPPER_BOUND_MAX_PARALLELISM}, got {}",
-                self.max_parallelism
-            )));
-        }
+        self.validate()?;
         if self.parallelism == 0
             || self.parallelism > PARALLELISM_MAX
             || self.parallelism > self.max_parallelism
@@ -356,16 +349,6 @@ impl StreamExecutionEnvironment {
                 "execute_parallel reads the system clock: a ManualClock is not supported".into(),
             ));
         }
-        if let WatermarkEmission::Periodic(interval) = self.watermark_emission
-            && interval.is_zero()
-        {
-            return Err(StreamError::InvalidConfiguration(
-                "a periodic watermark interval must be positive".into(),
-            ));
-        }
-        if let Some(config) = &self.checkpoint_config {
-            config.validate()?;
-        }
         let settings = TaskSettings {
             max_parallelism: self.max_parallelism,
             emission: self.watermark_emission,
@@ -374,58 +357,44 @@ impl StreamExecutionEnvironment {
             channel_capacity: self.channel_capacity,
             parallelism: self.parallelism,
         };
-        let storage = self.checkpoint_storage.clone().or_else(|| {
-            self.checkpoint_config.map(|_| {
-                Rc::new(RefCell::new(InMemoryCheckpointStorage::new(1)))
-                    as Rc<RefCell<dyn CheckpointStorage>>
-            })
-        });
-        let (attempts_max, delay) = match self.restart_strategy {
-            RestartStrategy::NoRestart => (0, Duration::ZERO),
-            RestartStrategy::FixedDelay { attempts, delay } => (attempts, delay),
-        };
-        let mut num_restarts = 0;
-        loop {
-            let checkpointing = match &storage {
-                Some(storage) => Some(ParallelCheckpointing {
-                    config: self.checkpoint_config,
-                    storage: storage.clone(),
-                    restore: storage.borrow().latest()?,
-                }),
-                None => None,
-            };
-            match parallel::run(job_name, &build, &settings, checkpointing) {
-                Ok(mut result) => {
-                    result.num_restarts = num_restarts;
-                    return Ok(result);
-                }
-                Err(error)
-                    if num_restarts < attempts_max
-                        && !matches!(error, StreamError::InvalidConfiguration(_)) =>
-                {
-                    num_restarts += 1;
-                    tracing::warn!(
-                        job_name,
-                        %error,
-                        attempt = num_restarts,
-                        attempts_max,
-                        "parallel job failed; restarting from the latest checkpoint"
-                    );
-                    std::thread::sleep(delay);
-                }
-                Err(error) => return Err(error),
-            }
-        }
+        self.run_with_restarts(job_name, |checkpointing| {
+            parallel::run(job_name, &build, &settings, checkpointing)
+        })
     }
 
     /// Runs the job to completion (all sources end) and returns its metrics: from the
     /// latest completed checkpoint in the checkpoint storage, if any, and after a failure
     /// again from the latest one, as often as the restart strategy allows.
     pub fn execute(&self, job_name: &str) -> Result<JobExecutionResult, StreamError> {
-        let mut graph = std::mem::take(&mut *self.graph.borrow_mut());
+        let graph = std::mem::take(&mut *self.graph.borrow_mut());
         if let Some(error) = graph.errors.first() {
             return Err(StreamError::InvalidConfiguration(error.clone()));
         }
+        self.validate()?;
+        // Each attempt runs the graph and gets it back (`open` resets every node).
+        let mut graph = Some(graph);
+        self.run_with_restarts(job_name, |checkpointing| {
+            let (result, returned) = executor::run(
+                job_name,
+                graph.take().expect("every attempt returns the graph"),
+                self.clock.clone(),
+                StateSettings {
+                    max_parallelism: self.max_parallelism,
+                    backend: self.state_backend.clone(),
+                },
+                self.watermark_emission,
+                Limits {
+                    work_queue_events_max: self.work_queue_events_max,
+                },
+                checkpointing,
+            );
+            graph = Some(returned);
+            result
+        })
+    }
+
+    /// What `execute` and `execute_parallel` both check.
+    fn validate(&self) -> Result<(), StreamError> {
         if !(1..=UPPER_BOUND_MAX_PARALLELISM).contains(&self.max_parallelism) {
             return Err(StreamError::InvalidConfiguration(format!(
                 "max_parallelism must be in 1..={UPPER_BOUND_MAX_PARALLELISM}, got {}",
@@ -442,6 +411,17 @@ impl StreamExecutionEnvironment {
         if let Some(config) = &self.checkpoint_config {
             config.validate()?;
         }
+        Ok(())
+    }
+
+    /// Runs `attempt` (one run of the job, from the checkpoint it is given) until it
+    /// succeeds, again from the latest checkpoint after each failure, as often as the
+    /// restart strategy allows; a configuration error is never retried.
+    fn run_with_restarts(
+        &self,
+        job_name: &str,
+        mut attempt: impl FnMut(Option<Checkpointing>) -> Result<JobExecutionResult, StreamError>,
+    ) -> Result<JobExecutionResult, StreamError> {
         let storage = self.checkpoint_storage.clone().or_else(|| {
             self.checkpoint_config.map(|_| {
                 Rc::new(RefCell::new(InMemoryCheckpointStorage::new(1)))
@@ -462,22 +442,7 @@ impl StreamExecutionEnvironment {
                 }),
                 None => None,
             };
-            let (result, returned) = executor::run(
-                job_name,
-                graph,
-                self.clock.clone(),
-                StateSettings {
-                    max_parallelism: self.max_parallelism,
-                    backend: self.state_backend.clone(),
-                },
-                self.watermark_emission,
-                Limits {
-                    work_queue_events_max: self.work_queue_events_max,
-                },
-                checkpointing,
-            );
-            graph = returned;
-            match result {
+            match attempt(checkpointing) {
                 Ok(mut result) => {
                     result.num_restarts = num_restarts;
                     return Ok(result);

@@ -320,13 +320,6 @@ pub(crate) struct TaskSettings {
     pub(crate) parallelism: u32,
 }
 
-/// One run's checkpointing on the coordinator's side.
-pub(crate) struct ParallelCheckpointing {
-    pub(crate) config: Option<crate::checkpoint::CheckpointConfig>,
-    pub(crate) storage: std::rc::Rc<std::cell::RefCell<dyn crate::checkpoint::CheckpointStorage>>,
-    pub(crate) restore: Option<crate::checkpoint::CompletedCheckpoint>,
-}
-
 /// The stages of a job graph: `stage_of[node]`, and each stage's task count.
 pub(crate) struct Plan {
     pub(crate) stage_of: Vec<usize>,
@@ -458,7 +451,7 @@ pub(crate) fn run(
     job_name: &str,
     build: &(dyn Fn(&crate::StreamExecutionEnvironment) + Sync),
     settings: &TaskSettings,
-    checkpointing: Option<ParallelCheckpointing>,
+    checkpointing: Option<crate::executor::Checkpointing>,
 ) -> Result<crate::JobExecutionResult, StreamError> {
     use std::sync::mpsc;
 
@@ -694,7 +687,7 @@ fn coordinate(
     job_name: &str,
     settings: &TaskSettings,
     plan: &Plan,
-    checkpointing: Option<ParallelCheckpointing>,
+    checkpointing: Option<crate::executor::Checkpointing>,
     restored_checkpoint_id: Option<u64>,
     channels: Coordination,
 ) -> Result<crate::JobExecutionResult, StreamError> {
