@@ -120,6 +120,13 @@ struct Runtime {
     nodes: Vec<RuntimeNode>,
     /// Consumers of each (node, port), as (node, input index).
     consumers: HashMap<(NodeId, Port), Vec<(NodeId, usize)>>,
+    /// `consumers` of each node's main port, and its cloner: the per-record path looks
+    /// them up by index rather than by hashing (node, port).
+    main_consumers: Vec<Vec<(NodeId, usize)>>,
+    main_cloners: Vec<Option<Cloner>>,
+    /// An emptied `Output` whose buffers the next operator call reuses (one allocation
+    /// saved per record per operator).
+    spare_output: Output,
     /// Consumers of any port of a node: where its watermarks and barriers go.
     all_consumers: Vec<Vec<(NodeId, usize)>>,
     cloners: HashMap<(NodeId, Port), Cloner>,
@@ -315,12 +322,26 @@ impl Runtime {
                 }
             })
             .collect();
+        let main_consumers = (0..all_consumers.len())
+            .map(|node| {
+                consumers
+                    .get(&(node, Port::Main))
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .collect();
+        let main_cloners = (0..all_consumers.len())
+            .map(|node| cloners.get(&(node, Port::Main)).copied())
+            .collect();
         let runtime = Runtime {
             job_name: job_name.to_string(),
             max_parallelism,
             clock: clock.clone(),
             nodes: runtime_nodes,
             consumers,
+            main_consumers,
+            main_cloners,
+            spare_output: Output::default(),
             all_consumers,
             cloners,
             queue: VecDeque::new(),
@@ -928,8 +949,13 @@ impl Runtime {
             let NodeKind::Operator(operator) = &mut self.nodes[node].kind else {
                 continue;
             };
-            let mut out = Output::default();
+            let mut out = std::mem::take(&mut self.spare_output);
             operator.advance_processing_time(now_ms, &mut out)?;
+            if out.main.is_empty() && out.side.is_empty() {
+                // The common case: no timer was due.
+                self.spare_output = out;
+                continue;
+            }
             self.route_output(node, out)?;
             self.drain()?;
         }
@@ -944,18 +970,20 @@ impl Runtime {
         timestamp: Option<i64>,
     ) -> Result<(), StreamError> {
         let key = (from, port);
-        let Some(targets) = self.consumers.get(&key) else {
-            // Nobody reads this port (e.g. an unused side output): dropped, as in Flink.
+        let (targets, cloner) = if key.1 == Port::Main {
+            (&self.main_consumers[from], self.main_cloners[from])
+        } else {
+            match self.consumers.get(&key) {
+                Some(targets) => (targets, self.cloners.get(&key).copied()),
+                None => return Ok(()),
+            }
+        };
+        // Nobody reads this port (e.g. an unused side output): dropped, as in Flink.
+        let Some((last, rest)) = targets.split_last() else {
             return Ok(());
         };
-        let (last, rest) = targets
-            .split_last()
-            .expect("consumer lists are never empty");
         for &(node, input) in rest {
-            let cloner = self
-                .cloners
-                .get(&key)
-                .expect("every consumed port has a cloner");
+            let cloner = cloner.expect("every consumed port has a cloner");
             let copy = cloner(value.as_ref());
             match self
                 .stage
@@ -1005,18 +1033,23 @@ impl Runtime {
         Ok(())
     }
 
-    fn route_output(&mut self, from: NodeId, out: Output) -> Result<(), StreamError> {
-        let Output { main, side } = out;
-        self.nodes[from].metrics.num_records_out += (main.len() + side.len()) as u64;
+    /// Routes what an operator call emitted, then keeps the emptied buffers for the next
+    /// call (`spare_output`).
+    fn route_output(&mut self, from: NodeId, mut out: Output) -> Result<(), StreamError> {
+        self.nodes[from].metrics.num_records_out += (out.main.len() + out.side.len()) as u64;
+        let mut result = Ok(());
         for Emitted {
             port,
             value,
             timestamp,
-        } in main.into_iter().chain(side)
+        } in out.main.drain(..).chain(out.side.drain(..))
         {
-            self.route_record(from, port, value, timestamp)?;
+            if result.is_ok() {
+                result = self.route_record(from, port, value, timestamp);
+            }
         }
-        Ok(())
+        self.spare_output = out;
+        result
     }
 
     fn drain(&mut self) -> Result<(), StreamError> {
@@ -1039,7 +1072,7 @@ impl Runtime {
         match event {
             Event::Record(value, timestamp) => {
                 runtime_node.metrics.num_records_in += 1;
-                let mut out = Output::default();
+                let mut out = std::mem::take(&mut self.spare_output);
                 operator.process_record(input, value, timestamp, &mut out)?;
                 self.route_output(node, out)?;
             }
@@ -1084,7 +1117,7 @@ impl Runtime {
                     let NodeKind::Operator(operator) = &mut self.nodes[node].kind else {
                         unreachable!("sources have no valve input");
                     };
-                    let mut out = Output::default();
+                    let mut out = std::mem::take(&mut self.spare_output);
                     operator.advance_watermark(watermark, &mut out)?;
                     self.route_output(node, out)?;
                     self.broadcast(node, Event::Watermark(watermark))?;
