@@ -372,3 +372,30 @@ fn a_slow_sink_backpressures_the_source_through_bounded_channels() {
     // millisecond-long writes finished.
     assert!(largest_gap >= CAPACITY as u64, "{largest_gap}");
 }
+
+/// Both state backends on parallel tasks: each task keeps its key groups on the heap or in
+/// a fjall directory of its own (the operator id names the task), snapshots them, and a
+/// failure after checkpoints restores them, with the clean run's output.
+#[test]
+fn both_state_backends_run_on_parallel_tasks() {
+    let expected = expected();
+    for backend in super::state_backends() {
+        let mut env = StreamExecutionEnvironment::new();
+        env.set_parallelism(2)
+            .set_channel_capacity(4)
+            .set_state_backend(backend.clone())
+            .set_watermark_emission(WatermarkEmission::AfterEveryEvent)
+            .enable_checkpointing(Duration::from_millis(20))
+            .set_checkpoint_storage(InMemoryCheckpointStorage::new(1))
+            .set_restart_strategy(RestartStrategy::fixed_delay(1, Duration::ZERO));
+        let sink = CollectSink::exactly_once();
+        let failing = FailOnce::new(sink.clone(), 300);
+        let result = env
+            .execute_parallel("backends", |env| {
+                build(env, failing.clone(), Arc::default())
+            })
+            .unwrap();
+        assert_eq!(result.num_restarts, 1, "{backend:?}: {result:?}");
+        assert_same(sink.records(), &expected, &format!("{backend:?}"));
+    }
+}
