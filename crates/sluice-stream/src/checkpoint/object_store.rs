@@ -117,6 +117,23 @@ fn checkpoint_ids(listing: &ListResult) -> Vec<u64> {
     ids
 }
 
+/// `options` as the config keys of one object_store builder (`C`), or which one it does not
+/// know.
+fn config_keys<C>(url: &str, options: &[(String, String)]) -> Result<Vec<(C, String)>, StreamError>
+where
+    C: FromStr,
+    C::Err: std::fmt::Display,
+{
+    options
+        .iter()
+        .map(|(key, value)| {
+            C::from_str(key)
+                .map(|config_key| (config_key, value.clone()))
+                .map_err(|error| invalid_url(url, format!("option {key:?}: {error}")))
+        })
+        .collect()
+}
+
 impl ObjectStoreCheckpointStorage {
     /// Checkpoints under `root` (empty for the bucket's top) of `store`; keeps the newest
     /// `retained_checkpoints` (at least one).
@@ -160,55 +177,58 @@ impl ObjectStoreCheckpointStorage {
         let Some((scheme, rest)) = url.split_once("://") else {
             return Err(invalid_url(url, "expected scheme://..."));
         };
-        let (store, prefix): (Arc<dyn ObjectStore>, &str) = match scheme
-            .to_ascii_lowercase()
-            .as_str()
-        {
-            "s3" | "s3a" => {
-                let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-                if bucket.is_empty() {
-                    return Err(invalid_url(url, "no bucket"));
-                }
-                let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
-                for (key, value) in options {
-                    let key = key.as_ref();
-                    let config_key = AmazonS3ConfigKey::from_str(key)
-                        .map_err(|error| invalid_url(url, format!("option {key:?}: {error}")))?;
-                    builder = builder.with_config(config_key, value);
-                }
-                let store = builder.build().map_err(|error| invalid_url(url, error))?;
-                (Arc::new(store), prefix)
-            }
-            "gs" => {
-                let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-                if bucket.is_empty() {
-                    return Err(invalid_url(url, "no bucket"));
-                }
-                let mut builder = GoogleCloudStorageBuilder::from_env().with_bucket_name(bucket);
-                for (key, value) in options {
-                    let key = key.as_ref();
-                    let config_key = GoogleConfigKey::from_str(key)
-                        .map_err(|error| invalid_url(url, format!("option {key:?}: {error}")))?;
-                    builder = builder.with_config(config_key, value);
-                }
-                let store = builder.build().map_err(|error| invalid_url(url, error))?;
-                (Arc::new(store), prefix)
-            }
-            "az" | "azure" => {
-                let (container, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-                if container.is_empty() {
-                    return Err(invalid_url(url, "no container"));
-                }
-                let mut builder = MicrosoftAzureBuilder::from_env().with_container_name(container);
-                for (key, value) in options {
-                    let key = key.as_ref();
-                    let config_key = AzureConfigKey::from_str(key)
-                        .map_err(|error| invalid_url(url, format!("option {key:?}: {error}")))?;
-                    builder = builder.with_config(config_key, value);
-                }
-                let store = builder.build().map_err(|error| invalid_url(url, error))?;
-                (Arc::new(store), prefix)
-            }
+        let scheme = scheme.to_ascii_lowercase();
+        let options: Vec<(String, String)> = options
+            .into_iter()
+            .map(|(key, value)| (key.as_ref().to_string(), value.into()))
+            .collect();
+        // Cloud URLs: the bucket (container) and the prefix under it.
+        let (bucket, bucket_prefix) = rest.split_once('/').unwrap_or((rest, ""));
+        let no_bucket = if scheme.starts_with("az") {
+            "no container"
+        } else {
+            "no bucket"
+        };
+        let cloud = matches!(scheme.as_str(), "s3" | "s3a" | "gs" | "az" | "azure");
+        if cloud && bucket.is_empty() {
+            return Err(invalid_url(url, no_bucket));
+        }
+        let built = |store: Result<Arc<dyn ObjectStore>, ::object_store::Error>| {
+            store
+                .map(|store| (store, bucket_prefix))
+                .map_err(|error| invalid_url(url, error))
+        };
+        let (store, prefix): (Arc<dyn ObjectStore>, &str) = match scheme.as_str() {
+            "s3" | "s3a" => built(
+                config_keys::<AmazonS3ConfigKey>(url, &options)?
+                    .into_iter()
+                    .fold(
+                        AmazonS3Builder::from_env().with_bucket_name(bucket),
+                        |builder, (key, value)| builder.with_config(key, value),
+                    )
+                    .build()
+                    .map(|store| Arc::new(store) as Arc<dyn ObjectStore>),
+            )?,
+            "gs" => built(
+                config_keys::<GoogleConfigKey>(url, &options)?
+                    .into_iter()
+                    .fold(
+                        GoogleCloudStorageBuilder::from_env().with_bucket_name(bucket),
+                        |builder, (key, value)| builder.with_config(key, value),
+                    )
+                    .build()
+                    .map(|store| Arc::new(store) as Arc<dyn ObjectStore>),
+            )?,
+            "az" | "azure" => built(
+                config_keys::<AzureConfigKey>(url, &options)?
+                    .into_iter()
+                    .fold(
+                        MicrosoftAzureBuilder::from_env().with_container_name(bucket),
+                        |builder, (key, value)| builder.with_config(key, value),
+                    )
+                    .build()
+                    .map(|store| Arc::new(store) as Arc<dyn ObjectStore>),
+            )?,
             "memory" => (Arc::new(InMemory::new()), rest),
             "file" => {
                 return Err(invalid_url(
