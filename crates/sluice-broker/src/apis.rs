@@ -21,6 +21,10 @@ pub const UNSUPPORTED_VERSION: i16 = 35;
 /// Kafka's INVALID_REQUEST error code.
 pub const INVALID_REQUEST: i16 = 42;
 
+/// The Apache Kafka release whose protocol, API version ranges and defaults Sluice
+/// follows (`sluice --version` prints it).
+pub const KAFKA_VERSION: &str = "4.1";
+
 /// (API, Kafka 4.1's minimum version, the highest version Sluice implements), in api-key
 /// order. Produce is advertised from v0 as Kafka 4.1 does (KAFKA-18659: librdkafka wants
 /// to see v0 before it compresses) but v0-2 requests close the connection.

@@ -20,10 +20,19 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+/// `sluice --version`: this build's version and the Kafka protocol version it speaks.
+static VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "{} (Kafka {} protocol)",
+        env!("CARGO_PKG_VERSION"),
+        sluice_broker::apis::KAFKA_VERSION
+    )
+});
+
 #[derive(Parser)]
 #[command(
     name = "sluice",
-    version,
+    version = VERSION.as_str(),
     about = "Sluice: a Kafka-compatible event streaming platform"
 )]
 struct Cli {

@@ -37,6 +37,21 @@ fn invalid_settings_are_refused_with_the_key_named() {
 }
 
 #[test]
+fn version_names_the_kafka_protocol_it_speaks() {
+    let output = Command::new(SLUICE).arg("--version").output().unwrap();
+    assert!(output.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        format!(
+            "sluice {} (Kafka {} protocol)",
+            env!("CARGO_PKG_VERSION"),
+            sluice_broker::apis::KAFKA_VERSION
+        )
+    );
+    assert_eq!(sluice_broker::apis::KAFKA_VERSION, "4.1");
+}
+
+#[test]
 fn serves_api_versions_and_shuts_down_cleanly_on_sigterm() {
     let data = tempfile::tempdir().unwrap();
     let mut child = Command::new(SLUICE)
