@@ -9,10 +9,15 @@
 //! - A frame larger than `socket.request.max.bytes`, a negative size, a header that does
 //!   not decode, an unknown API or an unsupported version closes the connection with one
 //!   log line (ApiVersions answers an unsupported version instead, as Kafka does).
-//! - Memory: a frame's buffer is allocated once, at the size its prefix gives, which is
-//!   bounded by `socket.request.max.bytes`; nothing is read ahead of that.
+//! - Memory: a frame's buffer grows with the bytes that arrive, at most
+//!   [`FRAME_BUFFER_STEP_BYTES`] ahead of them, never to the size the prefix declares
+//!   before the bytes are there: a client that sends a 100 MB prefix and then trickles
+//!   bytes holds what it sent, not 100 MB. The size is bounded by
+//!   `socket.request.max.bytes`; nothing is read past the frame.
 //!
-//! What it costs: one allocation and one `read` (or a few) per request frame, one
+//! What it costs: one allocation (frames up to [`FRAME_BUFFER_STEP_BYTES`], which covers
+//! a default 1 MiB `max.request.size`; larger ones grow by doubling, copying at most
+//! their own size again) and one `read` (or a few) per request frame, one
 //! `write` per response, one task wake-up per request, and the request's metrics (two
 //! clock reads and three relaxed atomics, see [`crate::metrics`]).
 
@@ -30,6 +35,10 @@ use tokio::sync::{mpsc, watch};
 use crate::apis::{self, Outcome};
 use crate::broker::Broker;
 use crate::metrics::RequestMetrics;
+
+/// How far a frame's buffer is reserved ahead of the bytes received: the first
+/// allocation of a frame, and the most a connection holds beyond what it has sent.
+pub const FRAME_BUFFER_STEP_BYTES: usize = 1 << 20;
 
 /// Bounds of one connection.
 #[derive(Debug, Clone)]
@@ -231,9 +240,17 @@ async fn read_frame(
             "frame of {size} bytes exceeds socket.request.max.bytes={max_bytes}"
         )));
     }
-    let mut frame = BytesMut::with_capacity(size);
+    let mut frame = BytesMut::with_capacity(size.min(FRAME_BUFFER_STEP_BYTES));
     while frame.len() < size {
-        let read = reader.read_buf(&mut frame).await.map_err(ReadError::Io)?;
+        let remaining = size - frame.len();
+        frame.reserve(remaining.min(FRAME_BUFFER_STEP_BYTES));
+        // `take` keeps the read inside this frame: the buffer's spare capacity may be
+        // larger than what is left of it.
+        let read = (&mut *reader)
+            .take(remaining as u64)
+            .read_buf(&mut frame)
+            .await
+            .map_err(ReadError::Io)?;
         if read == 0 {
             return Err(ReadError::Bad(format!(
                 "connection closed inside a frame ({} of {size} bytes)",

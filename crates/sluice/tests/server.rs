@@ -51,6 +51,46 @@ fn version_names_the_kafka_protocol_it_speaks() {
     assert_eq!(sluice_broker::apis::KAFKA_VERSION, "4.1");
 }
 
+/// A voter whose quorum never forms exits after `initial.broker.registration.timeout.ms`
+/// (Kafka's key and its 60 s default), and says which setting ran out.
+#[test]
+fn a_voter_without_its_quorum_exits_naming_the_registration_timeout() {
+    let data = tempfile::tempdir().unwrap();
+    // Two free ports: this node's controller listener, and a voter nobody runs.
+    let ports: Vec<u16> = (0..2)
+        .map(|_| {
+            std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port()
+        })
+        .collect();
+    let output = Command::new(SLUICE)
+        .args(["server", "--set"])
+        .arg(format!("log.dirs={}", data.path().display()))
+        .arg("--set")
+        .arg(format!(
+            "listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:{}",
+            ports[0]
+        ))
+        .arg("--set")
+        .arg(format!(
+            "controller.quorum.voters=1@127.0.0.1:{},2@127.0.0.1:{}",
+            ports[0], ports[1]
+        ))
+        .args(["--set", "initial.broker.registration.timeout.ms=1500"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr
+            .contains("no leader elected within 1500 ms (initial.broker.registration.timeout.ms)"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn serves_api_versions_and_shuts_down_cleanly_on_sigterm() {
     let data = tempfile::tempdir().unwrap();
@@ -159,4 +199,107 @@ fn serves_api_versions_and_shuts_down_cleanly_on_sigterm() {
     let checkpoint =
         std::fs::read_to_string(data.path().join("recovery-point-offset-checkpoint")).unwrap();
     assert_eq!(checkpoint, "0\n0\n");
+}
+
+/// A process's virtual memory size (`VmSize` in /proc), in bytes: what reserving a
+/// buffer costs even before its pages are touched.
+fn virtual_memory_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status
+        .lines()
+        .find(|line| line.starts_with("VmSize:"))
+        .expect("VmSize in /proc/<pid>/status");
+    let kib: u64 = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|value| value.parse().ok())
+        .expect("VmSize in kB");
+    kib * 1024
+}
+
+/// Connections that declare a ~100 MB frame and then trickle bytes (slow loris) hold
+/// what they sent, not what they declared: 50 of them must not make the broker reserve
+/// 5 GB. Before the frame buffer grew with the bytes that arrive, the broker's VmSize
+/// grew by about 5 GB here (each frame's buffer was allocated at its declared size).
+#[test]
+fn a_declared_frame_size_reserves_no_memory_before_its_bytes_arrive() {
+    const CONNECTIONS: usize = 50;
+    const DECLARED_BYTES: i32 = 100_000_000;
+    let data = tempfile::tempdir().unwrap();
+    let mut child = Command::new(SLUICE)
+        .args(["server", "--set"])
+        .arg(format!("log.dirs={}", data.path().display()))
+        .args([
+            "--set",
+            "listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+        ])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let address = loop {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "the server exited before listening"
+        );
+        if let Some(address) = line
+            .trim()
+            .strip_prefix("sluice: listening on PLAINTEXT://")
+        {
+            break address.to_string();
+        }
+    };
+    // ApiVersions v0 (header v1: api key 18, version 0, correlation id, client id "t").
+    let api_versions = |correlation_id: i32| {
+        let mut request = Vec::new();
+        request.extend_from_slice(&18i16.to_be_bytes());
+        request.extend_from_slice(&0i16.to_be_bytes());
+        request.extend_from_slice(&correlation_id.to_be_bytes());
+        request.extend_from_slice(&1i16.to_be_bytes());
+        request.extend_from_slice(b"t");
+        let mut frame = (request.len() as i32).to_be_bytes().to_vec();
+        frame.extend_from_slice(&request);
+        frame
+    };
+    let mut healthy = TcpStream::connect(&address).unwrap();
+    let answer = |stream: &mut TcpStream, correlation_id: i32| {
+        stream.write_all(&api_versions(correlation_id)).unwrap();
+        let mut size = [0u8; 4];
+        stream.read_exact(&mut size).unwrap();
+        let mut response = vec![0u8; i32::from_be_bytes(size) as usize];
+        stream.read_exact(&mut response).unwrap();
+        assert_eq!(&response[0..4], &correlation_id.to_be_bytes());
+    };
+    answer(&mut healthy, 0);
+    let before = virtual_memory_bytes(child.id());
+    let mut trickling = Vec::new();
+    for _ in 0..CONNECTIONS {
+        let mut stream = TcpStream::connect(&address).unwrap();
+        stream.write_all(&DECLARED_BYTES.to_be_bytes()).unwrap();
+        stream.write_all(&[0u8]).unwrap();
+        trickling.push(stream);
+    }
+    let mut grown_max = 0;
+    for round in 1..=10 {
+        // The broker keeps answering a healthy client while the others trickle.
+        answer(&mut healthy, round);
+        for stream in &mut trickling {
+            stream.write_all(&[0u8; 16]).unwrap();
+        }
+        grown_max = grown_max.max(virtual_memory_bytes(child.id()).saturating_sub(before));
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    assert!(child.wait().unwrap().success());
+    // Each connection may hold one buffer step ahead of its bytes (1 MiB), and the
+    // runtime may add thread stacks and allocator arenas; 5 GB is what declared sizes
+    // would reserve.
+    let bound: u64 = 1 << 30;
+    assert!(
+        grown_max < bound,
+        "{CONNECTIONS} connections that declared {DECLARED_BYTES} bytes each and sent a few \
+         grew the broker's virtual memory by {grown_max} bytes (bound {bound})"
+    );
 }
