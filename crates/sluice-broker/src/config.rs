@@ -115,6 +115,13 @@ const DEFINITIONS: &[Definition] = &[
         Kind::Int { min: 1 },
         Some("2000"),
     ),
+    // How long a starting node waits for the quorum (a leader elected, or joining it as
+    // a learner) before it exits, as Kafka's broker waits for its first registration.
+    def(
+        "initial.broker.registration.timeout.ms",
+        Kind::Int { min: 1 },
+        Some("60000"),
+    ),
     def(
         "broker.session.timeout.ms",
         Kind::Int { min: 1 },

@@ -49,8 +49,17 @@ pub enum NodeError {
 pub const METADATA_VERSION_LEVEL: i16 = 27;
 /// The lowest `metadata.version` level a 4.1 broker supports (3.3-IV3).
 pub const MIN_METADATA_VERSION_LEVEL: i16 = 7;
-/// How long a node waits at start for the quorum (a leader, joining as a learner).
-const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a node waits at start for the quorum (a leader, joining as a learner):
+/// `initial.broker.registration.timeout.ms`, 60 s by default as in Kafka.
+fn startup_timeout(config: &BrokerConfig) -> Duration {
+    Duration::from_millis(
+        config
+            .get(STARTUP_TIMEOUT_KEY)
+            .and_then(|value| value.parse().ok())
+            .unwrap_or(60_000),
+    )
+}
+const STARTUP_TIMEOUT_KEY: &str = "initial.broker.registration.timeout.ms";
 /// How long a stopping broker waits for its leaderships to move.
 const CONTROLLED_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often time-based flushes (`flush.ms`) are checked, at most.
@@ -105,7 +114,7 @@ async fn cluster_id_from_bootstrap_servers(
     if servers.is_empty() {
         return Ok(None);
     }
-    let deadline = tokio::time::Instant::now() + STARTUP_TIMEOUT;
+    let deadline = tokio::time::Instant::now() + startup_timeout(config);
     let mut last = String::new();
     while tokio::time::Instant::now() < deadline {
         for server in &servers {
@@ -437,15 +446,19 @@ pub async fn run(
             &join_targets,
             node_id as u64,
             raft_address.clone(),
-            STARTUP_TIMEOUT,
+            startup_timeout(&config),
         )
         .await
         .map_err(|reason| quorum_error(format!("cannot join the quorum: {reason}")))?;
     }
     quorum
-        .wait_ready(STARTUP_TIMEOUT)
+        .wait_ready(startup_timeout(&config))
         .await
-        .map_err(|e| quorum_error(e.to_string()))?;
+        .map_err(|e| {
+            quorum_error(format!(
+                "{e} ({STARTUP_TIMEOUT_KEY}); start the other voters within it"
+            ))
+        })?;
     if quorum.is_voter() && broker.image().feature_level("metadata.version").is_none() {
         // What `kafka-storage format` writes: the metadata version, and the cluster-wide
         // `min.insync.replicas` as a dynamic default (Kafka 4.x does so for KIP-966).
