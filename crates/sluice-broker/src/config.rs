@@ -144,6 +144,9 @@ const DEFINITIONS: &[Definition] = &[
         Kind::Long { min: 0 },
         Some("30000"),
     ),
+    // The most a consumer's Fetch response carries, whatever its `max_bytes` asks
+    // (Kafka's default, 55 MiB); a follower's is `replica.fetch.response.max.bytes`.
+    def("fetch.max.bytes", Kind::Int { min: 1024 }, Some("57671680")),
     def("num.replica.fetchers", Kind::Int { min: 1 }, Some("1")),
     def(
         "replica.fetch.max.bytes",

@@ -389,6 +389,46 @@ async fn produce_then_fetch_returns_the_same_batches_at_every_version() {
     node.stop().await;
 }
 
+/// A consumer cannot ask for more than the broker's `fetch.max.bytes` in one response,
+/// and `max_bytes <= 0` is not unbounded: before the cap, both requests below got all
+/// 20 batches.
+#[tokio::test]
+async fn fetch_responses_are_capped_by_the_brokers_fetch_max_bytes() {
+    let node = TestNode::start(&[("fetch.max.bytes", "4096")]).await;
+    let mut wire = Wire::connect(node.address).await;
+    create(&mut wire, "wide", 1, &[]).await;
+    let t0 = now_ms();
+    let mut batch_bytes = 0;
+    for i in 0..20 {
+        let records = batch(
+            &format!("b{i}-{}", "x".repeat(40)),
+            20,
+            t0,
+            Compression::None,
+        );
+        batch_bytes = records.len();
+        assert_eq!(produce(&mut wire, "wide", 0, records).await.0, 0);
+    }
+    assert!(
+        20 * batch_bytes > 4 * 4096,
+        "the log holds far more than the cap"
+    );
+    for asked in [i32::MAX, 0, -1] {
+        let mut request = fetch_request("wide", 0, 0);
+        request.max_bytes = asked;
+        request.topics[0].partitions[0].partition_max_bytes = i32::MAX;
+        let response: FetchResponse = wire.call(&request, 12).await;
+        let records = response.responses[0].partitions[0].records.clone().unwrap();
+        let expected_max = if asked > 0 { 4096 } else { batch_bytes };
+        assert!(
+            !records.is_empty() && records.len() <= expected_max,
+            "max_bytes {asked}: {} bytes returned (at most {expected_max} expected)",
+            records.len()
+        );
+    }
+    node.stop().await;
+}
+
 #[tokio::test]
 async fn produce_refuses_bad_batches_per_partition() {
     let node = TestNode::start(&[("message.max.bytes", "2000")]).await;

@@ -1,5 +1,7 @@
 //! Fetch: whole batches from each partition's log, with Kafka's limits (`max_bytes` for
-//! the response, `partition_max_bytes` per partition, the first batch always whole),
+//! the response, capped by the broker's `fetch.max.bytes` for consumers and
+//! `replica.fetch.response.max.bytes` for followers; `partition_max_bytes` per
+//! partition; the first batch always whole),
 //! long polling (`min_bytes` / `max_wait_ms`: the request parks until enough bytes are
 //! available or the wait ends), and incremental fetch sessions (KIP-227,
 //! [`crate::fetch_session`]). v13+ names topics by id.
@@ -182,11 +184,16 @@ pub async fn fetch(context: &RequestContext, request: FetchRequest) -> FetchResp
     let deadline =
         tokio::time::Instant::now() + Duration::from_millis(request.max_wait_ms.max(0) as u64);
     let min_bytes = request.min_bytes.max(0) as usize;
-    let max_bytes = if request.max_bytes <= 0 {
-        i32::MAX as usize
+    // The response's bound: what the request asks, capped by the broker as Kafka caps it
+    // (`fetch.max.bytes` for consumers, `replica.fetch.response.max.bytes` for
+    // followers). A request asking for 0 or less gets the first batch only (it still
+    // comes whole), never an unbounded response.
+    let broker_max_bytes = broker.config.int_value(if fetcher.is_follower() {
+        "replica.fetch.response.max.bytes"
     } else {
-        request.max_bytes as usize
-    };
+        "fetch.max.bytes"
+    });
+    let max_bytes = i64::from(request.max_bytes).clamp(0, broker_max_bytes.max(0)) as usize;
     // A follower waits for its leader's log to grow; a consumer for the high watermark.
     let mut watches: Vec<_> = partitions
         .keys()
