@@ -147,6 +147,14 @@ const DEFINITIONS: &[Definition] = &[
     // The most a consumer's Fetch response carries, whatever its `max_bytes` asks
     // (Kafka's default, 55 MiB); a follower's is `replica.fetch.response.max.bytes`.
     def("fetch.max.bytes", Kind::Int { min: 1024 }, Some("57671680")),
+    // A connection with no request read and no response written for this long is
+    // closed (Kafka's default, 10 minutes); a client trickling one request's bytes
+    // counts as idle.
+    def(
+        "connections.max.idle.ms",
+        Kind::Long { min: 1 },
+        Some("600000"),
+    ),
     def("num.replica.fetchers", Kind::Int { min: 1 }, Some("1")),
     def(
         "replica.fetch.max.bytes",

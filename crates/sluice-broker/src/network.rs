@@ -15,6 +15,13 @@
 //!   bytes holds what it sent, not 100 MB. The size is bounded by
 //!   `socket.request.max.bytes`; nothing is read past the frame.
 //!
+//! - Idle connections: one with no request read and no response written for
+//!   `connections.max.idle.ms` is closed, whether it sends nothing or trickles the
+//!   bytes of a request that never completes (slow loris).
+//! - Accept errors (EMFILE when the process is out of file descriptors, ENFILE,
+//!   ENOBUFS) back off [`ACCEPT_ERROR_BACKOFF`] instead of retrying at once: the
+//!   pending connection stays in the backlog, so retrying would spin a core.
+//!
 //! What it costs: one allocation (frames up to [`FRAME_BUFFER_STEP_BYTES`], which covers
 //! a default 1 MiB `max.request.size`; larger ones grow by doubling, copying at most
 //! their own size again) and one `read` (or a few) per request frame, one
@@ -40,6 +47,9 @@ use crate::metrics::RequestMetrics;
 /// allocation of a frame, and the most a connection holds beyond what it has sent.
 pub const FRAME_BUFFER_STEP_BYTES: usize = 1 << 20;
 
+/// How long the accept loop waits after a failed accept before the next.
+pub const ACCEPT_ERROR_BACKOFF: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Bounds of one connection.
 #[derive(Debug, Clone)]
 pub struct NetworkConfig {
@@ -50,6 +60,9 @@ pub struct NetworkConfig {
     /// is enough to overlap reading the next request with handling the current (Kafka
     /// reads none ahead: it mutes a connection while a request is in progress).
     pub max_in_flight_requests: usize,
+    /// `connections.max.idle.ms`: a connection with no request read and no response
+    /// written for this long is closed.
+    pub connections_max_idle: std::time::Duration,
 }
 
 impl Default for NetworkConfig {
@@ -57,6 +70,7 @@ impl Default for NetworkConfig {
         NetworkConfig {
             socket_request_max_bytes: 104_857_600,
             max_in_flight_requests: 1,
+            connections_max_idle: std::time::Duration::from_millis(600_000),
         }
     }
 }
@@ -117,7 +131,10 @@ impl Server {
                             shutdown.clone(),
                         ));
                     }
-                    Err(error) => tracing::warn!(%error, "accept failed"),
+                    Err(error) => {
+                        tracing::warn!(%error, "accept failed; retrying after a pause");
+                        tokio::time::sleep(ACCEPT_ERROR_BACKOFF).await;
+                    }
                 },
                 _ = shutdown.changed() => {
                     if *shutdown.borrow() {
@@ -148,21 +165,45 @@ async fn serve_connection(
 ) {
     let (mut reader, writer) = stream.into_split();
     let (queue, frames) = mpsc::channel::<Bytes>(config.max_in_flight_requests.max(1));
+    let activity = Arc::new(Activity::new());
     let handler = tokio::spawn(handle_in_order(
-        writer, frames, peer, broker, listener, metrics,
+        writer,
+        frames,
+        peer,
+        broker,
+        listener,
+        metrics,
+        activity.clone(),
     ));
-    loop {
-        let frame = tokio::select! {
-            frame = read_frame(&mut reader, config.socket_request_max_bytes) => frame,
-            // The handler closed the connection (a request asked for it).
-            _ = queue.closed() => break,
-            // The node is stopping: its connections close with it (the request in
-            // progress still gets its answer).
-            _ = shutdown.changed() => {
-                if *shutdown.borrow() {
-                    break;
+    'connection: loop {
+        // One read future per frame, kept across the other events: dropping it would
+        // lose the part of a frame already read.
+        let read = read_frame(&mut reader, config.socket_request_max_bytes);
+        tokio::pin!(read);
+        let frame = loop {
+            let idle_deadline = activity.idle_deadline(config.connections_max_idle);
+            tokio::select! {
+                frame = &mut read => break frame,
+                // The handler closed the connection (a request asked for it).
+                _ = queue.closed() => break 'connection,
+                // The node is stopping: its connections close with it (the request in
+                // progress still gets its answer).
+                _ = shutdown.changed() => {
+                    if *shutdown.borrow() {
+                        break 'connection;
+                    }
                 }
-                continue;
+                _ = tokio::time::sleep_until(idle_deadline) => {
+                    // A response written meanwhile moved the deadline on.
+                    if activity.idle_for(config.connections_max_idle) {
+                        tracing::debug!(
+                            %peer,
+                            idle_ms = config.connections_max_idle.as_millis() as u64,
+                            "closing an idle connection (connections.max.idle.ms)"
+                        );
+                        break 'connection;
+                    }
+                }
             }
         };
         let frame = match frame {
@@ -177,6 +218,7 @@ async fn serve_connection(
                 break;
             }
         };
+        activity.request_read();
         if queue.send(frame).await.is_err() {
             break;
         }
@@ -197,20 +239,88 @@ async fn handle_in_order(
     broker: Arc<Broker>,
     listener: Arc<str>,
     metrics: Arc<RequestMetrics>,
+    activity: Arc<Activity>,
 ) {
     while let Some(frame) = frames.recv().await {
         let frame =
             match handle_frame(frame, peer, broker.clone(), listener.clone(), &metrics).await {
                 Reply::Frame(frame) => frame,
-                Reply::Nothing => continue,
+                Reply::Nothing => {
+                    activity.request_answered();
+                    continue;
+                }
                 Reply::Close => break,
             };
         if let Err(error) = writer.write_all(&frame).await {
             tracing::debug!(%peer, %error, "write failed; closing connection");
             break;
         }
+        activity.request_answered();
     }
     let _ = writer.shutdown().await;
+}
+
+/// When a connection last completed a request or a response, for
+/// `connections.max.idle.ms`; shared by its reader and its writer.
+struct Activity {
+    start: tokio::time::Instant,
+    /// Milliseconds after `start`.
+    last_ms: std::sync::atomic::AtomicU64,
+    /// Requests read and not answered yet: a connection waiting on its own long poll
+    /// is not idle.
+    in_progress: std::sync::atomic::AtomicUsize,
+}
+
+impl Activity {
+    fn new() -> Activity {
+        Activity {
+            start: tokio::time::Instant::now(),
+            last_ms: std::sync::atomic::AtomicU64::new(0),
+            in_progress: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    fn request_read(&self) {
+        self.touch();
+        self.in_progress
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn request_answered(&self) {
+        self.touch();
+        self.in_progress
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// When the connection will have been idle for `limit`, if nothing happens: a
+    /// full `limit` from now while a request is in progress (no busy loop on a long
+    /// poll).
+    fn idle_deadline(&self, limit: std::time::Duration) -> tokio::time::Instant {
+        if self.in_progress.load(std::sync::atomic::Ordering::Relaxed) > 0 {
+            tokio::time::Instant::now() + limit
+        } else {
+            self.last() + limit
+        }
+    }
+
+    /// Whether the connection has been idle for `limit`.
+    fn idle_for(&self, limit: std::time::Duration) -> bool {
+        self.in_progress.load(std::sync::atomic::Ordering::Relaxed) == 0
+            && self.last() + limit <= tokio::time::Instant::now()
+    }
+
+    fn touch(&self) {
+        let elapsed = self.start.elapsed().as_millis() as u64;
+        self.last_ms
+            .fetch_max(elapsed, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn last(&self) -> tokio::time::Instant {
+        self.start
+            + std::time::Duration::from_millis(
+                self.last_ms.load(std::sync::atomic::Ordering::Relaxed),
+            )
+    }
 }
 
 /// Why a frame could not be read.

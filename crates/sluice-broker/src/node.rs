@@ -303,6 +303,9 @@ pub async fn run(
         .collect();
     let network = NetworkConfig {
         socket_request_max_bytes: config.socket_request_max_bytes(),
+        connections_max_idle: Duration::from_millis(
+            config.int_value("connections.max.idle.ms").max(1) as u64,
+        ),
         ..NetworkConfig::default()
     };
     let request_metrics = Arc::new(RequestMetrics::default());

@@ -234,3 +234,48 @@ async fn bad_input_closes_only_its_connection() {
     let (correlation_id, _) = decode_api_versions(read_response(&mut healthy).await.unwrap(), 1);
     assert_eq!(correlation_id, 6);
 }
+
+/// `connections.max.idle.ms`: a connection that sends nothing, and one that trickles the
+/// bytes of a request it never completes (slow loris), are closed once idle that long;
+/// one that keeps sending requests stays open. Before the key was honoured both stayed
+/// open for as long as their clients liked.
+#[tokio::test]
+async fn idle_and_trickling_connections_are_closed_after_connections_max_idle_ms() {
+    let node = TestNode::start(&[("connections.max.idle.ms", "400")]).await;
+    let address = node.address;
+    let mut silent = TcpStream::connect(address).await.unwrap();
+    let mut trickling = TcpStream::connect(address).await.unwrap();
+    trickling.write_all(&1000i32.to_be_bytes()).await.unwrap();
+    let mut busy = TcpStream::connect(address).await.unwrap();
+    let started = std::time::Instant::now();
+    let mut trickle_closed = false;
+    // Bounded: 3 s of 100 ms rounds, far past the 400 ms limit.
+    for round in 0..30 {
+        busy.write_all(&api_versions_frame(0, round)).await.unwrap();
+        assert!(
+            read_response(&mut busy).await.is_some(),
+            "a connection with requests every 100 ms was closed"
+        );
+        if !trickle_closed && trickling.write_all(&[0u8]).await.is_err() {
+            trickle_closed = true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(started.elapsed() >= std::time::Duration::from_secs(3));
+    // A closed connection reads end-of-stream (or a reset) at once.
+    let mut byte = [0u8; 1];
+    let silent_read =
+        tokio::time::timeout(std::time::Duration::from_secs(5), silent.read(&mut byte))
+            .await
+            .expect("the silent connection is still open after 3 s idle");
+    assert!(matches!(silent_read, Ok(0) | Err(_)), "{silent_read:?}");
+    let trickling_read =
+        tokio::time::timeout(std::time::Duration::from_secs(5), trickling.read(&mut byte))
+            .await
+            .expect("the trickling connection is still open after 3 s without a request");
+    assert!(
+        matches!(trickling_read, Ok(0) | Err(_)),
+        "{trickling_read:?}"
+    );
+    node.stop().await;
+}

@@ -303,3 +303,90 @@ fn a_declared_frame_size_reserves_no_memory_before_its_bytes_arrive() {
          grew the broker's virtual memory by {grown_max} bytes (bound {bound})"
     );
 }
+
+/// The broker's CPU time so far (utime + stime from /proc/<pid>/stat), in seconds.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command name, which ends with the last ')'.
+    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..]
+        .split_whitespace()
+        .collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    ticks as f64 / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+}
+
+/// Out of file descriptors (EMFILE), the accept loop pauses between attempts instead of
+/// retrying at once: the refused connection stays in the backlog, so retrying at once
+/// spins a core. Before the pause, the broker below used about one CPU second per
+/// second while clients waited.
+#[test]
+fn out_of_file_descriptors_the_accept_loop_does_not_spin() {
+    use std::os::unix::process::CommandExt;
+    const FILE_DESCRIPTORS: u64 = 96;
+    let data = tempfile::tempdir().unwrap();
+    let mut command = Command::new(SLUICE);
+    command
+        .args(["server", "--set"])
+        .arg(format!("log.dirs={}", data.path().display()))
+        .args([
+            "--set",
+            "listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+        ])
+        .stderr(Stdio::piped());
+    // SAFETY: setrlimit is async-signal-safe; it only lowers this child's own limit.
+    unsafe {
+        command.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: FILE_DESCRIPTORS,
+                rlim_max: FILE_DESCRIPTORS,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = command.spawn().unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let address = loop {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "the server exited before listening"
+        );
+        if let Some(address) = line
+            .trim()
+            .strip_prefix("sluice: listening on PLAINTEXT://")
+        {
+            break address.to_string();
+        }
+    };
+    // Keep reading stderr so the broker never blocks on a full pipe.
+    let drain = std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = stderr.read_to_string(&mut rest);
+        rest
+    });
+    // More connections than the broker has descriptors: the last ones wait in the
+    // backlog while every accept fails with EMFILE.
+    let clients: Vec<TcpStream> = (0..2 * FILE_DESCRIPTORS)
+        .map(|_| TcpStream::connect(&address).unwrap())
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let before = cpu_seconds(child.id());
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let used = cpu_seconds(child.id()) - before;
+    drop(clients);
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let _ = child.wait();
+    let log = drain.join().unwrap();
+    assert!(
+        log.contains("accept failed"),
+        "the broker never ran out of descriptors: {log}"
+    );
+    assert!(
+        used < 0.4,
+        "the broker used {used:.2} CPU seconds in 2 s while out of file descriptors"
+    );
+}
