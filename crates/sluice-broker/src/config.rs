@@ -147,6 +147,14 @@ const DEFINITIONS: &[Definition] = &[
     // The most a consumer's Fetch response carries, whatever its `max_bytes` asks
     // (Kafka's default, 55 MiB); a follower's is `replica.fetch.response.max.bytes`.
     def("fetch.max.bytes", Kind::Int { min: 1024 }, Some("57671680")),
+    // Connection limits (Kafka's ConnectionQuotas; see `connection_quotas`).
+    def("max.connections", Kind::Int { min: 0 }, Some("2147483647")),
+    def(
+        "max.connections.per.ip",
+        Kind::Int { min: 0 },
+        Some("2147483647"),
+    ),
+    def("max.connections.per.ip.overrides", Kind::Text, Some("")),
     // A connection with no request read and no response written for this long is
     // closed (Kafka's default, 10 minutes); a client trickling one request's bytes
     // counts as idle.
@@ -654,6 +662,18 @@ impl BrokerConfig {
                     });
                 }
             }
+        }
+        if let Err(reason) = crate::connection_quotas::ConnectionQuotas::parse_overrides(
+            self.get("max.connections.per.ip.overrides").unwrap_or(""),
+        ) {
+            return Err(ConfigError::Invalid {
+                key: "max.connections.per.ip.overrides".into(),
+                value: self
+                    .get("max.connections.per.ip.overrides")
+                    .unwrap_or("")
+                    .to_string(),
+                reason,
+            });
         }
         self.check_group_timeouts()
     }

@@ -12,6 +12,7 @@
 pub mod apis;
 pub mod broker;
 pub mod config;
+pub mod connection_quotas;
 pub mod controller;
 pub mod coordinator_log;
 pub mod errors;

@@ -15,6 +15,8 @@
 //!   bytes holds what it sent, not 100 MB. The size is bounded by
 //!   `socket.request.max.bytes`; nothing is read past the frame.
 //!
+//! - Connection limits: `max.connections` and `max.connections.per.ip`
+//!   ([`crate::connection_quotas`]).
 //! - Idle connections: one with no request read and no response written for
 //!   `connections.max.idle.ms` is closed, whether it sends nothing or trickles the
 //!   bytes of a request that never completes (slow loris).
@@ -41,6 +43,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::apis::{self, Outcome};
 use crate::broker::Broker;
+use crate::connection_quotas::{ConnectionQuotas, ConnectionSlot};
 use crate::metrics::RequestMetrics;
 
 /// How far a frame's buffer is reserved ahead of the bytes received: the first
@@ -63,6 +66,8 @@ pub struct NetworkConfig {
     /// `connections.max.idle.ms`: a connection with no request read and no response
     /// written for this long is closed.
     pub connections_max_idle: std::time::Duration,
+    /// `max.connections` and `max.connections.per.ip`, shared by the node's listeners.
+    pub quotas: Arc<ConnectionQuotas>,
 }
 
 impl Default for NetworkConfig {
@@ -71,6 +76,7 @@ impl Default for NetworkConfig {
             socket_request_max_bytes: 104_857_600,
             max_in_flight_requests: 1,
             connections_max_idle: std::time::Duration::from_millis(600_000),
+            quotas: Arc::default(),
         }
     }
 }
@@ -82,6 +88,7 @@ pub struct Server {
     broker: Arc<Broker>,
     name: Arc<str>,
     metrics: Arc<RequestMetrics>,
+    held_back_at_max_connections: bool,
 }
 
 impl Server {
@@ -99,7 +106,15 @@ impl Server {
             broker,
             name: Arc::from(name),
             metrics: Arc::default(),
+            held_back_at_max_connections: true,
         })
+    }
+
+    /// Whether this listener stops accepting while the node is at `max.connections`
+    /// (true by default; false for the cluster's own listeners).
+    pub fn held_back_at_max_connections(mut self, held_back: bool) -> Server {
+        self.held_back_at_max_connections = held_back;
+        self
     }
 
     /// Records request counts and latencies into `metrics` (shared by a node's
@@ -117,13 +132,32 @@ impl Server {
     /// connections.
     pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
         loop {
+            if self.held_back_at_max_connections {
+                // At max.connections new connections wait in the kernel's backlog.
+                tokio::select! {
+                    _ = self.config.quotas.wait_for_slot() => {}
+                    _ = shutdown.changed() => {
+                        if *shutdown.borrow() {
+                            break;
+                        }
+                        continue;
+                    }
+                }
+            }
             tokio::select! {
                 accepted = self.listener.accept() => match accepted {
                     Ok((stream, peer)) => {
+                        let slot = match self.config.quotas.admit(peer.ip()) {
+                            Ok(slot) => slot,
+                            Err(refused) => {
+                                tracing::info!(%peer, listener = %self.name, "{refused}; closing the connection");
+                                drop(stream);
+                                continue;
+                            }
+                        };
                         let _ = stream.set_nodelay(true);
                         tokio::spawn(serve_connection(
-                            stream,
-                            peer,
+                            Accepted { stream, peer, _slot: slot },
                             self.config.clone(),
                             self.broker.clone(),
                             self.name.clone(),
@@ -154,15 +188,27 @@ enum Reply {
     Close,
 }
 
-async fn serve_connection(
+/// An accepted connection and its place under the connection limits, held for the
+/// connection's life.
+struct Accepted {
     stream: TcpStream,
     peer: SocketAddr,
+    _slot: ConnectionSlot,
+}
+
+async fn serve_connection(
+    accepted: Accepted,
     config: Arc<NetworkConfig>,
     broker: Arc<Broker>,
     listener: Arc<str>,
     metrics: Arc<RequestMetrics>,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    let Accepted {
+        stream,
+        peer,
+        _slot: _held_until_the_connection_ends,
+    } = accepted;
     let (mut reader, writer) = stream.into_split();
     let (queue, frames) = mpsc::channel::<Bytes>(config.max_in_flight_requests.max(1));
     let activity = Arc::new(Activity::new());

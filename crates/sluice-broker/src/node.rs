@@ -303,6 +303,15 @@ pub async fn run(
         .collect();
     let network = NetworkConfig {
         socket_request_max_bytes: config.socket_request_max_bytes(),
+        quotas: Arc::new(crate::connection_quotas::ConnectionQuotas::new(
+            config.int_value("max.connections").max(0) as usize,
+            config.int_value("max.connections.per.ip").max(0) as usize,
+            // Checked when the configuration was loaded.
+            crate::connection_quotas::ConnectionQuotas::parse_overrides(
+                config.get("max.connections.per.ip.overrides").unwrap_or(""),
+            )
+            .unwrap_or_default(),
+        )),
         connections_max_idle: Duration::from_millis(
             config.int_value("connections.max.idle.ms").max(1) as u64,
         ),
@@ -313,6 +322,15 @@ pub async fn run(
     let mut servers = Vec::new();
     let mut endpoints = Vec::new();
     let mut controller_endpoints = Vec::new();
+    let inter_broker_listener = config
+        .get("inter.broker.listener.name")
+        .unwrap_or("PLAINTEXT")
+        .to_string();
+    let broker_listener_count = config
+        .listeners()
+        .iter()
+        .filter(|listener| !controller_listeners.contains(&listener.name))
+        .count();
     for listener in config.listeners() {
         let is_controller_listener = controller_listeners.contains(&listener.name);
         if is_controller_listener && !is_controller {
@@ -331,13 +349,19 @@ pub async fn run(
                 listener: listener.name.clone(),
                 reason: format!("cannot resolve {host}"),
             })?;
+        // The cluster's own listeners are counted under max.connections but never
+        // held back by it: the controller listeners, and the inter-broker listener when
+        // clients have another one (Kafka protects it only then).
+        let held_back_at_max_connections = !is_controller_listener
+            && (listener.name != inter_broker_listener || broker_listener_count == 1);
         let server = Server::bind(address, network.clone(), broker.clone(), &listener.name)
             .await
             .map_err(|error| NodeError::Listener {
                 listener: listener.name.clone(),
                 reason: format!("cannot bind {address}: {error}"),
             })?
-            .with_request_metrics(request_metrics.clone());
+            .with_request_metrics(request_metrics.clone())
+            .held_back_at_max_connections(held_back_at_max_connections);
         let bound = server.local_addr().map_err(|error| NodeError::Listener {
             listener: listener.name.clone(),
             reason: error.to_string(),

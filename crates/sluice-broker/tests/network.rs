@@ -279,3 +279,70 @@ async fn idle_and_trickling_connections_are_closed_after_connections_max_idle_ms
     );
     node.stop().await;
 }
+
+/// `max.connections.per.ip`: a client address at its limit has its next connection
+/// closed at once, and gets a slot back when one of its connections closes;
+/// `max.connections`: at the node's limit a new connection waits (in the backlog)
+/// until one closes. Before the keys were honoured every connection was served.
+#[tokio::test]
+async fn connection_limits_per_address_and_per_node() {
+    let per_ip = TestNode::start(&[("max.connections.per.ip", "2")]).await;
+    let mut first = TcpStream::connect(per_ip.address).await.unwrap();
+    let mut second = TcpStream::connect(per_ip.address).await.unwrap();
+    for (round, stream) in [&mut first, &mut second].into_iter().enumerate() {
+        stream
+            .write_all(&api_versions_frame(0, round as i32))
+            .await
+            .unwrap();
+        assert!(read_response(stream).await.is_some());
+    }
+    let mut third = TcpStream::connect(per_ip.address).await.unwrap();
+    let _ = third.write_all(&api_versions_frame(0, 3)).await;
+    let refused =
+        tokio::time::timeout(std::time::Duration::from_secs(5), read_response(&mut third))
+            .await
+            .expect("the connection over the per-address limit is closed at once");
+    assert!(
+        refused.is_none(),
+        "a third connection from one address was served"
+    );
+    drop(first);
+    // The slot comes back once the broker has seen the close.
+    let mut served = false;
+    for attempt in 0..50 {
+        let mut again = TcpStream::connect(per_ip.address).await.unwrap();
+        let _ = again.write_all(&api_versions_frame(0, 10 + attempt)).await;
+        if read_response(&mut again).await.is_some() {
+            served = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(served, "no slot came back after a connection closed");
+    per_ip.stop().await;
+
+    let per_node = TestNode::start(&[("max.connections", "1")]).await;
+    let mut only = TcpStream::connect(per_node.address).await.unwrap();
+    only.write_all(&api_versions_frame(0, 1)).await.unwrap();
+    assert!(read_response(&mut only).await.is_some());
+    let mut waiting = TcpStream::connect(per_node.address).await.unwrap();
+    waiting.write_all(&api_versions_frame(0, 2)).await.unwrap();
+    assert!(
+        tokio::time::timeout(
+            std::time::Duration::from_millis(500),
+            read_response(&mut waiting)
+        )
+        .await
+        .is_err(),
+        "a second connection was served at max.connections=1"
+    );
+    drop(only);
+    let answered = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        read_response(&mut waiting),
+    )
+    .await
+    .expect("the waiting connection is served once the other closes");
+    assert!(answered.is_some());
+    per_node.stop().await;
+}

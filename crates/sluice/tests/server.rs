@@ -18,6 +18,10 @@ fn invalid_settings_are_refused_with_the_key_named() {
             "CreateTime, LogAppendTime",
         ),
         ("listeners", "key=value"),
+        (
+            "max.connections.per.ip.overrides=127.0.0.1",
+            "max.connections.per.ip.overrides",
+        ),
     ];
     for (setting, expected) in cases {
         let output = Command::new(SLUICE)
