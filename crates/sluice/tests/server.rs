@@ -9,6 +9,42 @@ use std::process::{Command, Stdio};
 
 const SLUICE: &str = env!("CARGO_BIN_EXE_sluice");
 
+/// Reads the server's stderr until it prints its client listener's address; returns
+/// the address and the rest of stderr.
+fn wait_until_listening(
+    child: &mut std::process::Child,
+) -> (String, BufReader<std::process::ChildStderr>) {
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "the server exited before listening"
+        );
+        if let Some(address) = line
+            .trim()
+            .strip_prefix("sluice: listening on PLAINTEXT://")
+        {
+            return (address.to_string(), stderr);
+        }
+    }
+}
+
+/// `sluice server` on free loopback ports with a fresh data directory, stderr piped.
+fn server_command(data: &tempfile::TempDir) -> Command {
+    let mut command = Command::new(SLUICE);
+    command
+        .args(["server", "--set"])
+        .arg(format!("log.dirs={}", data.path().display()))
+        .args([
+            "--set",
+            "listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+        ])
+        .stderr(Stdio::piped());
+    command
+}
+
 #[test]
 fn invalid_settings_are_refused_with_the_key_named() {
     let cases = [
@@ -98,31 +134,8 @@ fn a_voter_without_its_quorum_exits_naming_the_registration_timeout() {
 #[test]
 fn serves_api_versions_and_shuts_down_cleanly_on_sigterm() {
     let data = tempfile::tempdir().unwrap();
-    let mut child = Command::new(SLUICE)
-        .args(["server", "--set"])
-        .arg(format!("log.dirs={}", data.path().display()))
-        .args([
-            "--set",
-            "listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
-        ])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    let address = loop {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "the server exited before listening"
-        );
-        if let Some(address) = line
-            .trim()
-            .strip_prefix("sluice: listening on PLAINTEXT://")
-        {
-            break address.to_string();
-        }
-    };
+    let mut child = server_command(&data).spawn().unwrap();
+    let (address, _stderr) = wait_until_listening(&mut child);
     let mut stream = TcpStream::connect(&address).unwrap();
     // ApiVersions v0: header v1 (api key 18, version 0, correlation id, client id), no body.
     let mut request = Vec::new();
@@ -230,31 +243,8 @@ fn a_declared_frame_size_reserves_no_memory_before_its_bytes_arrive() {
     const CONNECTIONS: usize = 50;
     const DECLARED_BYTES: i32 = 100_000_000;
     let data = tempfile::tempdir().unwrap();
-    let mut child = Command::new(SLUICE)
-        .args(["server", "--set"])
-        .arg(format!("log.dirs={}", data.path().display()))
-        .args([
-            "--set",
-            "listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
-        ])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    let address = loop {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "the server exited before listening"
-        );
-        if let Some(address) = line
-            .trim()
-            .strip_prefix("sluice: listening on PLAINTEXT://")
-        {
-            break address.to_string();
-        }
-    };
+    let mut child = server_command(&data).spawn().unwrap();
+    let (address, _stderr) = wait_until_listening(&mut child);
     // ApiVersions v0 (header v1: api key 18, version 0, correlation id, client id "t").
     let api_versions = |correlation_id: i32| {
         let mut request = Vec::new();
@@ -328,15 +318,7 @@ fn out_of_file_descriptors_the_accept_loop_does_not_spin() {
     use std::os::unix::process::CommandExt;
     const FILE_DESCRIPTORS: u64 = 96;
     let data = tempfile::tempdir().unwrap();
-    let mut command = Command::new(SLUICE);
-    command
-        .args(["server", "--set"])
-        .arg(format!("log.dirs={}", data.path().display()))
-        .args([
-            "--set",
-            "listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
-        ])
-        .stderr(Stdio::piped());
+    let mut command = server_command(&data);
     // SAFETY: setrlimit is async-signal-safe; it only lowers this child's own limit.
     unsafe {
         command.pre_exec(|| {
@@ -351,21 +333,7 @@ fn out_of_file_descriptors_the_accept_loop_does_not_spin() {
         });
     }
     let mut child = command.spawn().unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    let address = loop {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "the server exited before listening"
-        );
-        if let Some(address) = line
-            .trim()
-            .strip_prefix("sluice: listening on PLAINTEXT://")
-        {
-            break address.to_string();
-        }
-    };
+    let (address, mut stderr) = wait_until_listening(&mut child);
     // Keep reading stderr so the broker never blocks on a full pipe.
     let drain = std::thread::spawn(move || {
         let mut rest = String::new();
