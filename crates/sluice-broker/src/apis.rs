@@ -107,6 +107,9 @@ pub struct RequestContext {
     pub client_id: Option<String>,
     /// The client's address as Kafka shows it in groups (`/127.0.0.1`).
     pub client_host: Arc<str>,
+    /// Relayed by another node to this one as the active controller
+    /// ([`crate::forwarding`]): served here, never forwarded again.
+    pub forwarded: bool,
 }
 
 /// Encodes a response at `version`.
@@ -181,6 +184,7 @@ pub async fn dispatch(
         version,
         client_id,
         client_host,
+        forwarded: false,
     };
     handlers::handle(context, api_key, body).await
 }

@@ -329,14 +329,42 @@ impl Broker {
     /// Writes `records` to the metadata log as one entry through the quorum's leader
     /// (applied whole or refused whole on every node). Returns when a majority of the
     /// voters has the entry fsynced and this node has applied it (its image and
-    /// replicas follow it).
+    /// replicas follow it). A partition change in it carries the partition epoch of
+    /// this node's current image and is refused if the partition moved on.
+    ///
+    /// For writes any node makes on its own behalf; the active controller's plans go
+    /// through [`Self::write_as_controller`].
     pub async fn write_metadata(&self, records: &[MetadataRecord]) -> Result<(), BrokerError> {
         if records.is_empty() {
             return Err(BrokerError::Metadata(MetadataLogError::Empty));
         }
         let quorum = self.quorum()?.clone();
         quorum
-            .propose(crate::quorum::Proposal::new(records))
+            .propose(crate::quorum::Proposal::planned(records, &self.image()))
+            .await?;
+        Ok(())
+    }
+
+    /// Writes records this node planned on `planned_on` as the active controller:
+    /// every partition change is checked against the partition epoch it had there, and
+    /// the write is refused with [`QuorumError::NotController`] (never forwarded) when
+    /// this node is not, or stops being, the active controller.
+    ///
+    /// [`QuorumError::NotController`]: crate::quorum::QuorumError::NotController
+    pub async fn write_as_controller(
+        &self,
+        records: &[MetadataRecord],
+        planned_on: &MetadataImage,
+    ) -> Result<(), BrokerError> {
+        if records.is_empty() {
+            return Err(BrokerError::Metadata(MetadataLogError::Empty));
+        }
+        let quorum = self.quorum()?.clone();
+        if !quorum.is_active_controller() {
+            return Err(crate::quorum::QuorumError::NotController.into());
+        }
+        quorum
+            .propose_as_controller(crate::quorum::Proposal::planned(records, planned_on))
             .await?;
         Ok(())
     }
@@ -471,7 +499,7 @@ impl Broker {
             partition_epoch,
             new_isr,
         };
-        let index = if quorum.is_leader() {
+        let index = if quorum.is_active_controller() {
             let this = self
                 .this
                 .get()

@@ -38,6 +38,15 @@ pub struct Liveness {
 }
 
 impl Liveness {
+    /// Every broker gets a full session from now: after this process did not run (a
+    /// pause, a stall), silence it could not observe is not the brokers'.
+    fn restart(&self) {
+        self.seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
+
     fn saw(&self, broker_id: i32) {
         self.seen
             .lock()
@@ -167,6 +176,7 @@ pub async fn run(broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
     let tick = (session / 8).clamp(Duration::from_millis(50), Duration::from_millis(500));
     let mut last_rebalance = Instant::now();
     loop {
+        let asleep = Instant::now();
         tokio::select! {
             _ = shutdown.changed() => {
                 if *shutdown.borrow() {
@@ -175,14 +185,27 @@ pub async fn run(broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
             }
             _ = tokio::time::sleep(tick) => {}
         }
-        let Ok(quorum) = broker.quorum() else {
+        if asleep.elapsed() > tick * 2 + Duration::from_secs(1) {
+            tracing::warn!(
+                overslept_ms = asleep.elapsed().as_millis() as u64,
+                "the controller did not run for a while: every broker gets a new session"
+            );
+            broker.liveness.restart();
+        }
+        let Ok(quorum) = broker.quorum().cloned() else {
             continue;
         };
-        if !quorum.is_leader() {
+        if !quorum.is_active_controller() {
             continue;
         }
         let term = quorum.raft.metrics().borrow().current_term;
         let _controller = broker.controller_lock().await;
+        // A controller that was paused or cut off still believes it leads: a majority
+        // confirms it before it plans on its image, and the image then holds every
+        // committed change.
+        if !quorum.confirm_active_controller(session.max(tick)).await {
+            continue;
+        }
         let image = broker.image();
         let mut records = Vec::new();
         for broker_id in broker.liveness.silent(&image, session, term) {
@@ -218,7 +241,7 @@ pub async fn run(broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
         // A write in progress (no quorum: it retries until its deadline) does not
         // hold up a shutdown.
         tokio::select! {
-            written = broker.write_metadata(&records) => {
+            written = broker.write_as_controller(&records, &image) => {
                 if let Err(error) = written {
                     tracing::warn!(%error, "controller change not written");
                 }
@@ -260,6 +283,9 @@ pub async fn serve_rpc(broker: &Arc<Broker>, request: RpcRequest) -> RpcResponse
         }
         RpcRequest::Status => RpcResponse::Status(quorum.status()),
         RpcRequest::ClusterId => RpcResponse::ClusterId(broker.cluster_id.clone()),
+        RpcRequest::Forward(request) => {
+            RpcResponse::Forwarded(crate::forwarding::serve(broker, request).await)
+        }
     }
 }
 
@@ -286,7 +312,7 @@ pub async fn heartbeat_as_controller(broker: &Arc<Broker>, heartbeat: Heartbeat)
     let Ok(quorum) = broker.quorum() else {
         return refuse(errors::NOT_CONTROLLER);
     };
-    if !quorum.is_leader() {
+    if !quorum.is_active_controller() {
         return refuse(errors::NOT_CONTROLLER);
     }
     let _controller = broker.controller_lock().await;
@@ -331,9 +357,9 @@ pub async fn heartbeat_as_controller(broker: &Arc<Broker>, heartbeat: Heartbeat)
         records.extend(elect_leaders(&next, false, &|topic| {
             unclean_allowed(broker, &next, topic)
         }));
-        if let Err(error) = broker.write_metadata(&records).await {
+        if let Err(error) = broker.write_as_controller(&records, &image).await {
             tracing::warn!(%error, "heartbeat change not written");
-            return refuse(errors::REQUEST_TIMED_OUT);
+            return refuse(errors::of_controller_write(&error));
         }
     }
     let image = broker.image();
@@ -362,7 +388,7 @@ pub async fn alter_partition_as_controller(
     change: AlterPartition,
 ) -> Result<u64, i16> {
     let quorum = broker.quorum().map_err(|_| errors::NOT_CONTROLLER)?.clone();
-    if !quorum.is_leader() {
+    if !quorum.is_active_controller() {
         return Err(errors::NOT_CONTROLLER);
     }
     let _controller = broker.controller_lock().await;
@@ -400,13 +426,15 @@ pub async fn alter_partition_as_controller(
     let mut record = PartitionChangeRecord::new(change.topic_id, change.partition);
     record.isr = Some(change.new_isr.clone());
     match quorum
-        .propose(crate::quorum::Proposal::new(&[
-            MetadataRecord::PartitionChange(record),
-        ]))
+        .propose_as_controller(crate::quorum::Proposal::planned(
+            &[MetadataRecord::PartitionChange(record)],
+            &image,
+        ))
         .await
     {
         Ok(index) => Ok(index),
         Err(QuorumError::Refused(_)) => Err(errors::INVALID_UPDATE_VERSION),
+        Err(QuorumError::NotController) => Err(errors::NOT_CONTROLLER),
         Err(_) => Err(errors::REQUEST_TIMED_OUT),
     }
 }

@@ -18,6 +18,7 @@ pub mod coordinator_log;
 pub mod errors;
 pub mod features;
 pub mod fetch_session;
+pub mod forwarding;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod group;

@@ -423,3 +423,134 @@ async fn a_broker_that_knows_only_the_bootstrap_servers_joins_as_an_observer() {
         .unwrap();
     cluster.shutdown().await;
 }
+
+/// ElectLeaders, AlterPartitionReassignments, CreatePartitions and UnregisterBroker
+/// sent to a node that is not the active controller are relayed there and planned on
+/// its image (Kafka's brokers forward them); a node that is not the active controller
+/// refuses a relayed request (NOT_CONTROLLER to the relaying node), never plans it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_requests_through_any_node_are_planned_on_the_active_controller() {
+    use kafka_protocol::messages::alter_partition_reassignments_request::{
+        ReassignablePartition, ReassignableTopic,
+    };
+    use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
+    use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
+    use sluice_broker::forwarding::{Forwarded, ForwardedReply};
+    use sluice_broker::quorum::{RpcRequest, RpcResponse, rpc};
+
+    let _serial = SERIAL.lock().await;
+    let mut cluster = TestCluster::start(3, &[("auto.leader.rebalance.enable", "false")]).await;
+    let controller = quorum(cluster.addresses()[0]).await.leader_id.0;
+    let others: Vec<usize> = (0..3)
+        .filter(|i| cluster.nodes[*i].id != controller)
+        .collect();
+    let (via, follower_id) = (
+        cluster.nodes[others[0]].address(),
+        cluster.nodes[others[0]].id,
+    );
+    let (a, b) = (cluster.nodes[others[0]].id, cluster.nodes[others[1]].id);
+    assert_eq!(common::create_assigned(via, "moved", &[a, b], &[]).await, 0);
+
+    // A reassignment through a non-controller: replicas [b, a].
+    let mut wire = Wire::connect(via).await;
+    let request = AlterPartitionReassignmentsRequest::default()
+        .with_timeout_ms(10_000)
+        .with_topics(vec![
+            ReassignableTopic::default()
+                .with_name(name("moved"))
+                .with_partitions(vec![
+                    ReassignablePartition::default()
+                        .with_partition_index(0)
+                        .with_replicas(Some(vec![BrokerId(b), BrokerId(a)])),
+                ]),
+        ]);
+    let response = wire.call(&request, 0).await;
+    assert_eq!(response.error_code, 0);
+    assert_eq!(response.responses[0].partitions[0].error_code, 0);
+    eventually(
+        Duration::from_secs(10),
+        "replicas reordered",
+        || async move {
+            let response = metadata(via).await;
+            let p = &topic(&response, "moved").unwrap().partitions[0];
+            p.replica_nodes == vec![BrokerId(b), BrokerId(a)]
+        },
+    )
+    .await;
+
+    // A preferred election through it: b leads; a second one is not needed.
+    let elect = ElectLeadersRequest::default()
+        .with_election_type(0)
+        .with_timeout_ms(10_000)
+        .with_topic_partitions(Some(vec![
+            TopicPartitions::default()
+                .with_topic(name("moved"))
+                .with_partitions(vec![0]),
+        ]));
+    let response = wire.call(&elect, 2).await;
+    let code = response.replica_election_results[0].partition_result[0].error_code;
+    assert_eq!(code, 0, "{response:?}");
+    eventually(
+        Duration::from_secs(10),
+        "the preferred replica leads",
+        || async move {
+            let response = metadata(via).await;
+            topic(&response, "moved").unwrap().partitions[0].leader_id == BrokerId(b)
+        },
+    )
+    .await;
+    let response = wire.call(&elect, 2).await;
+    assert_eq!(
+        response.replica_election_results[0].partition_result[0].error_code, 84,
+        "ELECTION_NOT_NEEDED"
+    );
+
+    // CreatePartitions through it.
+    let response = wire
+        .call(
+            &CreatePartitionsRequest::default()
+                .with_timeout_ms(10_000)
+                .with_topics(vec![
+                    CreatePartitionsTopic::default()
+                        .with_name(name("moved"))
+                        .with_count(2)
+                        .with_assignments(None),
+                ]),
+            3,
+        )
+        .await;
+    assert_eq!(response.results[0].error_code, 0, "{response:?}");
+
+    // A relayed request that reaches a node that is not the active controller is
+    // refused there, not planned on its image.
+    let mut body = bytes::BytesMut::new();
+    kafka_protocol::protocol::Encodable::encode(&elect, &mut body, 2).unwrap();
+    let follower_controller = format!("127.0.0.1:{}", cluster.nodes[others[0]].controller_port);
+    let relayed = RpcRequest::Forward(Forwarded {
+        api_key: ApiKey::ElectLeaders as i16,
+        version: 2,
+        client_id: None,
+        client_host: "/127.0.0.1".into(),
+        body: body.to_vec(),
+    });
+    match rpc::call(&follower_controller, &relayed, Duration::from_secs(5)).await {
+        Ok(RpcResponse::Forwarded(ForwardedReply::NotController)) => {}
+        other => panic!("node {follower_id} answered {other:?}"),
+    }
+
+    // UnregisterBroker through a non-controller once the stopped node is fenced.
+    let stopped = others[1];
+    cluster.stop(stopped).await;
+    eventually(Duration::from_secs(20), "node fenced", || async move {
+        !broker_ids(&metadata(via).await).contains(&b)
+    })
+    .await;
+    let response = wire
+        .call(
+            &UnregisterBrokerRequest::default().with_broker_id(BrokerId(b)),
+            0,
+        )
+        .await;
+    assert_eq!(response.error_code, 0, "{response:?}");
+    cluster.shutdown().await;
+}

@@ -239,13 +239,30 @@ fn request_frame_seeds() -> Seeds {
         .expect("ApiVersions v4 encodes");
     seeds.push(("ApiVersions-v127-unknown".to_string(), frame.to_vec()));
     // The metadata quorum's own requests (a private API key, JSON bodies).
-    use sluice_broker::quorum::{Proposal, RpcRequest, rpc};
+    use sluice_broker::forwarding::Forwarded;
+    use sluice_broker::quorum::{PlannedOn, Proposal, RpcRequest, rpc};
     for (name, request) in [
         ("Quorum-Status", RpcRequest::Status),
         (
             "Quorum-Propose",
             RpcRequest::Propose(Proposal {
                 records: vec![vec![1, 20, 0, 0]],
+                write_id: 7,
+                planned_on: vec![PlannedOn {
+                    topic_id: [3; 16],
+                    partition: 0,
+                    partition_epoch: 4,
+                }],
+            }),
+        ),
+        (
+            "Quorum-Forward",
+            RpcRequest::Forward(Forwarded {
+                api_key: ApiKey::ElectLeaders as i16,
+                version: 2,
+                client_id: Some("admin".into()),
+                client_host: "/127.0.0.1".into(),
+                body: vec![0, 0, 0, 0, 0, 0, 0, 0],
             }),
         ),
         (

@@ -23,6 +23,15 @@ pub enum ApplyError {
     UnknownBroker(i32),
     #[error("broker {broker_id} has no registration of epoch {epoch}")]
     StaleBrokerEpoch { broker_id: i32, epoch: i64 },
+    #[error(
+        "partition {topic_id:?}:{partition} is at partition epoch {current}, not the {planned} the change was planned on"
+    )]
+    StalePartitionEpoch {
+        topic_id: Uuid,
+        partition: i32,
+        planned: i32,
+        current: i32,
+    },
     #[error("producer id block ends at {next}, before the current end {current}")]
     ProducerIdsBackwards { next: i64, current: i64 },
 }
@@ -256,6 +265,36 @@ impl MetadataImage {
                 }
             }
             MetadataRecord::NoOp | MetadataRecord::Unknown { .. } => {}
+        }
+        Ok(())
+    }
+
+    /// A change planned on partition epoch `planned` applies only while the partition
+    /// is still at that epoch (Kafka's controller plans every partition change against
+    /// the registration it read; a change planned on a stale image is refused, not
+    /// merged over the changes made since).
+    pub fn check_partition_epoch(
+        &self,
+        topic_id: Uuid,
+        partition: i32,
+        planned: i32,
+    ) -> Result<(), ApplyError> {
+        let current = self
+            .topics
+            .get(&topic_id)
+            .and_then(|t| t.partitions.get(&partition))
+            .ok_or(ApplyError::UnknownPartition {
+                topic_id,
+                partition,
+            })?
+            .partition_epoch;
+        if current != planned {
+            return Err(ApplyError::StalePartitionEpoch {
+                topic_id,
+                partition,
+                planned,
+                current,
+            });
         }
         Ok(())
     }
@@ -504,6 +543,32 @@ mod tests {
             image.topic("t").unwrap().partitions[&0].directories,
             vec![[8; 16], [0; 16]]
         );
+    }
+
+    #[test]
+    fn a_change_planned_on_a_stale_partition_epoch_is_refused() {
+        let mut image = one_partition_image();
+        assert_eq!(image.check_partition_epoch(ORDERS, 0, 0), Ok(()));
+        let mut shrink = PartitionChangeRecord::new(ORDERS, 0);
+        shrink.isr = Some(vec![1]);
+        image
+            .apply(&MetadataRecord::PartitionChange(shrink))
+            .unwrap();
+        // A change planned before the shrink (epoch 0) no longer applies.
+        assert_eq!(
+            image.check_partition_epoch(ORDERS, 0, 0),
+            Err(ApplyError::StalePartitionEpoch {
+                topic_id: ORDERS,
+                partition: 0,
+                planned: 0,
+                current: 1
+            })
+        );
+        assert_eq!(image.check_partition_epoch(ORDERS, 0, 1), Ok(()));
+        assert!(matches!(
+            image.check_partition_epoch(ORDERS, 7, 0),
+            Err(ApplyError::UnknownPartition { .. })
+        ));
     }
 
     #[test]

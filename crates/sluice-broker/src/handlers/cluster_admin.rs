@@ -3,8 +3,11 @@
 //! `kafka-reassign-partitions.sh` uses), ElectLeaders (`kafka-leader-election.sh`) and
 //! UnregisterBroker (`kafka-cluster.sh unregister`, to remove a broker for good).
 //!
-//! Any node takes them: the changes are planned on its image under the controller
-//! lock and written through the quorum's leader.
+//! They are served by the active controller ([`crate::forwarding`] relays them there
+//! from any other node): the changes are planned on its image under the controller
+//! lock, each partition change carries the partition epoch it was planned on, and the
+//! write is never forwarded to a successor (a controller deposed meanwhile answers
+//! NOT_CONTROLLER, which the client retries).
 
 use kafka_protocol::messages::alter_partition_reassignments_response::{
     ReassignablePartitionResponse, ReassignableTopicResponse,
@@ -52,9 +55,9 @@ pub async fn alter_partition_reassignments(
             };
             let outcome = match outcome {
                 Ok(Some(change)) => broker
-                    .write_metadata(&[MetadataRecord::PartitionChange(change)])
+                    .write_as_controller(&[MetadataRecord::PartitionChange(change)], &image)
                     .await
-                    .map_err(|e| (errors::UNKNOWN_SERVER_ERROR, e.to_string())),
+                    .map_err(|e| (errors::of_controller_write(&e), e.to_string())),
                 Ok(None) => Ok(()),
                 Err(refusal) => Err(refusal),
             };
@@ -210,11 +213,11 @@ pub async fn elect_leaders(
     }
     let mut top_error = errors::NONE;
     if !records.is_empty()
-        && let Err(error) = broker.write_metadata(&records).await
+        && let Err(error) = broker.write_as_controller(&records, &image).await
     {
         tracing::warn!(%error, "leader election not written");
         for result in results.iter_mut().filter(|r| r.2 == errors::NONE) {
-            result.2 = errors::UNKNOWN_SERVER_ERROR;
+            result.2 = errors::of_controller_write(&error);
             result.3 = Some(error.to_string());
         }
         top_error = errors::NONE;
@@ -271,16 +274,19 @@ pub async fn unregister_broker(
         );
     }
     match broker
-        .write_metadata(&[MetadataRecord::UnregisterBroker {
-            broker_id: id,
-            broker_epoch: registration.broker_epoch,
-        }])
+        .write_as_controller(
+            &[MetadataRecord::UnregisterBroker {
+                broker_id: id,
+                broker_epoch: registration.broker_epoch,
+            }],
+            &image,
+        )
         .await
     {
         Ok(()) => {
             tracing::info!(broker_id = id, "unregistered a broker");
             UnregisterBrokerResponse::default()
         }
-        Err(error) => refuse(errors::UNKNOWN_SERVER_ERROR, error.to_string()),
+        Err(error) => refuse(errors::of_controller_write(&error), error.to_string()),
     }
 }

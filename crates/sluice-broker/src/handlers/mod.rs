@@ -25,6 +25,12 @@ use crate::broker::Broker;
 /// Decodes and serves one request of a supported version.
 pub async fn handle(context: RequestContext, api_key: ApiKey, mut body: Bytes) -> Outcome {
     let version = context.version;
+    if crate::forwarding::served_by_controller(api_key)
+        && !context.forwarded
+        && let Some(outcome) = crate::forwarding::forward(&context, api_key, &body).await
+    {
+        return outcome;
+    }
     macro_rules! serve {
         ($request:ty, $handler:expr) => {{
             let request: $request = match decode(api_key, &mut body, version) {

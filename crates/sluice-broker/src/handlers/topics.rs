@@ -42,6 +42,10 @@ fn storage_refusal(error: BrokerError) -> Refusal {
             errors::TOPIC_ALREADY_EXISTS,
             format!("Topic '{name}' already exists."),
         ),
+        BrokerError::Quorum(crate::quorum::QuorumError::NotController) => refusal(
+            errors::NOT_CONTROLLER,
+            "This is not the correct controller for this cluster.",
+        ),
         other => refusal(errors::UNKNOWN_SERVER_ERROR, other.to_string()),
     }
 }
@@ -557,7 +561,7 @@ pub async fn create_partitions(
         let outcome = match planned {
             Ok(records) if !records.is_empty() => {
                 let written = broker
-                    .write_metadata(&records)
+                    .write_as_controller(&records, &image)
                     .await
                     .map_err(storage_refusal);
                 if written.is_ok() {

@@ -6,8 +6,9 @@
 //! - a blank entry (a new leader's first entry) and a membership change are a batch of
 //!   one NoOpRecord;
 //! - the batch's partition leader epoch is the Raft term, and its first record carries
-//!   a `sluice.raft` header: the entry's log id (term, leader, index) and, for a
-//!   membership change, the membership, as JSON.
+//!   a `sluice.raft` header: the entry's log id (term, leader, index), for a
+//!   membership change the membership, and for a normal entry its write id and the
+//!   partition epochs it was planned on, as JSON.
 //!
 //! Raft indexes are consecutive and Kafka offsets count records, so the store keeps an
 //! index → offset map, rebuilt from the headers when the log is opened.
@@ -38,7 +39,7 @@ use sluice_metadata::{METADATA_LOG_DIR, MetadataRecord};
 use sluice_protocol::{Compression, Header, NewRecord, RecordBatchBuilder, batches};
 use sluice_storage::{Log, LogConfig, LogOpenOptions};
 
-use super::{NodeId, Proposal, TypeConfig};
+use super::{NodeId, PlannedOn, Proposal, TypeConfig};
 
 /// The record header naming a batch's Raft entry.
 pub const RAFT_HEADER: &str = "sluice.raft";
@@ -54,6 +55,16 @@ struct EntryMeta {
     kind: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     membership: Option<Membership<NodeId, BasicNode>>,
+    /// A normal entry's [`Proposal::write_id`].
+    #[serde(default, skip_serializing_if = "is_zero")]
+    write_id: u64,
+    /// A normal entry's [`Proposal::planned_on`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    planned_on: Vec<PlannedOn>,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -228,6 +239,8 @@ impl Store {
             })?),
             _ => EntryPayload::Normal(Proposal {
                 records: values.into_iter().map(|v| v.to_vec()).collect(),
+                write_id: meta.write_id,
+                planned_on: meta.planned_on,
             }),
         };
         Ok(Entry {
@@ -247,10 +260,16 @@ impl Store {
                 p.records.iter().map(|r| Bytes::from(r.clone())).collect(),
             ),
         };
+        let (write_id, planned_on) = match &entry.payload {
+            EntryPayload::Normal(p) => (p.write_id, p.planned_on.clone()),
+            _ => (0, Vec::new()),
+        };
         let meta = EntryMeta {
             log_id: entry.log_id,
             kind: kind.into(),
             membership,
+            write_id,
+            planned_on,
         };
         let now = sluice_storage::now_ms();
         let mut builder = RecordBatchBuilder::new(Compression::None);

@@ -23,7 +23,7 @@ use std::time::Duration;
 use openraft::error::{ClientWriteError, RaftError};
 use openraft::{BasicNode, Config, Raft, ServerState};
 use serde::{Deserialize, Serialize};
-use sluice_metadata::MetadataRecord;
+use sluice_metadata::{MetadataImage, MetadataRecord};
 
 use crate::config::BrokerConfig;
 pub use log_store::LogStore;
@@ -45,9 +45,27 @@ pub struct Proposal {
     /// Each record encoded as Kafka frames a metadata record value.
     #[serde(with = "base64_list")]
     pub records: Vec<Vec<u8>>,
+    /// Names this write across its retries (0: none). A write retried after a timeout
+    /// or a leader change may be committed twice; the state machine answers the repeat
+    /// with the first outcome and applies nothing (see [`StateMachine`]).
+    #[serde(default)]
+    pub write_id: u64,
+    /// The partition epoch each changed partition had in the image the change was
+    /// planned on: the entry is refused where a partition has moved on since.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub planned_on: Vec<PlannedOn>,
+}
+
+/// A partition change's precondition: the partition epoch it was planned against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedOn {
+    pub topic_id: sluice_metadata::Uuid,
+    pub partition: i32,
+    pub partition_epoch: i32,
 }
 
 impl Proposal {
+    /// A write of `records` with a new write id and no preconditions.
     pub fn new(records: &[MetadataRecord]) -> Proposal {
         Proposal {
             records: records
@@ -57,7 +75,36 @@ impl Proposal {
                         .expect("records Sluice builds encode at their latest version")
                 })
                 .collect(),
+            write_id: rand::random::<u64>().max(1),
+            planned_on: Vec::new(),
         }
+    }
+
+    /// A write of `records` planned on `image`: every partition change carries the
+    /// partition epoch it had there (a partition the image does not have yet, created
+    /// in the same write, has none).
+    pub fn planned(records: &[MetadataRecord], image: &MetadataImage) -> Proposal {
+        let mut proposal = Proposal::new(records);
+        for record in records {
+            let MetadataRecord::PartitionChange(change) = record else {
+                continue;
+            };
+            let Some(partition) = image
+                .topic_by_id(&change.topic_id)
+                .and_then(|t| t.partitions.get(&change.partition_id))
+            else {
+                continue;
+            };
+            let planned = PlannedOn {
+                topic_id: change.topic_id,
+                partition: change.partition_id,
+                partition_epoch: partition.partition_epoch,
+            };
+            if !proposal.planned_on.contains(&planned) {
+                proposal.planned_on.push(planned);
+            }
+        }
+        proposal
     }
 }
 
@@ -118,6 +165,8 @@ pub enum QuorumError {
     NoLeader(String),
     #[error("the metadata quorum is shut down")]
     Closed,
+    #[error("this node is no longer the active controller")]
+    NotController,
 }
 
 /// `controller.quorum.voters`: `id@host:port,...`.
@@ -274,6 +323,32 @@ impl Quorum {
         metrics.state == ServerState::Leader
     }
 
+    /// Whether this node is the active controller: it leads the quorum and has applied
+    /// its own first entry of this term, so its image holds everything committed under
+    /// earlier leaders (Kafka's new active controller replays the whole committed log
+    /// before it acts). Between the election and that entry it answers
+    /// NOT_CONTROLLER, as a Kafka controller still loading does.
+    pub fn is_active_controller(&self) -> bool {
+        let metrics = self.raft.metrics();
+        let metrics = metrics.borrow();
+        metrics.state == ServerState::Leader
+            && metrics
+                .last_applied
+                .is_some_and(|applied| applied.leader_id.term == metrics.current_term)
+    }
+
+    /// [`Self::is_active_controller`], confirmed with a majority of the voters, then
+    /// every entry committed so far applied here. A controller that was paused or cut
+    /// off still believes it leads; here it learns it was deposed before it plans
+    /// anything on its image.
+    pub async fn confirm_active_controller(&self, timeout: Duration) -> bool {
+        self.is_active_controller()
+            && matches!(
+                tokio::time::timeout(timeout, self.raft.ensure_linearizable()).await,
+                Ok(Ok(_))
+            )
+    }
+
     /// The quorum's state, when this node leads it.
     pub fn status(&self) -> Option<QuorumStatus> {
         let metrics = self.raft.metrics().borrow().clone();
@@ -354,7 +429,25 @@ impl Quorum {
 
     /// Writes `proposal` through the leader (here, or forwarded to it) and waits until
     /// this node has applied it. Returns the Raft index it got.
+    ///
+    /// For writes any node may make (a registration, a producer id block, a topic
+    /// created from a request): what they check was checked where they are applied.
+    /// A change the active controller planned goes through
+    /// [`Self::propose_as_controller`] instead.
     pub async fn propose(&self, proposal: Proposal) -> Result<u64, QuorumError> {
+        self.write(proposal, true).await
+    }
+
+    /// Writes a change this node planned as the active controller, here only: when
+    /// this node no longer leads, the write fails with [`QuorumError::NotController`]
+    /// and is not forwarded (the new controller plans from its own image; Kafka's
+    /// controller never hands its plans to its successor). Retries after a timeout
+    /// are safe: a repeat is answered with the first outcome.
+    pub async fn propose_as_controller(&self, proposal: Proposal) -> Result<u64, QuorumError> {
+        self.write(proposal, false).await
+    }
+
+    async fn write(&self, proposal: Proposal, forward: bool) -> Result<u64, QuorumError> {
         let deadline = tokio::time::Instant::now() + WRITE_DEADLINE;
         loop {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
@@ -367,8 +460,8 @@ impl Quorum {
             // Without a majority a leader's write never commits, and a leader deposed
             // while its write is pending may never answer it: each attempt is bounded
             // and the next goes to whoever leads then. (A retried write that the old
-            // leader did commit is applied twice; metadata changes are written so that
-            // a repeat is harmless or refused.)
+            // leader did commit is answered from the state machine's record of its
+            // write id, not applied twice.)
             let attempt = left.min(self.attempt_timeout);
             let written =
                 match tokio::time::timeout(attempt, self.raft.client_write(proposal.clone())).await
@@ -381,6 +474,9 @@ impl Quorum {
                 };
             let outcome = match written {
                 Ok(response) => Ok(response.data),
+                Err(RaftError::APIError(ClientWriteError::ForwardToLeader(_))) if !forward => {
+                    return Err(QuorumError::NotController);
+                }
                 Err(RaftError::APIError(ClientWriteError::ForwardToLeader(forward))) => {
                     match forward.leader_node {
                         Some(node) => match rpc::call(

@@ -79,6 +79,8 @@ pub enum RpcRequest {
     /// The cluster id (a broker-only node that knows only the bootstrap servers asks it
     /// before stamping its log directories).
     ClusterId,
+    /// A client request for the active controller ([`crate::forwarding`]).
+    Forward(crate::forwarding::Forwarded),
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -95,6 +97,7 @@ pub enum RpcResponse {
     AlterPartition(Result<u64, i16>),
     Status(Option<super::QuorumStatus>),
     ClusterId(String),
+    Forwarded(crate::forwarding::ForwardedReply),
     /// The request did not decode or is not served here.
     Refused(String),
 }

@@ -6,6 +6,16 @@
 //! topic created twice by two brokers that both saw it missing) is refused the same way
 //! everywhere and its proposer gets the reason.
 //!
+//! Two checks make a write safe to plan on one node and apply on all:
+//!
+//! - a partition change carries the partition epoch it was planned on
+//!   ([`super::PlannedOn`]); an entry whose partition has moved on since is refused,
+//!   so a change planned on a stale image (a deposed or paused controller's) is never
+//!   merged over the changes made after it;
+//! - an entry carries a write id; a write retried across a timeout or a leader change
+//!   may be committed twice, and the repeat of an id among the last
+//!   [`RECENT_WRITES`] is answered with the first outcome and applies nothing.
+//!
 //! A snapshot is the image written as the records that rebuild it
 //! ([`MetadataImage::to_records`]) with the last applied log id and membership, kept in
 //! `quorum-snapshot.json` beside the log. A restarted node loads it and replays the log
@@ -15,6 +25,7 @@
 // here return what those methods return.
 #![allow(clippy::result_large_err)]
 
+use std::collections::{HashMap, VecDeque};
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -44,14 +55,63 @@ struct SnapshotFile {
     data: String,
 }
 
-/// What a snapshot holds: the records that rebuild the image, base64 each.
+/// What a snapshot holds: the records that rebuild the image, base64 each, and the
+/// recent write ids with their outcomes (so a node restored from it refuses the same
+/// repeats as the nodes that applied the log).
 #[derive(Serialize, Deserialize)]
 struct SnapshotData {
     records: Vec<String>,
+    #[serde(default)]
+    recent_writes: Vec<(u64, ProposalResult)>,
+}
+
+/// How many write ids the state machine remembers. A retry follows its first attempt
+/// within the write deadline (15 s), far fewer entries than this.
+pub const RECENT_WRITES: usize = 10_000;
+
+/// The outcomes of the last [`RECENT_WRITES`] writes, by write id, oldest first.
+#[derive(Debug, Clone, Default)]
+struct RecentWrites {
+    order: VecDeque<u64>,
+    outcomes: HashMap<u64, ProposalResult>,
+}
+
+impl RecentWrites {
+    fn get(&self, write_id: u64) -> Option<&ProposalResult> {
+        self.outcomes.get(&write_id)
+    }
+
+    fn insert(&mut self, write_id: u64, outcome: ProposalResult) {
+        if write_id == 0 || self.outcomes.insert(write_id, outcome).is_some() {
+            return;
+        }
+        self.order.push_back(write_id);
+        while self.order.len() > RECENT_WRITES {
+            if let Some(old) = self.order.pop_front() {
+                self.outcomes.remove(&old);
+            }
+        }
+    }
+
+    fn to_list(&self) -> Vec<(u64, ProposalResult)> {
+        self.order
+            .iter()
+            .filter_map(|id| self.outcomes.get(id).map(|o| (*id, o.clone())))
+            .collect()
+    }
+
+    fn from_list(list: Vec<(u64, ProposalResult)>) -> RecentWrites {
+        let mut recent = RecentWrites::default();
+        for (id, outcome) in list {
+            recent.insert(id, outcome);
+        }
+        recent
+    }
 }
 
 struct Machine {
     image: Arc<MetadataImage>,
+    recent: RecentWrites,
     last_applied: Option<LogId<NodeId>>,
     membership: StoredMembership<NodeId, BasicNode>,
     /// Metadata records applied (what a Kafka metadata log's offsets count).
@@ -74,7 +134,7 @@ fn b64() -> base64::engine::GeneralPurpose {
     base64::engine::general_purpose::STANDARD
 }
 
-fn image_from_snapshot(data: &[u8]) -> std::result::Result<MetadataImage, String> {
+fn image_from_snapshot(data: &[u8]) -> std::result::Result<(MetadataImage, RecentWrites), String> {
     let content: SnapshotData = serde_json::from_slice(data).map_err(|e| e.to_string())?;
     let mut image = MetadataImage::default();
     for encoded in content.records {
@@ -82,7 +142,31 @@ fn image_from_snapshot(data: &[u8]) -> std::result::Result<MetadataImage, String
         let (record, _) = MetadataRecord::decode(&bytes).map_err(|e| e.to_string())?;
         image.apply(&record).map_err(|e| e.to_string())?;
     }
-    Ok(image)
+    Ok((image, RecentWrites::from_list(content.recent_writes)))
+}
+
+/// Applies a normal entry's records to `image` after checking the partition epochs
+/// they were planned on; on error `image` may be partly changed (the caller applies
+/// to a copy).
+fn apply_proposal(
+    image: &mut MetadataImage,
+    proposal: &super::Proposal,
+    topic_exists: &mut Option<String>,
+) -> std::result::Result<(), String> {
+    for planned in &proposal.planned_on {
+        image
+            .check_partition_epoch(planned.topic_id, planned.partition, planned.partition_epoch)
+            .map_err(|e| e.to_string())?;
+    }
+    proposal.records.iter().try_for_each(|bytes| {
+        let (record, _) = MetadataRecord::decode(bytes).map_err(|e| e.to_string())?;
+        image.apply(&record).map_err(|e| {
+            if let ApplyError::TopicExists { name } = &e {
+                *topic_exists = Some(name.clone());
+            }
+            e.to_string()
+        })
+    })
 }
 
 impl StateMachine {
@@ -96,6 +180,7 @@ impl StateMachine {
         let path = dir.join(SNAPSHOT_FILE);
         let mut machine = Machine {
             image: Arc::new(MetadataImage::default()),
+            recent: RecentWrites::default(),
             last_applied: None,
             membership: StoredMembership::default(),
             snapshot: None,
@@ -107,9 +192,10 @@ impl StateMachine {
                 let data = b64()
                     .decode(&file.data)
                     .map_err(|e| format!("{}: {e}", path.display()))?;
-                let image =
+                let (image, recent) =
                     image_from_snapshot(&data).map_err(|e| format!("{}: {e}", path.display()))?;
                 machine.image = Arc::new(image);
+                machine.recent = recent;
                 machine.last_applied = file.meta.last_log_id;
                 machine.membership = file.meta.last_membership.clone();
                 machine.snapshot = Some((file.meta, data));
@@ -139,10 +225,11 @@ impl StateMachine {
 
 impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
     async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>> {
-        let (image, last_applied, membership) = {
+        let (image, recent_writes, last_applied, membership) = {
             let machine = lock(&self.machine);
             (
                 machine.image.clone(),
+                machine.recent.to_list(),
                 machine.last_applied,
                 machine.membership.clone(),
             )
@@ -156,8 +243,11 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
                     .map_err(|e| StorageIOError::read_state_machine(&e))
             })
             .collect::<std::result::Result<Vec<_>, _>>()?;
-        let data = serde_json::to_vec(&SnapshotData { records })
-            .map_err(|e| StorageIOError::read_state_machine(&e))?;
+        let data = serde_json::to_vec(&SnapshotData {
+            records,
+            recent_writes,
+        })
+        .map_err(|e| StorageIOError::read_state_machine(&e))?;
         let snapshot_id = last_applied.map_or("0-0".to_string(), |id| {
             format!("{}-{}", id.leader_id.term, id.index)
         });
@@ -204,36 +294,38 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
                         results.push(ProposalResult::default());
                     }
                     EntryPayload::Normal(proposal) => {
+                        if let Some(first) = machine.recent.get(proposal.write_id) {
+                            tracing::debug!(
+                                index = entry.log_id.index,
+                                first = first.index,
+                                "a repeated metadata write: answered with its first outcome"
+                            );
+                            results.push(first.clone());
+                            continue;
+                        }
                         let base = image.as_ref().unwrap_or(&machine.image);
                         let mut next = base.clone();
                         let mut topic_exists = None;
-                        let outcome = proposal.records.iter().try_for_each(|bytes| {
-                            let (record, _) =
-                                MetadataRecord::decode(bytes).map_err(|e| e.to_string())?;
-                            next.apply(&record).map_err(|e| {
-                                if let ApplyError::TopicExists { name } = &e {
-                                    topic_exists = Some(name.clone());
-                                }
-                                e.to_string()
-                            })
-                        });
-                        match outcome {
+                        let outcome = apply_proposal(&mut next, &proposal, &mut topic_exists);
+                        let result = match outcome {
                             Ok(()) => {
                                 image = Some(next);
-                                results.push(ProposalResult {
+                                ProposalResult {
                                     index: entry.log_id.index,
                                     ..ProposalResult::default()
-                                });
+                                }
                             }
                             Err(error) => {
                                 tracing::debug!(index = entry.log_id.index, %error, "metadata entry refused");
-                                results.push(ProposalResult {
+                                ProposalResult {
                                     error: Some(error),
                                     topic_exists,
                                     index: entry.log_id.index,
-                                });
+                                }
                             }
-                        }
+                        };
+                        machine.recent.insert(proposal.write_id, result.clone());
+                        results.push(result);
                     }
                 }
             }
@@ -263,7 +355,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         snapshot: Box<Cursor<Vec<u8>>>,
     ) -> Result<()> {
         let data = snapshot.into_inner();
-        let image = image_from_snapshot(&data).map_err(|e| {
+        let (image, recent) = image_from_snapshot(&data).map_err(|e| {
             StorageError::from(StorageIOError::read_snapshot(
                 Some(meta.signature()),
                 AnyError::error(e),
@@ -274,6 +366,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         {
             let mut machine = lock(&self.machine);
             machine.image = image.clone();
+            machine.recent = recent;
             machine.last_applied = meta.last_log_id;
             machine.membership = meta.last_membership.clone();
             machine.snapshot = Some((meta.clone(), data));
@@ -291,5 +384,134 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
                 meta,
                 snapshot: Box::new(Cursor::new(data)),
             }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use openraft::{CommittedLeaderId, LogId};
+    use sluice_metadata::{PartitionChangeRecord, PartitionRecord, TopicRecord};
+
+    use super::*;
+    use crate::quorum::{PlannedOn, Proposal};
+
+    const TOPIC: sluice_metadata::Uuid = [5; 16];
+
+    fn entry(index: u64, proposal: &Proposal) -> Entry<TypeConfig> {
+        Entry {
+            log_id: LogId::new(CommittedLeaderId::new(1, 1), index),
+            payload: EntryPayload::Normal(proposal.clone()),
+        }
+    }
+
+    fn open_machine(dir: &Path) -> StateMachine {
+        StateMachine::open(dir, Arc::new(|_| {})).unwrap()
+    }
+
+    fn isr_change(isr: Vec<i32>) -> MetadataRecord {
+        let mut change = PartitionChangeRecord::new(TOPIC, 0);
+        change.isr = Some(isr);
+        MetadataRecord::PartitionChange(change)
+    }
+
+    fn partition(machine: &StateMachine) -> sluice_metadata::PartitionImage {
+        lock(&machine.machine).image.topic("t").unwrap().partitions[&0].clone()
+    }
+
+    /// A machine with topic "t", partition 0 on replicas 1, 2, 3 (partition epoch 0).
+    async fn with_partition(dir: &Path) -> StateMachine {
+        let mut machine = open_machine(dir);
+        let create = Proposal::new(&[
+            MetadataRecord::Topic(TopicRecord {
+                name: "t".into(),
+                topic_id: TOPIC,
+            }),
+            MetadataRecord::Partition(PartitionRecord::new_partition(
+                TOPIC,
+                0,
+                vec![1, 2, 3],
+                vec![[0; 16]; 3],
+            )),
+        ]);
+        let results = machine.apply([entry(1, &create)]).await.unwrap();
+        assert_eq!(results[0].error, None);
+        machine
+    }
+
+    #[tokio::test]
+    async fn a_change_planned_on_a_stale_partition_epoch_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut machine = with_partition(dir.path()).await;
+        let planned_image = (*lock(&machine.machine).image).clone();
+        // Two changes planned on the same image (epoch 0): the first applies, the
+        // second (a deposed controller's, say) is refused instead of merged over it.
+        let first = Proposal::planned(&[isr_change(vec![1, 2])], &planned_image);
+        assert_eq!(
+            first.planned_on,
+            vec![PlannedOn {
+                topic_id: TOPIC,
+                partition: 0,
+                partition_epoch: 0
+            }]
+        );
+        let stale = Proposal::planned(&[isr_change(vec![3])], &planned_image);
+        let results = machine
+            .apply([entry(2, &first), entry(3, &stale)])
+            .await
+            .unwrap();
+        assert_eq!(results[0].error, None);
+        let refusal = results[1].error.as_deref().unwrap();
+        assert!(
+            refusal.contains("partition epoch 1, not the 0"),
+            "{refusal}"
+        );
+        let p = partition(&machine);
+        assert_eq!((p.isr, p.partition_epoch), (vec![1, 2], 1));
+    }
+
+    #[tokio::test]
+    async fn a_repeated_write_is_answered_with_its_first_outcome_and_applied_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut machine = with_partition(dir.path()).await;
+        // A write without preconditions, retried after another change landed between:
+        // applying it again would undo that change.
+        let shrink = Proposal::new(&[isr_change(vec![1])]);
+        let grow = Proposal::new(&[isr_change(vec![1, 2, 3])]);
+        let results = machine
+            .apply([entry(2, &shrink), entry(3, &grow), entry(4, &shrink)])
+            .await
+            .unwrap();
+        assert_eq!(results[2], results[0]);
+        assert_eq!(results[2].index, 2);
+        let p = partition(&machine);
+        assert_eq!((p.isr, p.partition_epoch), (vec![1, 2, 3], 2));
+
+        // A node restored from a snapshot refuses the same repeat.
+        let snapshot = machine.build_snapshot().await.unwrap();
+        let other_dir = tempfile::tempdir().unwrap();
+        let mut restored = open_machine(other_dir.path());
+        restored
+            .install_snapshot(&snapshot.meta, snapshot.snapshot)
+            .await
+            .unwrap();
+        let results = restored.apply([entry(5, &shrink)]).await.unwrap();
+        assert_eq!(results[0].index, 2);
+        assert_eq!(partition(&restored).isr, vec![1, 2, 3]);
+        // Without the write id the repeat would have applied.
+        let mut anonymous = shrink.clone();
+        anonymous.write_id = 0;
+        restored.apply([entry(6, &anonymous)]).await.unwrap();
+        assert_eq!(partition(&restored).isr, vec![1]);
+    }
+
+    #[test]
+    fn recent_writes_forget_the_oldest_beyond_their_bound() {
+        let mut recent = RecentWrites::default();
+        for id in 1..=(RECENT_WRITES as u64 + 5) {
+            recent.insert(id, ProposalResult::default());
+        }
+        assert!(recent.get(5).is_none());
+        assert!(recent.get(6).is_some());
+        assert_eq!(recent.to_list().len(), RECENT_WRITES);
     }
 }
