@@ -441,8 +441,10 @@ async fn handle_frame(
     let correlation_id = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
     if api_key_id == crate::quorum::RAFT_API_KEY {
         // The metadata quorum's own requests (see `quorum::rpc`): on a controller
-        // listener, or on a broker-only node (a learner receives the log where its
-        // brokers' traffic goes). A client on a voter's broker listener cannot send them.
+        // listener, or on a broker-only node the leader's pushes of the log (a learner
+        // receives the log where its brokers' traffic goes), checked against the
+        // leader (`Quorum::admit_pushed`). A client on a voter's broker listener cannot
+        // send them.
         let on_controller_listener = broker
             .config
             .get("controller.listener.names")
@@ -457,6 +459,13 @@ async fn handle_frame(
         }
         return match crate::quorum::rpc::decode_request(frame) {
             Ok((correlation_id, request)) => {
+                if !on_controller_listener
+                    && let Ok(quorum) = broker.quorum()
+                    && let Err(reason) = quorum.admit_pushed(&request).await
+                {
+                    tracing::warn!(%listener, %reason, "quorum request refused");
+                    return close(reason);
+                }
                 let response = crate::controller::serve_rpc(&broker, request).await;
                 Reply::Frame(crate::quorum::rpc::encode_response(
                     correlation_id,

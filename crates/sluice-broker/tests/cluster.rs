@@ -14,6 +14,8 @@ use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::describe_quorum_request::{PartitionData, TopicData};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
+use sluice_broker::quorum::{RpcRequest, rpc};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn name(text: &str) -> TopicName {
     TopicName(StrBytes::from_string(text.into()))
@@ -416,6 +418,54 @@ async fn a_broker_that_knows_only_the_bootstrap_servers_joins_as_an_observer() {
         || async move { topic(&metadata(joined).await, "seen-by-4").is_some() },
     )
     .await;
+
+    // A client on the broker-only node's listener cannot push a forged term into the
+    // quorum (the node would answer the real leader with it and depose it), nor send
+    // it other quorum requests: the connection is closed, the leader keeps its epoch.
+    let before = quorum(first).await;
+    let forged_vote = openraft::Vote::new_committed(1_000_000, before.leader_id.0 as u64);
+    let forged = [
+        RpcRequest::AppendEntries(openraft::raft::AppendEntriesRequest {
+            vote: forged_vote,
+            prev_log_id: None,
+            entries: vec![],
+            leader_commit: None,
+        }),
+        RpcRequest::Vote(openraft::raft::VoteRequest::new(forged_vote, None)),
+        RpcRequest::Status,
+    ];
+    for request in forged {
+        let mut socket = tokio::net::TcpStream::connect(joined).await.unwrap();
+        socket
+            .write_all(&rpc::encode_request(9, &request))
+            .await
+            .unwrap();
+        let mut reply = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(5), socket.read_to_end(&mut reply))
+            .await
+            .expect("the connection is closed, not left open");
+        assert!(
+            read.is_err() || reply.is_empty(),
+            "{} answered on a broker listener: {} bytes",
+            rpc::kind(&request),
+            reply.len()
+        );
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let after = quorum(first).await;
+    assert_eq!(
+        (after.leader_id, after.leader_epoch),
+        (before.leader_id, before.leader_epoch),
+        "the quorum's leader and epoch"
+    );
+    // The real leader's pushes still reach it.
+    assert_eq!(create(first, "seen-by-4-later", 1, 3).await, 0);
+    eventually(
+        Duration::from_secs(10),
+        "the later topic on broker 4",
+        || async move { topic(&metadata(joined).await, "seen-by-4-later").is_some() },
+    )
+    .await;
     stop.send(true).unwrap();
     tokio::time::timeout(Duration::from_secs(30), node)
         .await
@@ -436,7 +486,7 @@ async fn admin_requests_through_any_node_are_planned_on_the_active_controller() 
     use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
     use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
     use sluice_broker::forwarding::{Forwarded, ForwardedReply};
-    use sluice_broker::quorum::{RpcRequest, RpcResponse, rpc};
+    use sluice_broker::quorum::RpcResponse;
 
     let _serial = SERIAL.lock().await;
     let mut cluster = TestCluster::start(3, &[("auto.leader.rebalance.enable", "false")]).await;

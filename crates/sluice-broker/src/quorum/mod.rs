@@ -197,6 +197,12 @@ pub struct Quorum {
     log: LogStore,
     /// How long one attempt of a write may wait to commit.
     attempt_timeout: Duration,
+    /// A broker-only node's last leader vote confirmed with the leader itself
+    /// ([`Self::admit_pushed`]).
+    confirmed_vote: std::sync::Mutex<Option<openraft::Vote<NodeId>>>,
+    /// `controller.quorum.bootstrap.servers`: where a broker-only node that knows no
+    /// voter yet confirms a leadership.
+    bootstrap_servers: Vec<String>,
 }
 
 impl std::fmt::Debug for Quorum {
@@ -266,6 +272,15 @@ impl Quorum {
             address,
             log,
             attempt_timeout: Duration::from_millis(election_ms * 4).max(Duration::from_secs(2)),
+            confirmed_vote: std::sync::Mutex::new(None),
+            bootstrap_servers: config
+                .get("controller.quorum.bootstrap.servers")
+                .unwrap_or("")
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect(),
         };
         if quorum.is_voter() {
             let members: BTreeMap<NodeId, BasicNode> = quorum
@@ -529,6 +544,90 @@ impl Quorum {
                 .map_err(|e| e.to_string()),
             Err(_) => Err("the write was not committed in time (no majority of voters?)".into()),
         }
+    }
+
+    /// Whether a broker-only node takes `request`, which arrived on a listener its
+    /// clients also reach (a learner is pushed the log there). Only the log's pushes
+    /// (AppendEntries, InstallSnapshot) are taken, and only from the quorum's leader: a
+    /// push claiming a leadership this node has not seen yet (a new term, a new
+    /// leader) is taken once that voter, asked on its own controller endpoint,
+    /// confirms it leads that term. A client cannot make the node adopt a forged term
+    /// that would depose the real leader when the node answers it.
+    pub async fn admit_pushed(&self, request: &RpcRequest) -> Result<(), String> {
+        let vote = match request {
+            RpcRequest::AppendEntries(rpc) => rpc.vote,
+            RpcRequest::InstallSnapshot(rpc) => rpc.vote,
+            other => {
+                return Err(format!(
+                    "quorum request {} is served only on a controller listener",
+                    rpc::kind(other)
+                ));
+            }
+        };
+        let (term, leader) = (vote.leader_id().term, vote.leader_id().node_id);
+        let (current_term, current_leader, mut addresses) = {
+            let metrics = self.raft.metrics();
+            let metrics = metrics.borrow();
+            let membership = metrics.membership_config.membership();
+            // The claimed leader's controller endpoint, as the log or the configured
+            // voters know it.
+            let mut addresses: Vec<String> = membership
+                .voter_ids()
+                .any(|id| id == leader)
+                .then(|| membership.get_node(&leader).map(|n| n.addr.clone()))
+                .flatten()
+                .into_iter()
+                .chain(self.voters.get(&leader).cloned())
+                .collect();
+            if membership.voter_ids().next().is_none() && self.voters.is_empty() {
+                // Nothing known yet but the bootstrap servers: one of them leads.
+                addresses.extend(self.bootstrap_servers.iter().cloned());
+            }
+            (metrics.current_term, metrics.current_leader, addresses)
+        };
+        addresses.dedup();
+        // An older term is refused by Raft itself; the known leader's pushes pass.
+        if term < current_term || (term == current_term && current_leader == Some(leader)) {
+            return Ok(());
+        }
+        if *self
+            .confirmed_vote
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            == Some(vote)
+        {
+            return Ok(());
+        }
+        if addresses.is_empty() {
+            return Err(format!("a push from node {leader}, which is not a voter"));
+        }
+        let mut answers = Vec::new();
+        for address in &addresses {
+            match rpc::call(address, &RpcRequest::Status, Duration::from_secs(2)).await {
+                Ok(RpcResponse::Status(Some(status)))
+                    if status.leader as NodeId == leader && status.epoch as u64 == term =>
+                {
+                    *self
+                        .confirmed_vote
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(vote);
+                    return Ok(());
+                }
+                Ok(RpcResponse::Status(status)) => answers.push(format!(
+                    "{address}: {}",
+                    status.map_or("not the leader".to_string(), |s| format!(
+                        "leader {} at epoch {}",
+                        s.leader, s.epoch
+                    ))
+                )),
+                Ok(other) => answers.push(format!("{address}: {other:?}")),
+                Err(error) => answers.push(format!("{address}: {error}")),
+            }
+        }
+        Err(format!(
+            "a push claiming node {leader} leads term {term}, not confirmed ({})",
+            answers.join("; ")
+        ))
     }
 
     /// Adds a broker-only node as a learner (on the leader; forwarded otherwise).

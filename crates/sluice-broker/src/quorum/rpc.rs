@@ -102,6 +102,22 @@ pub enum RpcResponse {
     Refused(String),
 }
 
+/// A request's name, for logs and refusals.
+pub fn kind(request: &RpcRequest) -> &'static str {
+    match request {
+        RpcRequest::AppendEntries(_) => "AppendEntries",
+        RpcRequest::Vote(_) => "Vote",
+        RpcRequest::InstallSnapshot(_) => "InstallSnapshot",
+        RpcRequest::Propose(_) => "Propose",
+        RpcRequest::Join { .. } => "Join",
+        RpcRequest::Heartbeat(_) => "Heartbeat",
+        RpcRequest::AlterPartition(_) => "AlterPartition",
+        RpcRequest::Status => "Status",
+        RpcRequest::ClusterId => "ClusterId",
+        RpcRequest::Forward(_) => "Forward",
+    }
+}
+
 /// Encodes a request frame.
 pub fn encode_request(correlation_id: i32, request: &RpcRequest) -> Bytes {
     let body = serde_json::to_vec(request).expect("quorum requests serialize");
