@@ -95,6 +95,12 @@ class History:
         self.generic_counts = True  # False: the first report line (acks, drain) does not apply
         self.write_times = []  # (partition, t): writes that count as acknowledged for the
         #                        availability figures besides h.acked (committed transactions)
+        # What a run must have done to count (a scenario sets them): a history that could
+        # pass empty is not evidence of anything.
+        self.min_acked = 0  # acknowledged writes
+        self.min_reads = 0  # values read by the concurrent readers
+        self.faults_expected = ()  # fault kinds that must each have been injected
+        self.proxy_unknown = 0  # connections the proxy could not attribute to a process
 
     def next_value(self):
         with self.lock:
@@ -197,6 +203,43 @@ def check(h, drained=True):
                 an["ack-mismatch"].append("value %r acknowledged at (%d,%d); the drain has %r there"
                                           " and the value at %s" % (v, p, off, drain_at.get((p, off)),
                                                                     sorted(drain_values[v])))
+
+    if drained and h.generic_counts:
+        # A value a concurrent reader saw (below the high watermark: committed) must
+        # still be there at the end.
+        for v in sorted({v for _s, _p, _off, v in h.reads} - set(drain_values), key=str):
+            locs = sorted((p, off) for _s, p, off, rv in h.reads if rv == v)
+            an["lost-after-read"].append("value %r read at %s by a concurrent reader, absent from the drain"
+                                         % (v, locs))
+
+    # Per producer and partition, acknowledged values (each producer sends increasing
+    # values) must sit at increasing offsets: idempotent producers keep their order.
+    order = collections.defaultdict(list)
+    for v, (p, off, _t) in h.acked.items():
+        if off >= 0 and isinstance(v, int) and v in h.attempted:
+            order[(h.attempted[v], p)].append((v, off))
+    for (producer, p), acks in sorted(order.items(), key=str):
+        acks.sort()
+        for (v1, o1), (v2, o2) in zip(acks, acks[1:]):
+            if o2 <= o1:
+                an["producer-order"].append("producer %s, partition %d: value %r at offset %d, after value %r "
+                                            "at offset %d" % (producer, p, v2, o2, v1, o1))
+
+    # A run that did nothing proves nothing.
+    if len(h.acked) < h.min_acked:
+        an["too-few-acks"].append("%d acknowledged writes, fewer than the %d a run needs"
+                                  % (len(h.acked), h.min_acked))
+    if len(h.reads) < h.min_reads:
+        an["too-few-reads"].append("%d concurrent reads, fewer than the %d a run needs"
+                                   % (len(h.reads), h.min_reads))
+    injected = collections.Counter(name for _t0, _t1, name, _detail in h.events)
+    for kind in h.faults_expected:
+        if not injected[kind]:
+            an["fault-not-injected"].append("fault %s was never injected (injected: %s)"
+                                            % (kind, dict(injected) or "none"))
+    if h.proxy_unknown:
+        an["proxy-unattributed"].append("%d connections the partition proxy could not attribute to a process "
+                                        "(a cut may not have applied to them)" % h.proxy_unknown)
 
     for kind, ev in h.anomalies.items():
         an[kind].extend(ev)
@@ -432,6 +475,34 @@ def self_test():
     h.fail(6, "timed out")
     h.add_drain(1, 2, 6)
     r, _ = expect("indeterminate write present", h, None)
+
+    h = base()  # read by a concurrent reader, gone from the drain
+    h.attempt(8, 0)
+    h.read("c1", 1, 2, 8)
+    expect("read, then lost", h, "lost-after-read")
+
+    h = base()  # one producer's later value at an earlier offset
+    h.attempt(10, 1)
+    h.attempt(11, 1)
+    h.ack(10, 1, 3)
+    h.ack(11, 1, 2)
+    h.add_drain(1, 2, 11)
+    h.add_drain(1, 3, 10)
+    expect("producer order", h, "producer-order")
+
+    h = History()  # an empty history, where a run needs acks and reads
+    h.min_acked, h.min_reads = 1, 1
+    r, _ = expect("empty history", h, "too-few-acks")
+    if not r["anomalies"].get("too-few-reads"):
+        failures.append("empty history: too-few-reads")
+
+    h = base()  # faults expected, none injected
+    h.faults_expected = ("kill-leader",)
+    expect("zero faults", h, "fault-not-injected")
+
+    h = base()  # the proxy could not attribute a connection
+    h.proxy_unknown = 1
+    expect("unattributed proxy connection", h, "proxy-unattributed")
 
     h = base()  # scenario anomalies are carried through
     h.anomaly("unclean-election", "partition 0 led by 2 while isolated")
@@ -735,13 +806,47 @@ def drain(c, h, topic, partitions, timeout=90):
 # Nemesis
 # =========================================================================================
 
+# The workload's minimum acknowledged writes and concurrent reads (a few seconds of the
+# default 3 producers x 80/s).
+MIN_WORKLOAD_OPS = 500
+FAULT_KINDS = ["kill-leader", "pause-follower", "isolate-leader", "kill-controller",
+               "isolate-controller", "pause-controller"]
+# broker.session.timeout.ms of every node (cluster.COMMON_PROPS), in seconds.
+SESSION_TIMEOUT_S = int(cl.COMMON_PROPS["broker.session.timeout.ms"]) / 1000.0
+
+
+def watch_fencing(c, h, suspect, seconds, phase):
+    """Poll every live, running broker other than `suspect` for `seconds` (Metadata on its
+    real port: Kafka and Sluice list only unfenced brokers). A healthy broker missing from
+    any view is an anomaly: only the suspect stopped heartbeating."""
+    expected = sorted(b.id for b in c.brokers if b.id != suspect and b.alive() and not b.paused)
+    start = time.monotonic()
+    end = start + seconds
+    missing_seen = set()
+    while time.monotonic() < end:
+        for b in c.brokers:
+            if b.id == suspect or not b.alive() or b.paused:
+                continue
+            try:
+                ids = set(cl.metadata_broker_ids(b.real["PLAINTEXT"], timeout=1.0))
+            except (OSError, struct.error, ConnectionError):
+                continue
+            for gone in expected:
+                if gone not in ids and (b.id, gone) not in missing_seen:
+                    missing_seen.add((b.id, gone))
+                    h.anomaly("healthy-broker-fenced",
+                              "broker %d, heartbeating all along, was missing from broker %d's Metadata "
+                              "(fenced) %.1fs %s on node %s (brokers listed: %s)"
+                              % (gone, b.id, time.monotonic() - start, phase, suspect, sorted(ids)))
+        time.sleep(0.25)
+
+
 class Nemesis:
-    def __init__(self, c, admin, h, topic, rng, hold=6.0, mode=None):
+    def __init__(self, c, admin, h, topic, rng, hold=6.0, mode=None, faults=None):
         self.c, self.admin, self.h, self.topic, self.rng = c, admin, h, topic, rng
         self.hold = hold
         self.mode = mode
-        self.faults = ["kill-leader", "pause-follower", "isolate-leader", "kill-controller",
-                       "isolate-controller"]
+        self.faults = list(faults or FAULT_KINDS)
 
     def _layout(self):
         info = self.admin.partitions(self.topic, timeout=5)
@@ -827,9 +932,29 @@ class Nemesis:
             log("nemesis: " + detail)
             c.isolate([node], mode=self.mode)
             try:
-                time.sleep(self.hold)
+                watch_fencing(c, self.h, node, self.hold, "into the isolation of the controller")
             finally:
                 c.heal()
+            # Healed, the deposed controller must not act on what it saw while cut off.
+            watch_fencing(c, self.h, node, 5.0, "after healing the isolation of the controller")
+        elif name == "pause-controller":
+            # The active controller stops (SIGSTOP) for longer than the brokers' session
+            # timeout while writes go on, then wakes still believing it leads. It must
+            # not act on what it saw before it stopped: the brokers that heartbeat the
+            # new controller all along stay unfenced, during the pause and after it.
+            node = c.active_controller()
+            if node is None or node not in c.nodes or not c.nodes[node].alive() or c.nodes[node].paused:
+                return None
+            hold = max(self.hold, SESSION_TIMEOUT_S + 3)
+            detail = ("SIGSTOP controller %d (the active controller) for %.0fs, past the %.0fs broker session "
+                      "timeout" % (node, hold, SESSION_TIMEOUT_S))
+            log("nemesis: " + detail)
+            c.pause(node)
+            try:
+                watch_fencing(c, self.h, node, hold, "into the pause of the controller")
+            finally:
+                c.resume(node)
+            watch_fencing(c, self.h, node, 5.0, "after resuming the paused controller")
         else:
             raise ValueError(name)
         self.h.events.append((t0, time.monotonic(), name, detail))
@@ -839,8 +964,15 @@ class Nemesis:
         for name in itertools.cycle(self.faults):
             if time.monotonic() + self.hold > until:
                 break
-            if self.run_one(name) is None:
-                log("nemesis: %s: no candidate right now" % name)
+            # The cluster may still be settling from the last fault (an ISR not yet
+            # full): look for a candidate for a while before calling it missing.
+            tried_until = min(until - self.hold, time.monotonic() + 10)
+            while self.run_one(name) is None:
+                if time.monotonic() >= tried_until:
+                    log("nemesis: %s: no candidate" % name)
+                    self.h.anomaly("fault-no-candidate", "%s found no node to act on for 10s" % name)
+                    break
+                time.sleep(0.5)
             # let the cluster settle a little (bounded) before the next fault
             end = min(until, time.monotonic() + quiet)
             while time.monotonic() < end:
@@ -860,7 +992,11 @@ def scenario_workload(c, admin, args, rng):
     admin.create_topic(topic, parts, {"min.insync.replicas": "2", "unclean.leader.election.enable": "false"})
     readers = [ConcurrentReader(c, h, topic, parts, "r%d" % i).start() for i in range(2)]
     producers = ProducerPool(c, h, topic, count=args.producers, rate=args.rate).start()
-    nemesis = Nemesis(c, admin, h, topic, rng, hold=args.hold, mode=args.partition_mode)
+    nemesis = Nemesis(c, admin, h, topic, rng, hold=args.hold, mode=args.partition_mode,
+                      faults=args.faults.split(","))
+    # Every fault kind at least once, and enough traffic to have been tested by them.
+    h.faults_expected = tuple(nemesis.faults)
+    h.min_acked = h.min_reads = MIN_WORKLOAD_OPS
     t_end = time.monotonic() + args.duration
     try:
         time.sleep(min(3, args.duration))
@@ -879,6 +1015,7 @@ def scenario_workload(c, admin, args, rng):
     for r in readers:
         if r.errors:
             h.notes.append("reader %s errors: %s" % (r.name, dict(r.errors)))
+    h.proxy_unknown = c.net.stats["unknown_src"]
     return h
 
 
@@ -1773,13 +1910,17 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--backend", choices=["kafka", "sluice"], default="kafka")
     ap.add_argument("--topology", choices=["combined", "split"], default="combined")
-    ap.add_argument("--duration", type=float, default=60, help="workload seconds (nemesis active)")
+    ap.add_argument("--duration", type=float, default=70,
+                    help="workload seconds (nemesis active; 70: one round of every fault kind)")
     ap.add_argument("--scenarios", default="workload,2013,failover,groups,txn")
     ap.add_argument("--producers", type=int, default=3)
     ap.add_argument("--rate", type=float, default=80.0, help="messages/s per producer")
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--hold", type=float, default=6.0, help="seconds each fault lasts")
     ap.add_argument("--partition-mode", choices=["reset", "blackhole"], default="reset")
+    ap.add_argument("--faults", default=",".join(FAULT_KINDS),
+                    help="the workload nemesis's fault kinds, in the order it cycles through them (%s)"
+                    % ", ".join(FAULT_KINDS))
     ap.add_argument("--failover-rate", type=float, default=100.0, help="messages/s in the failover scenario")
     ap.add_argument("--unclean-2013", action="store_true",
                     help="negative control: run the 2013 scenario with unclean.leader.election."
@@ -1802,6 +1943,9 @@ def main(argv=None):
     cl.exit_on_signals()
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     rng = random.Random(seed)
+    for f in args.faults.split(","):
+        if f not in FAULT_KINDS:
+            ap.error("unknown fault %s (known: %s)" % (f, ", ".join(FAULT_KINDS)))
     scenarios = [s for s in args.scenarios.split(",") if s]
     for s in scenarios:
         if s not in SCENARIOS:

@@ -175,6 +175,8 @@ pub async fn run(broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
     let rebalance = broker.config.get("auto.leader.rebalance.enable") != Some("false");
     let tick = (session / 8).clamp(Duration::from_millis(50), Duration::from_millis(500));
     let mut last_rebalance = Instant::now();
+    // When a majority last confirmed this node as the active controller.
+    let mut last_confirmed = Instant::now();
     loop {
         let asleep = Instant::now();
         tokio::select! {
@@ -199,13 +201,28 @@ pub async fn run(broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
             continue;
         }
         let term = quorum.raft.metrics().borrow().current_term;
-        let _controller = broker.controller_lock().await;
         // A controller that was paused or cut off still believes it leads: a majority
         // confirms it before it plans on its image, and the image then holds every
-        // committed change.
-        if !quorum.confirm_active_controller(session.max(tick)).await {
+        // committed change. (Outside the controller lock: heartbeats wait on it.)
+        if !quorum
+            .confirm_active_controller(tick.max(Duration::from_secs(1)))
+            .await
+        {
             continue;
         }
+        // Confirmed again after a while without a majority (cut off, yet still the
+        // leader when the cut healed, as openraft's followers wait out a leader lease
+        // before electing): the brokers' heartbeats could not reach it either, so their
+        // silence is not theirs.
+        if last_confirmed.elapsed() > tick * 2 + Duration::from_secs(1) {
+            tracing::warn!(
+                unconfirmed_ms = last_confirmed.elapsed().as_millis() as u64,
+                "the controller was out of touch with its quorum: every broker gets a new session"
+            );
+            broker.liveness.restart();
+        }
+        last_confirmed = Instant::now();
+        let _controller = broker.controller_lock().await;
         let image = broker.image();
         let mut records = Vec::new();
         for broker_id in broker.liveness.silent(&image, session, term) {
@@ -314,6 +331,15 @@ pub async fn heartbeat_as_controller(broker: &Arc<Broker>, heartbeat: Heartbeat)
     };
     if !quorum.is_active_controller() {
         return refuse(errors::NOT_CONTROLLER);
+    }
+    // The heartbeat counts from its arrival, not from when the controller is free to
+    // act on it (a write in progress holds the controller lock for a while).
+    if broker
+        .image()
+        .broker(heartbeat.broker_id)
+        .is_some_and(|r| r.broker_epoch == heartbeat.broker_epoch)
+    {
+        broker.liveness.saw(heartbeat.broker_id);
     }
     let _controller = broker.controller_lock().await;
     let image = broker.image();
@@ -500,13 +526,11 @@ pub async fn heartbeat(broker: &Arc<Broker>, want_shutdown: bool) -> Option<Hear
         return Some(heartbeat_as_controller(broker, request).await);
     }
     let (_, address) = quorum.leader()?;
-    match crate::quorum::rpc::call(
-        &address,
-        &RpcRequest::Heartbeat(request),
-        Duration::from_secs(5),
-    )
-    .await
-    {
+    // A controller that does not answer within half a session is given up on for the
+    // next heartbeat (to whoever leads then) while the session still runs.
+    let timeout = (config_ms(broker, "broker.session.timeout.ms", 9000) / 2)
+        .clamp(Duration::from_millis(500), Duration::from_secs(5));
+    match crate::quorum::rpc::call(&address, &RpcRequest::Heartbeat(request), timeout).await {
         Ok(RpcResponse::Heartbeat(reply)) => Some(reply),
         Ok(other) => {
             tracing::debug!(?other, "unexpected heartbeat answer");
