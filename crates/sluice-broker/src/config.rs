@@ -163,6 +163,13 @@ const DEFINITIONS: &[Definition] = &[
         Kind::Long { min: 1 },
         Some("600000"),
     ),
+    // Requests held between reading and answering them (`network::RequestPool`).
+    def("queued.max.requests", Kind::Int { min: 1 }, Some("500")),
+    def(
+        "queued.max.request.bytes",
+        Kind::Long { min: -1 },
+        Some("-1"),
+    ),
     def("num.replica.fetchers", Kind::Int { min: 1 }, Some("1")),
     def(
         "replica.fetch.max.bytes",
@@ -662,6 +669,17 @@ impl BrokerConfig {
                     });
                 }
             }
+        }
+        let pool_bytes = self.int_value("queued.max.request.bytes");
+        if pool_bytes > 0 && pool_bytes < self.int_value("socket.request.max.bytes") {
+            return Err(ConfigError::Invalid {
+                key: "queued.max.request.bytes".into(),
+                value: pool_bytes.to_string(),
+                reason: format!(
+                    "must be -1 (no bound) or at least socket.request.max.bytes ({}), or a request of the largest size could never be read",
+                    self.int_value("socket.request.max.bytes")
+                ),
+            });
         }
         if let Err(reason) = crate::connection_quotas::ConnectionQuotas::parse_overrides(
             self.get("max.connections.per.ip.overrides").unwrap_or(""),
@@ -1167,6 +1185,12 @@ mod tests {
             ("listeners", "A://:1,A://:2", "twice"),
             ("log.retention.ms", "-5", "at least -1"),
             ("socket.request.max.bytes", "0", "at least 1"),
+            ("queued.max.requests", "0", "at least 1"),
+            (
+                "queued.max.request.bytes",
+                "65536",
+                "at least socket.request.max.bytes",
+            ),
         ];
         for (key, value, fragment) in cases {
             let error = load(EMBEDDED_SERVER_PROPERTIES, &[(key, value)]).unwrap_err();

@@ -16,7 +16,8 @@
 //!   `socket.request.max.bytes`; nothing is read past the frame.
 //!
 //! - Connection limits: `max.connections` and `max.connections.per.ip`
-//!   ([`crate::connection_quotas`]).
+//!   ([`crate::connection_quotas`]); requests held: `queued.max.requests` and
+//!   `queued.max.request.bytes` ([`RequestPool`]).
 //! - Idle connections: one with no request read and no response written for
 //!   `connections.max.idle.ms` is closed, whether it sends nothing or trickles the
 //!   bytes of a request that never completes (slow loris).
@@ -68,6 +69,66 @@ pub struct NetworkConfig {
     pub connections_max_idle: std::time::Duration,
     /// `max.connections` and `max.connections.per.ip`, shared by the node's listeners.
     pub quotas: Arc<ConnectionQuotas>,
+    /// `queued.max.requests` and `queued.max.request.bytes`, shared by the node's
+    /// listeners.
+    pub requests: Arc<RequestPool>,
+}
+
+/// How the pool of request bytes is counted: in units this large, taken as a
+/// request's bytes arrive.
+pub const REQUEST_POOL_UNIT_BYTES: usize = 64 << 10;
+
+/// The requests a node holds between reading and answering them, shared by its client
+/// listeners (the cluster's own listeners are not held back, as under
+/// `max.connections`):
+///
+/// - `queued.max.requests` (Kafka's, default 500): requests read and not yet taken up
+///   by their connection's handler. At the limit connections stop reading, so clients
+///   see TCP backpressure instead of the broker queueing without bound.
+/// - `queued.max.request.bytes` (Kafka's, default -1: no bound): bytes of requests
+///   being read, queued or in progress, counted in [`REQUEST_POOL_UNIT_BYTES`] as they
+///   arrive. A connection whose next bytes do not fit waits (stops reading) until
+///   another request is answered or its connection closes.
+#[derive(Debug)]
+pub struct RequestPool {
+    queued: Arc<tokio::sync::Semaphore>,
+    bytes: Option<Arc<tokio::sync::Semaphore>>,
+}
+
+impl RequestPool {
+    /// `max_bytes` `None`: request bytes are not bounded.
+    pub fn new(max_queued: usize, max_bytes: Option<usize>) -> RequestPool {
+        RequestPool {
+            queued: Arc::new(tokio::sync::Semaphore::new(max_queued.max(1))),
+            bytes: max_bytes.map(|bytes| {
+                Arc::new(tokio::sync::Semaphore::new(
+                    bytes.div_ceil(REQUEST_POOL_UNIT_BYTES).max(1),
+                ))
+            }),
+        }
+    }
+}
+
+impl Default for RequestPool {
+    fn default() -> Self {
+        RequestPool::new(500, None)
+    }
+}
+
+/// What a request holds in the [`RequestPool`] (nothing on a listener it does not
+/// bound): its bytes until it is answered, its queue place until its handler takes it.
+#[derive(Default)]
+struct PoolShare {
+    bytes: Option<tokio::sync::OwnedSemaphorePermit>,
+    queued: Option<tokio::sync::OwnedSemaphorePermit>,
+}
+
+impl PoolShare {
+    fn byte_capacity(&self) -> usize {
+        self.bytes
+            .as_ref()
+            .map_or(0, |p| p.num_permits() * REQUEST_POOL_UNIT_BYTES)
+    }
 }
 
 impl Default for NetworkConfig {
@@ -77,6 +138,7 @@ impl Default for NetworkConfig {
             max_in_flight_requests: 1,
             connections_max_idle: std::time::Duration::from_millis(600_000),
             quotas: Arc::default(),
+            requests: Arc::default(),
         }
     }
 }
@@ -89,6 +151,7 @@ pub struct Server {
     name: Arc<str>,
     metrics: Arc<RequestMetrics>,
     held_back_at_max_connections: bool,
+    bounded_by_request_pool: bool,
 }
 
 impl Server {
@@ -107,7 +170,16 @@ impl Server {
             name: Arc::from(name),
             metrics: Arc::default(),
             held_back_at_max_connections: true,
+            bounded_by_request_pool: true,
         })
+    }
+
+    /// Whether this listener's requests count against `queued.max.requests` and
+    /// `queued.max.request.bytes` (true by default; false for the cluster's own
+    /// listeners, whose replication and quorum traffic must not wait behind clients).
+    pub fn bounded_by_request_pool(mut self, bounded: bool) -> Server {
+        self.bounded_by_request_pool = bounded;
+        self
     }
 
     /// Whether this listener stops accepting while the node is at `max.connections`
@@ -158,6 +230,7 @@ impl Server {
                         let _ = stream.set_nodelay(true);
                         tokio::spawn(serve_connection(
                             Accepted { stream, peer, _slot: slot },
+                            self.bounded_by_request_pool.then(|| self.config.requests.clone()),
                             self.config.clone(),
                             self.broker.clone(),
                             self.name.clone(),
@@ -198,6 +271,7 @@ struct Accepted {
 
 async fn serve_connection(
     accepted: Accepted,
+    pool: Option<Arc<RequestPool>>,
     config: Arc<NetworkConfig>,
     broker: Arc<Broker>,
     listener: Arc<str>,
@@ -210,7 +284,7 @@ async fn serve_connection(
         _slot: _held_until_the_connection_ends,
     } = accepted;
     let (mut reader, writer) = stream.into_split();
-    let (queue, frames) = mpsc::channel::<Bytes>(config.max_in_flight_requests.max(1));
+    let (queue, frames) = mpsc::channel::<(Bytes, PoolShare)>(config.max_in_flight_requests.max(1));
     let activity = Arc::new(Activity::new());
     let handler = tokio::spawn(handle_in_order(
         writer,
@@ -224,7 +298,11 @@ async fn serve_connection(
     'connection: loop {
         // One read future per frame, kept across the other events: dropping it would
         // lose the part of a frame already read.
-        let read = read_frame(&mut reader, config.socket_request_max_bytes);
+        let read = read_frame(
+            &mut reader,
+            config.socket_request_max_bytes,
+            pool.as_ref().and_then(|p| p.bytes.as_ref()),
+        );
         tokio::pin!(read);
         let frame = loop {
             let idle_deadline = activity.idle_deadline(config.connections_max_idle);
@@ -252,7 +330,7 @@ async fn serve_connection(
                 }
             }
         };
-        let frame = match frame {
+        let (frame, mut share) = match frame {
             Ok(Some(frame)) => frame,
             Ok(None) => break,
             Err(ReadError::Io(error)) => {
@@ -265,7 +343,22 @@ async fn serve_connection(
             }
         };
         activity.request_read();
-        if queue.send(frame).await.is_err() {
+        if let Some(pool) = &pool {
+            // At queued.max.requests this connection reads no further until a queued
+            // request elsewhere is taken up.
+            tokio::select! {
+                permit = pool.queued.clone().acquire_owned() => match permit {
+                    Ok(permit) => share.queued = Some(permit),
+                    Err(_) => break,
+                },
+                _ = shutdown.changed() => {
+                    if *shutdown.borrow() {
+                        break;
+                    }
+                }
+            }
+        }
+        if queue.send((frame, share)).await.is_err() {
             break;
         }
     }
@@ -280,14 +373,17 @@ async fn serve_connection(
 /// it on its connection.
 async fn handle_in_order(
     mut writer: OwnedWriteHalf,
-    mut frames: mpsc::Receiver<Bytes>,
+    mut frames: mpsc::Receiver<(Bytes, PoolShare)>,
     peer: SocketAddr,
     broker: Arc<Broker>,
     listener: Arc<str>,
     metrics: Arc<RequestMetrics>,
     activity: Arc<Activity>,
 ) {
-    while let Some(frame) = frames.recv().await {
+    while let Some((frame, mut share)) = frames.recv().await {
+        // Taken up: its place in queued.max.requests frees; its bytes stay counted
+        // until it is answered (the end of this turn).
+        share.queued = None;
         let frame =
             match handle_frame(frame, peer, broker.clone(), listener.clone(), &metrics).await {
                 Reply::Frame(frame) => frame,
@@ -377,11 +473,15 @@ enum ReadError {
     Bad(String),
 }
 
-/// Reads one frame: `Ok(None)` at a clean end of stream.
+/// Reads one frame: `Ok(None)` at a clean end of stream. With a byte pool, the
+/// frame's bytes are taken from it as they arrive (a read waits for room) and held by
+/// the returned share.
 async fn read_frame(
     reader: &mut OwnedReadHalf,
     max_bytes: usize,
-) -> Result<Option<Bytes>, ReadError> {
+    pool: Option<&Arc<tokio::sync::Semaphore>>,
+) -> Result<Option<(Bytes, PoolShare)>, ReadError> {
+    let mut share = PoolShare::default();
     let mut prefix = [0u8; 4];
     match reader.read_exact(&mut prefix).await {
         Ok(_) => {}
@@ -400,10 +500,26 @@ async fn read_frame(
     while frame.len() < size {
         let remaining = size - frame.len();
         frame.reserve(remaining.min(FRAME_BUFFER_STEP_BYTES));
-        // `take` keeps the read inside this frame: the buffer's spare capacity may be
-        // larger than what is left of it.
+        // Room in the pool for at least the next byte.
+        let mut allowed = remaining;
+        if let Some(pool) = pool {
+            if share.byte_capacity() <= frame.len() {
+                let unit = pool
+                    .clone()
+                    .acquire_owned()
+                    .await
+                    .map_err(|_| ReadError::Bad("the request pool is closed".into()))?;
+                match &mut share.bytes {
+                    Some(held) => held.merge(unit),
+                    None => share.bytes = Some(unit),
+                }
+            }
+            allowed = allowed.min(share.byte_capacity() - frame.len());
+        }
+        // `take` keeps the read inside this frame (the buffer's spare capacity may be
+        // larger than what is left of it) and inside the bytes the pool allows.
         let read = (&mut *reader)
-            .take(remaining as u64)
+            .take(allowed as u64)
             .read_buf(&mut frame)
             .await
             .map_err(ReadError::Io)?;
@@ -414,7 +530,7 @@ async fn read_frame(
             )));
         }
     }
-    Ok(Some(frame.freeze()))
+    Ok(Some((frame.freeze(), share)))
 }
 
 /// Decodes the request header, dispatches, and frames the response.

@@ -315,6 +315,12 @@ pub async fn run(
         connections_max_idle: Duration::from_millis(
             config.int_value("connections.max.idle.ms").max(1) as u64,
         ),
+        requests: Arc::new(crate::network::RequestPool::new(
+            config.int_value("queued.max.requests").max(1) as usize,
+            usize::try_from(config.int_value("queued.max.request.bytes"))
+                .ok()
+                .filter(|bytes| *bytes > 0),
+        )),
         ..NetworkConfig::default()
     };
     let request_metrics = Arc::new(RequestMetrics::default());
@@ -361,7 +367,8 @@ pub async fn run(
                 reason: format!("cannot bind {address}: {error}"),
             })?
             .with_request_metrics(request_metrics.clone())
-            .held_back_at_max_connections(held_back_at_max_connections);
+            .held_back_at_max_connections(held_back_at_max_connections)
+            .bounded_by_request_pool(held_back_at_max_connections);
         let bound = server.local_addr().map_err(|error| NodeError::Listener {
             listener: listener.name.clone(),
             reason: error.to_string(),

@@ -604,3 +604,81 @@ async fn admin_requests_through_any_node_are_planned_on_the_active_controller() 
     assert_eq!(response.error_code, 0, "{response:?}");
     cluster.shutdown().await;
 }
+
+/// A metadata write retried across an election (its first attempt committed, the
+/// answer lost with the old leader) is answered with its first outcome by the new
+/// leader, not applied a second time over what was written in between. Before write
+/// ids, the retry below set the topic's retention back to the first value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_retried_across_an_election_is_applied_once() {
+    use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+    use sluice_broker::quorum::{Proposal, RpcResponse};
+    use sluice_metadata::{ConfigRecord, MetadataRecord};
+
+    let _serial = SERIAL.lock().await;
+    let mut cluster = TestCluster::start(3, &[]).await;
+    let first = cluster.addresses()[0];
+    assert_eq!(create(first, "t", 1, 3).await, 0);
+    let retention = |value: &str| {
+        MetadataRecord::Config(ConfigRecord {
+            resource_type: 2,
+            resource_name: "t".into(),
+            name: "retention.ms".into(),
+            value: Some(value.into()),
+        })
+    };
+    let propose = |address: String, proposal: Proposal| async move {
+        match rpc::call(
+            &address,
+            &RpcRequest::Propose(proposal),
+            Duration::from_secs(10),
+        )
+        .await
+        {
+            Ok(RpcResponse::Propose(Ok(result))) => result,
+            other => panic!("{address} answered {other:?}"),
+        }
+    };
+    let leader = quorum(first).await.leader_id.0;
+    let leader_index = (leader - 1) as usize;
+    let controller_ports: Vec<u16> = cluster.nodes.iter().map(|n| n.controller_port).collect();
+    let controller = |i: usize| format!("127.0.0.1:{}", controller_ports[i]);
+    let retried = Proposal::new(&[retention("1000")]);
+    let outcome = propose(controller(leader_index), retried.clone()).await;
+    assert_eq!(outcome.error, None);
+    let later = propose(
+        controller(leader_index),
+        Proposal::new(&[retention("2000")]),
+    )
+    .await;
+    assert_eq!(later.error, None);
+    // The leader goes; the retry reaches its successor.
+    cluster.stop(leader_index).await;
+    let survivor = cluster.addresses()[0];
+    eventually(Duration::from_secs(20), "a new leader", || async move {
+        let state = quorum(survivor).await;
+        state.error_code == 0 && state.leader_id.0 > 0 && state.leader_id.0 != leader
+    })
+    .await;
+    let new_leader = quorum(survivor).await.leader_id.0;
+    let again = propose(controller((new_leader - 1) as usize), retried).await;
+    assert_eq!(again, outcome, "the retry gets the first attempt's outcome");
+    let mut wire = Wire::connect(survivor).await;
+    let response = wire
+        .call(
+            &DescribeConfigsRequest::default().with_resources(vec![
+                DescribeConfigsResource::default()
+                    .with_resource_type(2)
+                    .with_resource_name(StrBytes::from_static_str("t"))
+                    .with_configuration_keys(Some(vec![StrBytes::from_static_str("retention.ms")])),
+            ]),
+            4,
+        )
+        .await;
+    let value = response.results[0].configs[0]
+        .value
+        .as_ref()
+        .map(|v| v.to_string());
+    assert_eq!(value.as_deref(), Some("2000"), "the later write stands");
+    cluster.shutdown().await;
+}

@@ -346,3 +346,87 @@ async fn connection_limits_per_address_and_per_node() {
     assert!(answered.is_some());
     per_node.stop().await;
 }
+
+/// queued.max.requests: at the limit, connections stop reading until a queued request
+/// is taken up. With a limit of 1, a request queued behind a 3 s long-poll Fetch on its
+/// own connection holds the one place, and another connection's request waits for it
+/// (it was answered at once before the limit existed).
+#[tokio::test]
+async fn queued_max_requests_backpressures_every_connection_at_the_limit() {
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    use kafka_protocol::messages::{FetchRequest, FetchResponse, MetadataRequest, TopicName};
+    let node = TestNode::start(&[("queued.max.requests", "1")]).await;
+    assert_eq!(
+        common::create_assigned(node.address, "slow", &[1], &[]).await,
+        0
+    );
+    let mut polling = common::Wire::connect(node.address).await;
+    let fetch = FetchRequest::default()
+        .with_replica_id(kafka_protocol::messages::BrokerId(-1))
+        .with_max_wait_ms(3000)
+        .with_min_bytes(1)
+        .with_max_bytes(1 << 20)
+        .with_topics(vec![
+            FetchTopic::default()
+                .with_topic(TopicName(StrBytes::from_static_str("slow")))
+                .with_partitions(vec![
+                    FetchPartition::default()
+                        .with_partition(0)
+                        .with_fetch_offset(0)
+                        .with_partition_max_bytes(1 << 20),
+                ]),
+        ]);
+    let started = std::time::Instant::now();
+    polling.send(&fetch, 12).await;
+    // Queued behind the long poll on its connection: it holds the one place.
+    polling
+        .send(&MetadataRequest::default().with_topics(None), 12)
+        .await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let mut other = TcpStream::connect(node.address).await.unwrap();
+    other.write_all(&api_versions_frame(0, 5)).await.unwrap();
+    let answer = read_response(&mut other)
+        .await
+        .expect("answered in the end");
+    let waited = started.elapsed();
+    assert_eq!(decode_api_versions(answer, 0).1.error_code, 0);
+    assert!(
+        waited >= std::time::Duration::from_millis(2500),
+        "answered {waited:?} after the long poll began, not after it ended"
+    );
+    let (_, fetched): (i32, FetchResponse) = polling.receive(ApiKey::Fetch, 12).await;
+    assert_eq!(fetched.responses[0].partitions[0].error_code, 0);
+    node.stop().await;
+}
+
+/// queued.max.request.bytes: request bytes are taken from the pool as they arrive and a
+/// connection whose next bytes do not fit waits. One connection holding the whole 1 MiB
+/// pool in the bytes of an unfinished request holds back another's request until it
+/// goes (that request was answered at once before the pool existed).
+#[tokio::test]
+async fn queued_max_request_bytes_holds_back_reads_until_bytes_are_freed() {
+    let node = TestNode::start(&[
+        ("socket.request.max.bytes", "1048576"),
+        ("queued.max.request.bytes", "1048576"),
+    ])
+    .await;
+    let mut hog = TcpStream::connect(node.address).await.unwrap();
+    hog.write_all(&1_048_000i32.to_be_bytes()).await.unwrap();
+    hog.write_all(&vec![0u8; 1_040_000]).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let mut other = TcpStream::connect(node.address).await.unwrap();
+    other.write_all(&api_versions_frame(0, 6)).await.unwrap();
+    assert!(
+        tokio::time::timeout(std::time::Duration::from_secs(1), read_response(&mut other))
+            .await
+            .is_err(),
+        "a request was read while the pool was full"
+    );
+    drop(hog);
+    let answer = tokio::time::timeout(std::time::Duration::from_secs(5), read_response(&mut other))
+        .await
+        .expect("answered once the other connection's bytes were freed")
+        .expect("a response");
+    assert_eq!(decode_api_versions(answer, 0).1.error_code, 0);
+    node.stop().await;
+}
