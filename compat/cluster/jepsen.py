@@ -1749,7 +1749,7 @@ def scenario_txn(c, admin, args, rng):
     prods = [TxnProducer(c, h, topic, parts, tid, random.Random(rng.random()), args.txn_abort_ratio,
                          record, crash_ratio=args.txn_crash_ratio).start() for tid in tids]
     t_start = time.monotonic()
-    t_end = t_start + args.duration
+    t_end = t_start + (args.txn_duration if args.txn_duration is not None else args.duration)
     coord = None
     t_healed = None
     try:
@@ -1925,6 +1925,8 @@ def main(argv=None):
     ap.add_argument("--unclean-2013", action="store_true",
                     help="negative control: run the 2013 scenario with unclean.leader.election."
                          "enable=true on its topic; the checker must then report anomalies")
+    ap.add_argument("--txn-duration", type=float, default=None,
+                    help="seconds of the txn scenario's workload (default: --duration)")
     ap.add_argument("--txn-producers", type=int, default=3, help="transactional producers in the txn scenario")
     ap.add_argument("--txn-abort-ratio", type=float, default=0.25,
                     help="share of the txn scenario's transactions aborted on purpose")

@@ -9,11 +9,11 @@
 //! - A frame larger than `socket.request.max.bytes`, a negative size, a header that does
 //!   not decode, an unknown API or an unsupported version closes the connection with one
 //!   log line (ApiVersions answers an unsupported version instead, as Kafka does).
-//! - Memory: a frame's buffer grows with the bytes that arrive, at most
-//!   [`FRAME_BUFFER_STEP_BYTES`] ahead of them, never to the size the prefix declares
-//!   before the bytes are there: a client that sends a 100 MB prefix and then trickles
-//!   bytes holds what it sent, not 100 MB. The size is bounded by
-//!   `socket.request.max.bytes`; nothing is read past the frame.
+//! - Memory: a frame's buffer starts at [`FRAME_BUFFER_FIRST_BYTES`] and grows only
+//!   when the bytes that arrive fill it, at most [`FRAME_BUFFER_STEP_BYTES`] ahead of
+//!   them, never to the size the prefix declares before the bytes are there: a client
+//!   that sends a 100 MB prefix and then trickles bytes holds 16 KiB, not 100 MB. The
+//!   size is bounded by `socket.request.max.bytes`; nothing is read past the frame.
 //!
 //! - Connection limits: `max.connections` and `max.connections.per.ip`
 //!   ([`crate::connection_quotas`]); requests held: `queued.max.requests` and
@@ -25,9 +25,10 @@
 //!   ENOBUFS) back off [`ACCEPT_ERROR_BACKOFF`] instead of retrying at once: the
 //!   pending connection stays in the backlog, so retrying would spin a core.
 //!
-//! What it costs: one allocation (frames up to [`FRAME_BUFFER_STEP_BYTES`], which covers
-//! a default 1 MiB `max.request.size`; larger ones grow by doubling, copying at most
-//! their own size again) and one `read` (or a few) per request frame, one
+//! What it costs: one allocation for frames up to 16 KiB, two for larger ones up to
+//! [`FRAME_BUFFER_STEP_BYTES`] (a default 1 MiB `max.request.size`: the first 16 KiB are
+//! copied once; larger frames grow by doubling, copying at most their own size again),
+//! a few `read`s per request frame, one
 //! `write` per response, one task wake-up per request, and the request's metrics (two
 //! clock reads and three relaxed atomics, see [`crate::metrics`]).
 
@@ -47,9 +48,12 @@ use crate::broker::Broker;
 use crate::connection_quotas::{ConnectionQuotas, ConnectionSlot};
 use crate::metrics::RequestMetrics;
 
-/// How far a frame's buffer is reserved ahead of the bytes received: the first
-/// allocation of a frame, and the most a connection holds beyond what it has sent.
+/// How far a frame's buffer is reserved ahead of the bytes received once they fill
+/// what it has: the most a connection holds beyond what it has sent.
 pub const FRAME_BUFFER_STEP_BYTES: usize = 1 << 20;
+/// A frame's first buffer (smaller frames get their size): what a connection that
+/// declared a large request and sent little of it holds.
+pub const FRAME_BUFFER_FIRST_BYTES: usize = 16 << 10;
 
 /// How long the accept loop waits after a failed accept before the next.
 pub const ACCEPT_ERROR_BACKOFF: std::time::Duration = std::time::Duration::from_millis(100);
@@ -496,10 +500,15 @@ async fn read_frame(
             "frame of {size} bytes exceeds socket.request.max.bytes={max_bytes}"
         )));
     }
-    let mut frame = BytesMut::with_capacity(size.min(FRAME_BUFFER_STEP_BYTES));
+    // A first buffer of at most FRAME_BUFFER_FIRST_BYTES; once bytes fill it the frame
+    // is arriving and the buffer grows a step ahead of them, so a fast client's 1 MiB
+    // request costs one small copy and a trickling one holds a few KiB.
+    let mut frame = BytesMut::with_capacity(size.min(FRAME_BUFFER_FIRST_BYTES));
     while frame.len() < size {
         let remaining = size - frame.len();
-        frame.reserve(remaining.min(FRAME_BUFFER_STEP_BYTES));
+        if frame.len() == frame.capacity() {
+            frame.reserve(remaining.min(FRAME_BUFFER_STEP_BYTES));
+        }
         // Room in the pool for at least the next byte.
         let mut allowed = remaining;
         if let Some(pool) = pool {
