@@ -1644,6 +1644,8 @@ class TxnProducer:
                     replace = False
                     if p is None:
                         continue
+                    if self.zombies:
+                        self.probe_zombie(self.zombies[-1])
                 t = self.new_txn()
                 crash = None
                 if self.rng.random() < self.crash_ratio:
@@ -1666,6 +1668,21 @@ class TxnProducer:
                 self.new_producer()
         except Exception:
             self.h.anomaly("harness-error", "%s: %s" % (self.tid, traceback.format_exc()))
+
+    def probe_zombie(self, z):
+        """The instance just fenced by a new one's init_transactions tries one more
+        transaction, as a zombie that does not know it was replaced would. It must not
+        commit, and none of its values may ever be visible to read_committed (the
+        transaction is recorded as aborted, so check_txn holds it to that)."""
+        t = self.new_txn()
+        t["path"].append("zombie: the fenced instance tries again")
+        outcome, _ = self.run_txn(z, t, abort=False)
+        self.counts["zombie_attempts"] += 1
+        if outcome == "committed":
+            self.h.anomaly("zombie-committed", "%s: an instance fenced by a newer one committed %s (%s)"
+                           % (self.tid, t["id"], "; ".join(t["path"])))
+        t["outcome"], t["t1"] = "aborted", time.monotonic()
+        self.record(t)
 
     def start(self):
         self.thread.start()
@@ -1905,6 +1922,7 @@ def scenario_txn(c, admin, args, rng):
                            "crashes_before_commit": totals["crash_before-commit"],
                            "crashes_during_commit": totals["crash_during-commit"],
                            "producers_replaced": totals["replaced"],
+                           "zombie_attempts": totals["zombie_attempts"],
                            "commits_after_last_restart": after, "read_committed": len(rc.records),
                            "read_uncommitted": len(ru.records), "read_concurrent": len(h.reads)})
     if errors:
