@@ -260,6 +260,31 @@ impl Broker {
             .await
     }
 
+    /// After an unclean shutdown: leaves every ISR this broker shares with another
+    /// replica ([`crate::controller::leave_isrs`]), planned on the current image with
+    /// its partition epochs and re-planned when a partition moved on meanwhile.
+    /// Returns how many partitions it left.
+    pub async fn leave_isrs_after_unclean_shutdown(&self) -> Result<usize, BrokerError> {
+        for _ in 0..10 {
+            let image = self.image();
+            let records = crate::controller::leave_isrs(&image, self.node_id);
+            if records.is_empty() {
+                return Ok(0);
+            }
+            match self.write_metadata(&records).await {
+                Ok(()) => return Ok(records.len()),
+                Err(BrokerError::Quorum(crate::quorum::QuorumError::Refused(reason))) => {
+                    tracing::debug!(%reason, "ISR changes planned on a stale image; planning again");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Err(BrokerError::Quorum(crate::quorum::QuorumError::Refused(
+            "the partitions kept changing under the ISR changes".into(),
+        )))
+    }
+
     /// A registered, unfenced broker's endpoint on `listener` (the one a client
     /// connected to), from the metadata image.
     pub fn endpoint_of(image: &MetadataImage, broker_id: i32, listener: &str) -> Option<Endpoint> {

@@ -94,6 +94,43 @@ pub fn can_lead(image: &MetadataImage, broker_id: i32) -> bool {
         .is_some_and(|b| !b.fenced && !b.in_controlled_shutdown)
 }
 
+/// The partition changes that take `broker_id` out of every ISR it shares with another
+/// replica, after it started from an unclean shutdown (Kafka's unclean-shutdown
+/// registration, KIP-966): what its logs held past the last flush may be gone, so it
+/// must not count towards acknowledgements, nor lead, until it has caught up again (it
+/// rejoins through the leaders' ISR expansion). Where it led, the first other in-sync
+/// replica that can lead takes over; a partition where none can stays as it is.
+pub fn leave_isrs(image: &MetadataImage, broker_id: i32) -> Vec<MetadataRecord> {
+    let mut changes = Vec::new();
+    for topic in image.topics() {
+        for (index, partition) in &topic.partitions {
+            if !partition.isr.contains(&broker_id) || partition.isr.len() < 2 {
+                continue;
+            }
+            let isr: Vec<i32> = partition
+                .isr
+                .iter()
+                .copied()
+                .filter(|r| *r != broker_id)
+                .collect();
+            let mut change = PartitionChangeRecord::new(topic.topic_id, *index);
+            if partition.leader == broker_id {
+                let Some(&next) = partition
+                    .replicas
+                    .iter()
+                    .find(|r| isr.contains(r) && can_lead(image, **r))
+                else {
+                    continue;
+                };
+                change.leader = next;
+            }
+            change.isr = Some(isr);
+            changes.push(MetadataRecord::PartitionChange(change));
+        }
+    }
+    changes
+}
+
 fn unclean_allowed(broker: &Broker, image: &MetadataImage, topic: &str) -> bool {
     image
         .configs(TOPIC_RESOURCE, topic)
@@ -841,6 +878,29 @@ mod tests {
     const ALIVE: (bool, bool) = (false, false);
     const FENCED: (bool, bool) = (true, false);
     const STOPPING: (bool, bool) = (false, true);
+
+    #[test]
+    fn after_an_unclean_shutdown_a_broker_leaves_every_isr_it_shares() {
+        // It led: the next in-sync replica that can lead takes over.
+        let led = single_change(leave_isrs(
+            &image(&[1, 2, 3], &[1, 2, 3], 1, [ALIVE, ALIVE, ALIVE]),
+            1,
+        ))
+        .unwrap();
+        assert_eq!((led.leader, led.isr), (2, Some(vec![2, 3])));
+        // It followed: only the ISR changes.
+        let followed = single_change(leave_isrs(
+            &image(&[1, 2, 3], &[1, 2, 3], 2, [ALIVE, ALIVE, ALIVE]),
+            1,
+        ))
+        .unwrap();
+        assert_eq!((followed.leader, followed.isr), (-2, Some(vec![2, 3])));
+        // Alone in the ISR, or with nobody else able to lead: nothing changes.
+        assert!(leave_isrs(&image(&[1, 2], &[1], 1, [ALIVE, ALIVE, ALIVE]), 1).is_empty());
+        assert!(leave_isrs(&image(&[1, 2], &[1, 2], 1, [ALIVE, FENCED, ALIVE]), 1).is_empty());
+        // Not in the ISR: nothing to leave.
+        assert!(leave_isrs(&image(&[1, 2, 3], &[2, 3], 2, [ALIVE, ALIVE, ALIVE]), 1).is_empty());
+    }
 
     #[test]
     fn a_fenced_leader_hands_over_to_the_live_isr_and_leaves_it() {

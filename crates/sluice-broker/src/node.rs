@@ -527,6 +527,20 @@ pub async fn run(
     );
     if is_broker {
         broker.register(&endpoints, directory_ids.clone()).await?;
+        if !clean_start {
+            // Kafka's unclean-shutdown registration (KIP-966): until it has caught up
+            // again this broker is in no ISR and leads nothing.
+            match broker.leave_isrs_after_unclean_shutdown().await {
+                Ok(0) => {}
+                Ok(left) => tracing::info!(
+                    partitions = left,
+                    "started after an unclean shutdown: left the ISRs until caught up"
+                ),
+                Err(error) => {
+                    tracing::warn!(%error, "could not leave the ISRs after an unclean shutdown")
+                }
+            }
+        }
         let registration = {
             let broker = broker.clone();
             let endpoints = endpoints.clone();
