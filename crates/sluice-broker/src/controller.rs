@@ -386,7 +386,6 @@ pub async fn heartbeat_as_controller(broker: &Arc<Broker>, heartbeat: Heartbeat)
     if registration.broker_epoch != heartbeat.broker_epoch {
         return refuse(errors::STALE_BROKER_EPOCH);
     }
-    broker.liveness.saw(heartbeat.broker_id);
     let mut records = Vec::new();
     if registration.fenced && !heartbeat.want_shutdown {
         tracing::info!(

@@ -5,9 +5,11 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-const SLUICE: &str = env!("CARGO_BIN_EXE_sluice");
+mod process;
+
+use process::SLUICE;
 
 /// Reads the server's stderr until it prints its client listener's address; returns
 /// the address and the rest of stderr.
@@ -33,16 +35,7 @@ fn wait_until_listening(
 
 /// `sluice server` on free loopback ports with a fresh data directory, stderr piped.
 fn server_command(data: &tempfile::TempDir) -> Command {
-    let mut command = Command::new(SLUICE);
-    command
-        .args(["server", "--set"])
-        .arg(format!("log.dirs={}", data.path().display()))
-        .args([
-            "--set",
-            "listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
-        ])
-        .stderr(Stdio::piped());
-    command
+    process::server_command(data.path(), &[], &[])
 }
 
 #[test]

@@ -29,12 +29,10 @@ pub fn start_with_registry(dir: &Path, settings: &[&str]) -> (Child, SocketAddr,
     (child, address, registry.expect("the registry's line"))
 }
 
-fn start_with(
-    dir: &Path,
-    settings: &[&str],
-    args: &[&str],
-    also_wait_for: Option<&str>,
-) -> (Child, SocketAddr, Option<String>) {
+/// `sluice server` on `dir` with free loopback ports, `args`, then `settings`
+/// (`key=value`, later ones win), stderr piped; not started.
+#[allow(dead_code)]
+pub fn server_command(dir: &Path, args: &[&str], settings: &[&str]) -> Command {
     let mut command = Command::new(SLUICE);
     command
         .args(["server", "--set"])
@@ -49,7 +47,17 @@ fn start_with(
     for setting in settings {
         command.args(["--set", setting]);
     }
-    let mut child = command.stderr(Stdio::piped()).spawn().unwrap();
+    command.stderr(Stdio::piped());
+    command
+}
+
+fn start_with(
+    dir: &Path,
+    settings: &[&str],
+    args: &[&str],
+    also_wait_for: Option<&str>,
+) -> (Child, SocketAddr, Option<String>) {
+    let mut child = server_command(dir, args, settings).spawn().unwrap();
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
     let mut address = None;
