@@ -16,6 +16,7 @@
 
 pub mod checkpoint;
 pub mod cleaner;
+pub mod clock;
 pub mod config;
 pub mod end_txn_marker;
 pub mod error;

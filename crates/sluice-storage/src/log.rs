@@ -116,12 +116,7 @@ impl Default for LogOpenOptions {
     }
 }
 
-/// The wall clock in milliseconds since the Unix epoch.
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
+pub use crate::clock::now_ms;
 
 /// What an append did.
 #[derive(Debug, Clone, PartialEq, Eq)]

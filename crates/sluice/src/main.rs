@@ -239,6 +239,13 @@ fn server(
     for warning in &loaded.warnings {
         tracing::warn!("{warning}");
     }
+    if let Some(file) = sluice_storage::clock::watch_skew_file_from_env() {
+        tracing::warn!(
+            "test hook: the wall clock follows the skew in {} ({})",
+            file.display(),
+            sluice_storage::clock::TEST_CLOCK_SKEW_FILE
+        );
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

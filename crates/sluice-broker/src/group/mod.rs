@@ -66,7 +66,8 @@ impl Shard {
 #[derive(Debug, Default)]
 pub struct GroupCoordinator {
     shards: Mutex<HashMap<i32, Arc<Shard>>>,
-    last_retention_check: Mutex<i64>,
+    /// The offsets-expiry period (monotonic: a wall-clock jump must not stall it).
+    retention_check: sluice_storage::clock::Period,
 }
 
 /// Counts for the metrics ([`GroupCoordinator::counts`]).
@@ -177,18 +178,9 @@ impl GroupCoordinator {
         let retention_interval = broker
             .config
             .int_value("offsets.retention.check.interval.ms");
-        let expire_offsets = {
-            let mut last = guard(&self.last_retention_check);
-            if *last == 0 {
-                *last = now;
-            }
-            if now - *last >= retention_interval {
-                *last = now;
-                true
-            } else {
-                false
-            }
-        };
+        let expire_offsets = self.retention_check.due(std::time::Duration::from_millis(
+            retention_interval.max(1) as u64,
+        ));
         let retention_ms = broker.config.int_value("offsets.retention.minutes") * 60_000;
         for shard in self.loaded_shards() {
             let mut state = shard.lock();

@@ -72,7 +72,8 @@ impl Shard {
 #[derive(Debug, Default)]
 pub struct TransactionCoordinator {
     shards: Mutex<HashMap<i32, Arc<Shard>>>,
-    last_abort_check: Mutex<i64>,
+    /// The abort scan's period (monotonic: a wall-clock jump must not stall it).
+    abort_scan: sluice_storage::clock::Period,
 }
 
 /// The state machine's settings from the broker's config.
@@ -170,12 +171,11 @@ impl TransactionCoordinator {
         let interval = broker
             .config
             .int_value("transaction.abort.timed.out.transaction.cleanup.interval.ms");
+        if !self
+            .abort_scan
+            .due(Duration::from_millis(interval.max(1) as u64))
         {
-            let mut last = guard(&self.last_abort_check);
-            if now - *last < interval {
-                return;
-            }
-            *last = now;
+            return;
         }
         for shard in self.loaded_shards() {
             let mut state = shard.lock();

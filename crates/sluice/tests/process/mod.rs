@@ -51,13 +51,28 @@ pub fn server_command(dir: &Path, args: &[&str], settings: &[&str]) -> Command {
     command
 }
 
+/// Spawns `command` (a [`server_command`], perhaps with more set on it) and returns it
+/// with its client address once it listens.
+#[allow(dead_code)]
+pub fn spawn(command: Command) -> (Child, SocketAddr) {
+    let (child, address, _) = spawn_and_wait(command, None);
+    (child, address)
+}
+
 fn start_with(
     dir: &Path,
     settings: &[&str],
     args: &[&str],
     also_wait_for: Option<&str>,
 ) -> (Child, SocketAddr, Option<String>) {
-    let mut child = server_command(dir, args, settings).spawn().unwrap();
+    spawn_and_wait(server_command(dir, args, settings), also_wait_for)
+}
+
+fn spawn_and_wait(
+    mut command: Command,
+    also_wait_for: Option<&str>,
+) -> (Child, SocketAddr, Option<String>) {
+    let mut child = command.spawn().unwrap();
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
     let mut address = None;
