@@ -108,9 +108,53 @@ def _die_with_parent():
         pass
 
 
+class _Spawner:
+    """A thread that lives as long as the harness and forks for the threads that do not:
+    PR_SET_PDEATHSIG follows the thread that forked, so a node started from a fault's
+    thread (overlapping faults) would be killed when that thread ended."""
+
+    def __init__(self):
+        import queue
+        self.requests = queue.Queue()
+        threading.Thread(target=self._run, name="spawner", daemon=True).start()
+
+    def _run(self):
+        while True:
+            args, done = self.requests.get()
+            try:
+                done.append((_spawn_here(*args), None))
+            except Exception as e:  # handed to the caller
+                done.append((None, e))
+
+    def spawn(self, *args):
+        done = []
+        self.requests.put((args, done))
+        while not done:
+            time.sleep(0.01)
+        p, error = done[0]
+        if error is not None:
+            raise error
+        return p
+
+
+_SPAWNER = None
+_SPAWNER_LOCK = threading.Lock()
+
+
 def spawn(cmd, out_path, env=None, cwd=None):
-    """Popen in a new process group, registered for kill-at-exit. Call from the main
-    thread (PR_SET_PDEATHSIG follows the thread that forked)."""
+    """Popen in a new process group, registered for kill-at-exit, dying with the harness
+    (PR_SET_PDEATHSIG). From a thread other than the main one, the fork is done by a
+    thread that lives as long as the harness."""
+    global _SPAWNER
+    if threading.current_thread() is threading.main_thread():
+        return _spawn_here(cmd, out_path, env, cwd)
+    with _SPAWNER_LOCK:
+        if _SPAWNER is None:
+            _SPAWNER = _Spawner()
+    return _SPAWNER.spawn(cmd, out_path, env, cwd)
+
+
+def _spawn_here(cmd, out_path, env=None, cwd=None):
     out = open(out_path, "ab")
     p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                          start_new_session=True, preexec_fn=_die_with_parent, env=env, cwd=cwd)
@@ -497,6 +541,9 @@ class Node:
         self.data = os.path.join(self.dir, "data")
         self.config = os.path.join(self.dir, "server.properties")
         self.out = os.path.join(self.dir, "node.out")
+        # Sluice's clock test hook (SLUICE_TEST_CLOCK_SKEW_FILE): milliseconds added to
+        # the node's wall clock; see Cluster.jump_clock.
+        self.skew_file = os.path.join(self.dir, "clock-skew-ms")
         self.proc = None
         self.paused = False
         self.real = {}  # listener -> real port
@@ -663,15 +710,36 @@ class Cluster:
         return self
 
     def start_node(self, node_id, wait=True, timeout=90):
+        """Start a node; with wait, until it is ready. A node that exits during startup
+        is started again, as a supervisor would, until `timeout`: Kafka's broker gives up
+        when no controller answers for a while (with two of three nodes down, under
+        overlapping faults), and comes up once one does."""
         n = self.nodes[node_id]
         if n.alive():
             return
-        self.net.drop_node_conns(node_id)
-        n.proc = spawn(self._cmd(n), n.out)
+        deadline = time.monotonic() + timeout
+        while True:
+            self._spawn(n)
+            if not wait:
+                return
+            try:
+                self.wait_node_ready(n, max(1, deadline - time.monotonic()))
+                return
+            except RuntimeError:
+                if n.alive() or time.monotonic() > deadline - 5:
+                    raise
+                print("[%s] node %d exited with %s during startup; starting it again"
+                      % (time.strftime("%H:%M:%S"), n.id, n.proc.returncode), flush=True)
+                time.sleep(1)
+
+    def _spawn(self, n):
+        self.net.drop_node_conns(n.id)
+        env = None
+        if self.backend == "sluice":
+            env = dict(os.environ, SLUICE_TEST_CLOCK_SKEW_FILE=n.skew_file)
+        n.proc = spawn(self._cmd(n), n.out, env=env)
         n.paused = False
-        self.net.pid_of[node_id] = n.proc.pid
-        if wait:
-            self.wait_node_ready(n, timeout)
+        self.net.pid_of[n.id] = n.proc.pid
 
     def node_ready(self, n):
         if n.is_broker:
@@ -736,6 +804,22 @@ class Cluster:
         self.kill(node_id)
         self.start_node(node_id, wait=True, timeout=timeout)
 
+    @property
+    def can_jump_clocks(self):
+        """Only Sluice has the hook; Kafka's clock is the host's, shared by every node."""
+        return self.backend == "sluice"
+
+    def jump_clock(self, node_id, skew_ms):
+        """Set node_id's wall clock to the host's plus skew_ms (0: back in step). The node
+        reads the file every 100 ms; it keeps the skew across a restart until reset."""
+        assert self.can_jump_clocks, "the clock hook is Sluice's"
+        n = self.nodes[node_id]
+        tmp = n.skew_file + ".tmp"
+        with open(tmp, "w") as f:
+            f.write("%d\n" % skew_ms)
+        os.replace(tmp, n.skew_file)
+        time.sleep(0.3)  # two polls of the hook
+
     def pause(self, node_id):
         n = self.nodes[node_id]
         os.killpg(n.proc.pid, signal.SIGSTOP)
@@ -774,6 +858,8 @@ class Cluster:
         self.heal()
         for n in self.nodes.values():
             self.resume(n.id)
+            if self.can_jump_clocks and os.path.exists(n.skew_file):
+                self.jump_clock(n.id, 0)
         for n in self.nodes.values():
             if not n.alive():
                 self.start_node(n.id, wait=False)

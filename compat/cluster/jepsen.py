@@ -103,6 +103,10 @@ class History:
         self.proxy_unknown = 0  # connections the proxy could not attribute to a process
         # Failed deliveries allowed (None: any number, as where writes fail by design).
         self.max_failed = None
+        # Plain (non-idempotent) producers: a retried write may land twice, and retries
+        # may reorder a producer's writes (at-least-once, as Kafka promises them): counted,
+        # not anomalies. Loss, divergence and the rest still are.
+        self.at_least_once = False
 
     def next_value(self):
         with self.lock:
@@ -180,8 +184,11 @@ def check(h, drained=True):
         if len(vs) > 1:
             an["divergent"].append("offset %d of partition %d holds %s (reads, drain and acks)"
                                    % (off, p, sorted(map(str, vs))))
+    duplicated = 0
     for v, locs in sorted(where.items(), key=lambda kv: str(kv[0])):
-        if len(locs) > 1:
+        if len(locs) > 1 and h.at_least_once:
+            duplicated += 1
+        elif len(locs) > 1:
             ack = h.acked.get(v)
             an["duplicate"].append("value %r at %s (%s; sent by %s)" % (
                 v, sorted(locs), "acknowledged at (%d,%d)" % ack[:2] if ack else "not acknowledged",
@@ -218,6 +225,8 @@ def check(h, drained=True):
     # values) must sit at increasing offsets: idempotent producers keep their order.
     order = collections.defaultdict(list)
     for v, (p, off, _t) in h.acked.items():
+        if h.at_least_once:
+            break
         if off >= 0 and isinstance(v, int) and v in h.attempted:
             order[(h.attempted[v], p)].append((v, off))
     for (producer, p), acks in sorted(order.items(), key=str):
@@ -268,6 +277,8 @@ def check(h, drained=True):
                                       if drain_at.get((p, off)) == v),
         "failed_by": {"%s: %s" % pe: n for pe, n in failed_by.most_common()},
     }
+    if h.at_least_once:
+        h.extra_counts["values_written_twice"] = duplicated
     if h.extra_counts:
         counts["extra"] = dict(h.extra_counts)
     if not h.generic_counts:
@@ -416,7 +427,7 @@ def report(name, result, out=sys.stdout, limit=10):
     kinds = ["lost", "duplicate", "divergent", "backwards", "ack-mismatch", "phantom"]
     if not c.get("generic", True):  # the txn scenario
         kinds = ["txn-commit-lost", "txn-abort-visible", "txn-duplicate", "txn-atomicity", "txn-stuck",
-                 "txn-uncommitted-missing", "duplicate", "divergent", "backwards", "ack-mismatch", "phantom"]
+                 "txn-timeout-unresolved", "txn-timeout-committed", "txn-uncommitted-missing", "duplicate", "divergent", "backwards", "ack-mismatch", "phantom"]
     kinds += sorted(k for k in result["anomalies"] if k not in kinds)
     print("%s: anomalies: %s" % (name, ", ".join("%s %d" % (k, len(result["anomalies"].get(k, [])))
                                                   for k in kinds)), file=out)
@@ -503,6 +514,19 @@ def self_test():
     h.add_drain(1, 2, 11)
     h.add_drain(1, 3, 10)
     expect("producer order", h, "producer-order")
+
+    h = base()  # plain producers (at least once): a retried value written twice passes...
+    h.at_least_once = True
+    h.add_drain(1, 2, 3)
+    r, _ = expect("plain producer: a value written twice", h, None)
+    if r["counts"].get("extra", {}).get("values_written_twice") != 1:
+        print("FAIL self-test: plain producer: the value written twice is not counted: %s" % r["counts"])
+        failures.append("plain duplicate count")
+    h = base()  # ...but a lost one does not
+    h.at_least_once = True
+    h.attempt(4, 0)
+    h.ack(4, 1, 2)
+    expect("plain producer: lost write", h, "lost")
 
     h = History()  # an empty history, where a run needs acks and reads
     h.min_acked, h.min_reads = 1, 1
@@ -621,9 +645,12 @@ class Admin:
 
 
 class ProducerPool:
-    """K producer threads, each an idempotent acks=all librdkafka producer."""
+    """K producer threads, each an acks=all librdkafka producer, idempotent unless
+    idempotent=False (the plain workload: retries may duplicate and reorder)."""
 
-    def __init__(self, c, h, topic, count=3, rate=100.0, timeout_ms=30000, values=None, name="p"):
+    def __init__(self, c, h, topic, count=3, rate=100.0, timeout_ms=30000, values=None, name="p",
+                 idempotent=True):
+        self.idempotent = idempotent
         self.c, self.h, self.topic = c, h, topic
         self.count, self.rate, self.timeout_ms = count, rate, timeout_ms
         self.values = values  # optional iterator of values (else h.next_value)
@@ -635,7 +662,7 @@ class ProducerPool:
 
     def conf(self):
         return dict(CLIENT_TIMEOUTS, **{
-            "bootstrap.servers": self.c.bootstrap(), "acks": "all", "enable.idempotence": True,
+            "bootstrap.servers": self.c.bootstrap(), "acks": "all", "enable.idempotence": self.idempotent,
             "message.timeout.ms": self.timeout_ms, "linger.ms": 5,
             "request.timeout.ms": 5000, "max.in.flight.requests.per.connection": 5})
 
@@ -835,7 +862,18 @@ MIN_WORKLOAD_OPS = 500
 FAILED_DELIVERIES_FRACTION = 0.005
 FAILED_DELIVERIES_FLOOR = 10
 FAULT_KINDS = ["kill-leader", "pause-follower", "isolate-leader", "kill-controller",
-               "isolate-controller", "pause-controller"]
+               "isolate-controller", "pause-controller", "clock-jump", "overlap"]
+# Faults only Sluice can take: its wall clock has a test hook (SLUICE_TEST_CLOCK_SKEW_FILE);
+# Kafka's is the host's, shared by every node and by the harness.
+SLUICE_ONLY_FAULTS = ("clock-jump",)
+# A clock jump: the node's wall clock leaps forward by this much, then back to as far
+# behind the host's, then into step (NTP stepping a clock both ways).
+CLOCK_JUMP_MS = 5 * 60 * 1000
+# The faults `overlap` runs two of at once, on different nodes. The controller faults that
+# watch for fenced brokers are left out (a broker another fault kills is rightly fenced),
+# and at most one network fault runs at a time (a heal heals every cut).
+OVERLAP_KINDS = ["kill-leader", "pause-follower", "isolate-leader", "kill-controller", "clock-jump"]
+NETWORK_FAULTS = ("isolate-leader", "isolate-controller")
 # broker.session.timeout.ms of every node (cluster.COMMON_PROPS), in seconds.
 SESSION_TIMEOUT_S = int(cl.COMMON_PROPS["broker.session.timeout.ms"]) / 1000.0
 
@@ -872,6 +910,16 @@ class Nemesis:
         self.hold = hold
         self.mode = mode
         self.faults = list(faults or FAULT_KINDS)
+        self.busy = set()  # nodes a running fault acts on (overlap: the other picks elsewhere)
+        self.lock = threading.Lock()
+
+    def _free(self, node):
+        """Claims `node` for a fault; False if another running fault has it."""
+        with self.lock:
+            if node in self.busy:
+                return False
+            self.busy.add(node)
+            return True
 
     def _layout(self):
         info = self.admin.partitions(self.topic, timeout=5)
@@ -883,7 +931,8 @@ class Nemesis:
         info = self._layout()
         if not info:
             return None, None
-        cands = [(p, l) for p, (l, rep, isr) in info.items() if l >= 0 and self.c.nodes[l].alive()]
+        cands = [(p, l) for p, (l, rep, isr) in info.items()
+                 if l >= 0 and self.c.nodes[l].alive() and l not in self.busy]
         if not cands:
             return None, None
         return self.rng.choice(sorted(cands))
@@ -893,18 +942,78 @@ class Nemesis:
         if not info:
             return None, None
         cands = [(p, f) for p, (l, rep, isr) in info.items() for f in isr
-                 if f != l and self.c.nodes[f].alive() and not self.c.nodes[f].paused]
+                 if f != l and self.c.nodes[f].alive() and not self.c.nodes[f].paused
+                 and f not in self.busy]
         if not cands:
             return None, None
         return self.rng.choice(sorted(cands))
 
-    def run_one(self, name):
-        """Apply one fault, hold it, undo it. Returns (name, detail) or None."""
+    def run_one(self, name, record=True):
+        """Apply one fault, hold it, undo it. Returns (name, detail) or None (no candidate,
+        or the candidate is taken by another running fault). record=False leaves it out of
+        the history's events (an overlap records its pair as one event)."""
+        if name == "overlap":
+            return self.run_overlap()
         c = self.c
         t0 = time.monotonic()
+        claimed = []
+
+        def claim(node):
+            if node is None or not self._free(node):
+                return False
+            claimed.append(node)
+            return True
+
+        try:
+            done = self._run_claimed(name, c, claim)
+            if done is not None and record:
+                self.h.events.append((t0, time.monotonic()) + done)
+            return done
+        finally:
+            with self.lock:
+                self.busy.difference_update(claimed)
+
+    def run_overlap(self):
+        """Two faults at once on different nodes, the second starting 1-2 s into the first."""
+        t0 = time.monotonic()
+        kinds = [k for k in OVERLAP_KINDS if self.c.can_jump_clocks or k not in SLUICE_ONLY_FAULTS]
+        pairs = [(a, b) for a in kinds for b in kinds
+                 if a != b and not (a in NETWORK_FAULTS and b in NETWORK_FAULTS)]
+        first, second = self.rng.choice(pairs)
+        results = [None, None]
+
+        def go(i, kind, delay):
+            time.sleep(delay)
+            try:
+                results[i] = self.run_one(kind, record=False)
+            except Exception as e:  # reported below; the other fault still undoes itself
+                results[i] = e
+
+        threads = [threading.Thread(target=go, args=(0, first, 0.0), daemon=True),
+                   threading.Thread(target=go, args=(1, second, self.rng.uniform(1.0, 2.0)), daemon=True)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for r in results:
+            if isinstance(r, Exception):
+                raise r
+        if results[0] is None or results[1] is None:
+            # One of them found no free candidate: not an overlap. Whatever ran is in the
+            # history under its own name; try again.
+            for r in results:
+                if r is not None:
+                    self.h.events.append((t0, time.monotonic()) + r)
+            return None
+        detail = "%s, overlapping %s" % (results[0][1], results[1][1])
+        log("nemesis: overlap: " + detail)
+        self.h.events.append((t0, time.monotonic(), "overlap", detail))
+        return "overlap", detail
+
+    def _run_claimed(self, name, c, claim):
         if name == "kill-leader":
             p, node = self._pick_leader()
-            if node is None:
+            if not claim(node):
                 return None
             detail = "SIGKILL node %d (leader of partition %d), restart after %.0fs" % (node, p, self.hold)
             log("nemesis: " + detail)
@@ -913,7 +1022,7 @@ class Nemesis:
             c.start_node(node, wait=True, timeout=90)
         elif name == "pause-follower":
             p, node = self._pick_follower()
-            if node is None:
+            if not claim(node):
                 return None
             detail = "SIGSTOP node %d (follower of partition %d) for %.0fs" % (node, p, self.hold)
             log("nemesis: " + detail)
@@ -924,7 +1033,7 @@ class Nemesis:
                 c.resume(node)
         elif name == "isolate-leader":
             p, node = self._pick_leader()
-            if node is None:
+            if not claim(node):
                 return None
             detail = "isolate node %d (leader of partition %d) for %.0fs" % (node, p, self.hold)
             log("nemesis: " + detail)
@@ -944,6 +1053,8 @@ class Nemesis:
                     return None
                 node = self.rng.choice(live)
                 which = "a random controller (DescribeQuorum gave no leader)"
+            if not claim(node):
+                return None
             detail = "SIGKILL controller %d (%s), restart after %.0fs" % (node, which, self.hold)
             log("nemesis: " + detail)
             c.kill(node)
@@ -951,7 +1062,7 @@ class Nemesis:
             c.start_node(node, wait=True, timeout=90)
         elif name == "isolate-controller":
             node = c.active_controller()
-            if node is None or node not in c.nodes:
+            if node is None or node not in c.nodes or not claim(node):
                 return None
             detail = "isolate controller %d (the active controller) for %.0fs" % (node, self.hold)
             log("nemesis: " + detail)
@@ -970,6 +1081,8 @@ class Nemesis:
             node = c.active_controller()
             if node is None or node not in c.nodes or not c.nodes[node].alive() or c.nodes[node].paused:
                 return None
+            if not claim(node):
+                return None
             hold = max(self.hold, SESSION_TIMEOUT_S + 3)
             detail = ("SIGSTOP controller %d (the active controller) for %.0fs, past the %.0fs broker session "
                       "timeout" % (node, hold, SESSION_TIMEOUT_S))
@@ -980,9 +1093,27 @@ class Nemesis:
             finally:
                 c.resume(node)
             watch_fencing(c, self.h, node, 5.0, "after resuming the paused controller")
+        elif name == "clock-jump":
+            # A partition leader's wall clock (its ISR lag, record timestamps,
+            # retention, transaction and group timeouts) leaps forward, then back to as
+            # far behind the host's, then into step; monotonic timers do not move.
+            if not c.can_jump_clocks:
+                return None
+            p, node = self._pick_leader()
+            if not claim(node):
+                return None
+            detail = ("wall clock of node %d (leader of partition %d) +%ds for %.0fs, then -%ds for %.0fs"
+                      % (node, p, CLOCK_JUMP_MS // 1000, self.hold / 2, CLOCK_JUMP_MS // 1000, self.hold / 2))
+            log("nemesis: " + detail)
+            try:
+                c.jump_clock(node, CLOCK_JUMP_MS)
+                time.sleep(self.hold / 2)
+                c.jump_clock(node, -CLOCK_JUMP_MS)
+                time.sleep(self.hold / 2)
+            finally:
+                c.jump_clock(node, 0)
         else:
             raise ValueError(name)
-        self.h.events.append((t0, time.monotonic(), name, detail))
         return name, detail
 
     def run(self, until, quiet=3.0):
@@ -1010,6 +1141,19 @@ class Nemesis:
 # Scenarios
 # =========================================================================================
 
+def scenario_nemesis(c, admin, h, topic, args, rng, what):
+    """The workload's nemesis, over `topic`, for --duration seconds (every fault kind once
+    in the default 95 s), in a scenario with a workload of its own (txn, groups): its
+    faults are expected like the workload's."""
+    if args.duration <= 0:
+        return
+    nemesis = Nemesis(c, admin, h, topic, rng, hold=args.hold, mode=args.partition_mode,
+                      faults=args.faults.split(","))
+    h.faults_expected = tuple(nemesis.faults)
+    log("%s: the nemesis for %.0fs (%s)" % (what, args.duration, ", ".join(nemesis.faults)))
+    nemesis.run(time.monotonic() + args.duration)
+
+
 def scenario_workload(c, admin, args, rng):
     h = History()
     topic = "jepsen-workload"
@@ -1017,6 +1161,14 @@ def scenario_workload(c, admin, args, rng):
     admin.create_topic(topic, parts, {"min.insync.replicas": "2", "unclean.leader.election.enable": "false"})
     readers = [ConcurrentReader(c, h, topic, parts, "r%d" % i).start() for i in range(2)]
     producers = ProducerPool(c, h, topic, count=args.producers, rate=args.rate).start()
+    # The plain workload, through the same faults: non-idempotent acks=all producers on a
+    # topic of their own (same configuration, leaders on the same nodes).
+    hp = History()
+    hp.at_least_once = True
+    plain_topic = "jepsen-plain"
+    admin.create_topic(plain_topic, parts, {"min.insync.replicas": "2", "unclean.leader.election.enable": "false"})
+    plain_readers = [ConcurrentReader(c, hp, plain_topic, parts, "pr0").start()]
+    plain = ProducerPool(c, hp, plain_topic, count=1, rate=args.rate, name="plain", idempotent=False).start()
     nemesis = Nemesis(c, admin, h, topic, rng, hold=args.hold, mode=args.partition_mode,
                       faults=args.faults.split(","))
     # Every fault kind at least once, and enough traffic to have been tested by them.
@@ -1033,16 +1185,22 @@ def scenario_workload(c, admin, args, rng):
         time.sleep(2)  # a little fault-free traffic after recovery
     finally:
         producers.stop(timeout=60)
+        plain.stop(timeout=60)
         time.sleep(1)
-        for r in readers:
+        for r in readers + plain_readers:
             r.stop()
     drain(c, h, topic, parts)
-    for r in readers:
-        if r.errors:
-            h.notes.append("reader %s errors: %s" % (r.name, dict(r.errors)))
-    h.proxy_unknown = c.net.stats["unknown_src"]
-    h.max_failed = max(FAILED_DELIVERIES_FLOOR, int(len(h.attempted) * FAILED_DELIVERIES_FRACTION))
-    return h
+    drain(c, hp, plain_topic, parts)
+    for hist, rs in ((h, readers), (hp, plain_readers)):
+        for r in rs:
+            if r.errors:
+                hist.notes.append("reader %s errors: %s" % (r.name, dict(r.errors)))
+        hist.proxy_unknown = c.net.stats["unknown_src"]
+        hist.max_failed = max(FAILED_DELIVERIES_FLOOR, int(len(hist.attempted) * FAILED_DELIVERIES_FRACTION))
+    hp.min_acked = hp.min_reads = MIN_WORKLOAD_OPS // args.producers
+    hp.faults_expected = h.faults_expected
+    hp.events = list(h.events)
+    return [("workload", h), ("workload-plain", hp)]
 
 
 def scenario_2013(c, admin, args, rng):
@@ -1358,8 +1516,12 @@ def scenario_groups(c, admin, args, rng):
         killed_at[0] = tk
         before_kill = dict(acked)
     time.sleep(max(args.hold, 10))
-    producers.stop(timeout=90)
     h.events.append((tk, time.monotonic(), "kill-coordinator", "SIGKILL node %d" % coordinator))
+    c.start_node(coordinator, wait=True, timeout=90)
+    # Then every fault kind of the workload's nemesis, on this topic's leaders, while the
+    # members go on consuming and committing.
+    scenario_nemesis(c, admin, h, topic, args, rng, "groups")
+    producers.stop(timeout=90)
     # Let the members catch up with what was produced, then stop them.
     time.sleep(3)
     stop.set()
@@ -1423,6 +1585,11 @@ def scenario_groups(c, admin, args, rng):
 
 TXN_TIMEOUT_MS = 10000  # transaction.timeout.ms of the workload's producers
 TXN_STUCK_BOUND = 30.0  # seconds for a transaction committed after recovery to become visible
+# transaction.abort.timed.out.transaction.cleanup.interval.ms (Kafka's and Sluice's default).
+TXN_ABORT_SCAN_S = 10.0
+# An abandoned transaction must be aborted by its coordinator within its timeout, one
+# scan interval, and this slack (a coordinator killed meanwhile, a new one loading state).
+TXN_TIMEOUT_ABORT_SLACK_S = 25.0
 
 
 def find_coordinator(port, key, key_type, timeout=3.0):
@@ -1684,6 +1851,31 @@ class TxnProducer:
         t["outcome"], t["t1"] = "aborted", time.monotonic()
         self.record(t)
 
+    def abandon(self, p):
+        """The transaction-timeout path: begin, write one value to every partition, flush,
+        and then nothing: no commit, no abort, and no new instance with this transactional
+        id. Only the coordinator's timeout can end it, and it must end aborted (recorded
+        so, for check_txn). Returns the transaction; `p` must be kept alive."""
+        t = self.new_txn()
+        t["path"].append("abandoned after its writes: only transaction.timeout.ms (%d ms) can end it"
+                         % TXN_TIMEOUT_MS)
+        p.begin_transaction()
+        for part in range(self.parts):
+            v = self.h.next_value()
+            self.h.attempt(v, t["id"])
+            p.produce(self.topic, partition=part, key=str(v).encode(), value=str(v).encode(),
+                      on_delivery=lambda err, msg: (t["acks"].__setitem__(parse_value(msg.value().decode()),
+                                                                        (msg.partition(), msg.offset()))
+                                                    if err is None else None))
+            t["values"].append(v)
+            t["parts"][v] = part
+        left = p.flush(15)
+        if left:
+            t["path"].append("flush left %d undelivered" % left)
+        t["outcome"], t["t1"] = "aborted", time.monotonic()
+        self.record(t)
+        return t
+
     def start(self):
         self.thread.start()
         return self
@@ -1795,6 +1987,7 @@ def scenario_txn(c, admin, args, rng):
     t_end = t_start + (args.txn_duration if args.txn_duration is not None else args.duration)
     coord = None
     t_healed = None
+    ap = watch = None
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not all(p.counts["committed"] for p in prods):
@@ -1805,6 +1998,17 @@ def scenario_txn(c, admin, args, rng):
                       % (idle, {p.tid: dict(p.errors) for p in prods if p.tid in idle}))
         log("txn: %d producers committing (%.1fs to the first commit of each)"
             % (len(prods), time.monotonic() - t_start))
+        # A transaction left open for the coordinator to time out, through the faults.
+        abandoner = TxnProducer(c, h, topic, parts, "jepsen-txn-abandoned", random.Random(1), 0, record)
+        ap = abandoner.new_producer(timeout=60)
+        if ap is None:
+            h.anomaly("txn-setup", "init_transactions of the abandoned transaction's id failed: %s"
+                      % dict(abandoner.errors))
+        else:
+            abandoned = abandoner.abandon(ap)
+            watch = TimeoutAbortWatch(c, h, topic, abandoned, ap)
+            log("txn: %s left open at offsets %s (transaction.timeout.ms %d)"
+                % (abandoned["id"], sorted(abandoned["acks"].values()), TXN_TIMEOUT_MS))
         time.sleep(2)
 
         # 1. SIGKILL the transaction coordinator of the first producer's transactional id.
@@ -1829,6 +2033,8 @@ def scenario_txn(c, admin, args, rng):
             fault(leader, detail, "kill-leader")
         else:
             h.anomaly("txn-setup", "no live leader of %s to kill: %s" % (topic, info))
+        # 3. Every fault kind of the workload's nemesis, on this topic's leaders.
+        scenario_nemesis(c, admin, h, topic, args, rng, "txn")
         t_healed = time.monotonic()
         time.sleep(max(4.0, t_end - time.monotonic()))
     finally:
@@ -1846,6 +2052,10 @@ def scenario_txn(c, admin, args, rng):
         admin.wait_healthy("__transaction_state", None, timeout=60)
     except TimeoutError as e:
         h.anomaly("unrecovered", str(e))
+
+    if watch is not None:
+        watch.check()
+        del watch, ap
 
     # The LSO must move: a new transaction (one value per partition) commits and becomes
     # visible to read_committed within TXN_STUCK_BOUND; the read starts at offset 0, so it
@@ -1935,6 +2145,71 @@ def scenario_txn(c, admin, args, rng):
     return h
 
 
+class TimeoutAbortWatch:
+    """Watches the abandoned transaction `t` (TxnProducer.abandon) from the moment it is
+    left open: its coordinator must abort it once transaction.timeout.ms has passed, so
+    the last stable offset of every partition it wrote moves past its record within the
+    timeout, a scan interval and TXN_TIMEOUT_ABORT_SLACK_S (txn-timeout-unresolved
+    otherwise); and its producer, which never learnt of it, cannot commit it afterwards
+    (txn-timeout-committed)."""
+
+    def __init__(self, c, h, topic, t, p):
+        self.c, self.h, self.topic, self.t, self.p = c, h, topic, t, p
+        self.bound = TXN_TIMEOUT_MS / 1000.0 + TXN_ABORT_SCAN_S + TXN_TIMEOUT_ABORT_SLACK_S
+        self.wrote = {part: off for (part, off) in t["acks"].values()}
+        self.lso = {}
+        self.ended_after = None
+        self.thread = threading.Thread(target=self._run, name="txn-timeout-watch", daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        from confluent_kafka import Consumer, KafkaException, TopicPartition
+        cons = Consumer(consumer_conf(self.c, {"isolation.level": "read_committed"}))
+        try:
+            deadline = self.t["t1"] + self.bound
+            while time.monotonic() < deadline:
+                for part in self.wrote:
+                    try:
+                        self.lso[part] = cons.get_watermark_offsets(TopicPartition(self.topic, part), timeout=2)[1]
+                    except KafkaException as e:
+                        self.lso[part] = "error: %s" % e
+                if all(isinstance(v, int) and v > self.wrote[part] for part, v in self.lso.items()):
+                    self.ended_after = time.monotonic() - self.t["t1"]
+                    return
+                time.sleep(0.5)
+        except Exception:
+            self.h.anomaly("harness-error", "timeout watch: %s" % traceback.format_exc())
+        finally:
+            cons.close()
+
+    def check(self):
+        from confluent_kafka import KafkaException
+        t, h = self.t, self.h
+        if len(self.wrote) != len(t["values"]):
+            h.anomaly("txn-setup", "the abandoned transaction %s was not fully written: acks %s of values %s"
+                      % (t["id"], t["acks"], t["values"]))
+            return
+        self.thread.join(self.bound + 30)
+        if self.ended_after is None:
+            h.anomaly("txn-timeout-unresolved",
+                      "%s was left open with records at %s; %.0fs later (timeout %d ms) the last stable offsets "
+                      "were %s: the coordinator never ended it" % (t["id"], self.wrote, self.bound, TXN_TIMEOUT_MS,
+                                                                    self.lso))
+            return
+        t["path"].append("ended by the coordinator's timeout %.1fs after its writes" % self.ended_after)
+        log("txn: the abandoned %s was ended by its coordinator %.1fs after its writes (timeout %d ms, scan "
+            "every %.0fs; last stable offsets %s past its records at %s)"
+            % (t["id"], self.ended_after, TXN_TIMEOUT_MS, TXN_ABORT_SCAN_S, self.lso, self.wrote))
+        h.extra_counts["timeout_abort_s"] = round(self.ended_after, 1)
+        try:
+            self.p.commit_transaction(10)
+            h.anomaly("txn-timeout-committed", "%s: its producer committed it after the coordinator timed it out"
+                      % t["id"])
+        except KafkaException as e:
+            t["path"].append(_kerr("late commit", e.args[0]))
+            log("txn: the abandoned producer's late commit failed as it must: %s" % _kerr("commit", e.args[0]))
+
+
 def _safe_coordinator(c, tid):
     try:
         return txn_coordinator(c, tid, timeout=5)
@@ -1954,17 +2229,19 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--backend", choices=["kafka", "sluice"], default="kafka")
     ap.add_argument("--topology", choices=["combined", "split"], default="combined")
-    ap.add_argument("--duration", type=float, default=70,
-                    help="workload seconds (nemesis active; 70: one round of every fault kind)")
+    ap.add_argument("--duration", type=float, default=95,
+                    help="seconds of the nemesis in each scenario that runs it (workload, txn, "
+                         "groups; 95: one round of every fault kind)")
     ap.add_argument("--scenarios", default="workload,2013,failover,groups,txn")
     ap.add_argument("--producers", type=int, default=3)
     ap.add_argument("--rate", type=float, default=80.0, help="messages/s per producer")
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--hold", type=float, default=6.0, help="seconds each fault lasts")
     ap.add_argument("--partition-mode", choices=["reset", "blackhole"], default="reset")
-    ap.add_argument("--faults", default=",".join(FAULT_KINDS),
-                    help="the workload nemesis's fault kinds, in the order it cycles through them (%s)"
-                    % ", ".join(FAULT_KINDS))
+    ap.add_argument("--faults", default=None,
+                    help="the workload nemesis's fault kinds, in the order it cycles through them "
+                         "(default: all of %s; %s with Sluice only)"
+                    % (", ".join(FAULT_KINDS), ", ".join(SLUICE_ONLY_FAULTS)))
     ap.add_argument("--failover-rate", type=float, default=100.0, help="messages/s in the failover scenario")
     ap.add_argument("--unclean-2013", action="store_true",
                     help="negative control: run the 2013 scenario with unclean.leader.election."
@@ -1989,9 +2266,14 @@ def main(argv=None):
     cl.exit_on_signals()
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     rng = random.Random(seed)
+    if args.faults is None:
+        args.faults = ",".join(f for f in FAULT_KINDS
+                               if args.backend == "sluice" or f not in SLUICE_ONLY_FAULTS)
     for f in args.faults.split(","):
         if f not in FAULT_KINDS:
             ap.error("unknown fault %s (known: %s)" % (f, ", ".join(FAULT_KINDS)))
+        if f in SLUICE_ONLY_FAULTS and args.backend != "sluice":
+            ap.error("fault %s needs Sluice's clock hook" % f)
     scenarios = [s for s in args.scenarios.split(",") if s]
     for s in scenarios:
         if s not in SCENARIOS:
@@ -2014,35 +2296,21 @@ def main(argv=None):
             t = time.monotonic()
             log("=== scenario %s" % s)
             try:
-                h = SCENARIOS[s](c, admin, args, rng)
+                histories = SCENARIOS[s](c, admin, args, rng)
             except Exception:
-                h = History()
-                h.anomaly("harness-error", traceback.format_exc())
+                histories = History()
+                histories.anomaly("harness-error", traceback.format_exc())
+            if isinstance(histories, History):
+                histories = [(s, histories)]
             # make the cluster whole for the next scenario
             try:
                 c.heal_all(timeout=120)
             except Exception as e:
-                h.anomaly("unrecovered", "cluster not whole after scenario: %s" % e)
-            result = check(h)
+                histories[0][1].anomaly("unrecovered", "cluster not whole after scenario: %s" % e)
             dt = time.monotonic() - t
-            report(s, result)
-            for n in h.notes[:10]:
-                print("  note: %s" % n)
-            if len(h.notes) > 10:
-                print("  note: ... and %d more notes" % (len(h.notes) - 10))
-            gaps = ack_gaps(h, h.events)
-            for name, detail, gap in gaps["per_fault"]:
-                print("  fault: %s: %s; longest per-partition ack gap from it to the next fault: %ss" % (name, detail, gap))
-            ok = not result["anomalies"]
-            failed |= not ok
-            log("=== scenario %s: %s in %.1fs" % (s, "PASS" if ok else "FAIL", dt))
-            summary["scenarios"][s] = {
-                "pass": ok, "seconds": round(dt, 1), "counts": result["counts"],
-                "anomalies": {k: len(v) for k, v in result["anomalies"].items()},
-                "longest_ack_gap_s": gaps["longest_ack_gap_s"],
-                "baseline_longest_ack_gap_s": gaps["baseline_longest_ack_gap_s"],
-                "faults": [{"fault": n, "detail": d, "longest_ack_gap_s": g} for n, d, g in gaps["per_fault"]],
-                "proxy": dict(c.net.stats)}
+            for name, h in histories:
+                failed |= report_history(name, h, dt, c, summary)
+
     except Exception:
         traceback.print_exc()
         summary["error"] = traceback.format_exc()
@@ -2062,6 +2330,31 @@ def main(argv=None):
     if failed is None:
         return 2
     return 1 if failed else 0
+
+
+def report_history(s, h, dt, c, summary):
+    """Checks and reports one history; records it in the summary; True if it failed."""
+    result = check(h)
+    report(s, result)
+    for n in h.notes[:10]:
+        print("  note: %s" % n)
+    if len(h.notes) > 10:
+        print("  note: ... and %d more notes" % (len(h.notes) - 10))
+    gaps = ack_gaps(h, h.events)
+    for name, detail, gap in gaps["per_fault"]:
+        print("  fault: %s: %s; longest per-partition ack gap from it to the next fault: %s"
+              % (name, detail, "%ss" % gap if gap is not None else "no acks in that window"))
+    ok = not result["anomalies"]
+    log("=== scenario %s: %s in %.1fs" % (s, "PASS" if ok else "FAIL", dt))
+    summary["scenarios"][s] = {
+        "pass": ok, "seconds": round(dt, 1), "counts": result["counts"],
+        "anomalies": {k: len(v) for k, v in result["anomalies"].items()},
+        "longest_ack_gap_s": gaps["longest_ack_gap_s"],
+        "baseline_longest_ack_gap_s": gaps["baseline_longest_ack_gap_s"],
+        "faults": [{"fault": n, "detail": d, "longest_ack_gap_s": g} for n, d, g in gaps["per_fault"]],
+        "faults_injected": dict(collections.Counter(name for _t0, _t1, name, _d in h.events)),
+        "proxy": dict(c.net.stats)}
+    return not ok
 
 
 if __name__ == "__main__":
