@@ -267,7 +267,9 @@ impl Broker {
     pub async fn leave_isrs_after_unclean_shutdown(&self) -> Result<usize, BrokerError> {
         for _ in 0..10 {
             let image = self.image();
-            let records = crate::controller::leave_isrs(&image, self.node_id);
+            let records = crate::controller::leave_isrs(&image, self.node_id, &|topic| {
+                crate::replication::topic_min_insync_replicas(self, &image, topic)
+            });
             if records.is_empty() {
                 return Ok(0);
             }
@@ -388,8 +390,13 @@ impl Broker {
         if !quorum.is_active_controller() {
             return Err(crate::quorum::QuorumError::NotController.into());
         }
+        // Every partition change carries the eligible leader replicas it implies.
+        let mut records = records.to_vec();
+        crate::elr::fill(planned_on, &mut records, &|topic| {
+            crate::replication::topic_min_insync_replicas(self, planned_on, topic)
+        });
         quorum
-            .propose_as_controller(crate::quorum::Proposal::planned(records, planned_on))
+            .propose_as_controller(crate::quorum::Proposal::planned(&records, planned_on))
             .await?;
         Ok(())
     }

@@ -100,31 +100,60 @@ pub fn can_lead(image: &MetadataImage, broker_id: i32) -> bool {
 /// must not count towards acknowledgements, nor lead, until it has caught up again (it
 /// rejoins through the leaders' ISR expansion). Where it led, the first other in-sync
 /// replica that can lead takes over; a partition where none can stays as it is.
-pub fn leave_isrs(image: &MetadataImage, broker_id: i32) -> Vec<MetadataRecord> {
+///
+/// Where the cluster tracks eligible leader replicas (KIP-966), it also leaves every
+/// ELR, and where it is the ISR alone, an ELR member that can lead takes over (it holds
+/// everything committed; this broker may not). `min_isr` gives a topic's
+/// `min.insync.replicas`.
+pub fn leave_isrs(
+    image: &MetadataImage,
+    broker_id: i32,
+    min_isr: &dyn Fn(&str) -> i32,
+) -> Vec<MetadataRecord> {
+    let elr_enabled = crate::elr::enabled(image);
     let mut changes = Vec::new();
     for topic in image.topics() {
         for (index, partition) in &topic.partitions {
-            if !partition.isr.contains(&broker_id) || partition.isr.len() < 2 {
-                continue;
-            }
-            let isr: Vec<i32> = partition
-                .isr
-                .iter()
-                .copied()
-                .filter(|r| *r != broker_id)
-                .collect();
+            let in_elr = elr_enabled && partition.eligible_leader_replicas.contains(&broker_id);
             let mut change = PartitionChangeRecord::new(topic.topic_id, *index);
-            if partition.leader == broker_id {
-                let Some(&next) = partition
-                    .replicas
+            if partition.isr.contains(&broker_id) && partition.isr.len() >= 2 {
+                let isr: Vec<i32> = partition
+                    .isr
                     .iter()
-                    .find(|r| isr.contains(r) && can_lead(image, **r))
-                else {
+                    .copied()
+                    .filter(|r| *r != broker_id)
+                    .collect();
+                if partition.leader == broker_id {
+                    let Some(&next) = partition
+                        .replicas
+                        .iter()
+                        .find(|r| isr.contains(r) && can_lead(image, **r))
+                    else {
+                        continue;
+                    };
+                    change.leader = next;
+                }
+                change.isr = Some(isr);
+            } else if elr_enabled && partition.isr == [broker_id] {
+                let Some(&eligible) = partition.replicas.iter().find(|r| {
+                    **r != broker_id
+                        && partition.eligible_leader_replicas.contains(r)
+                        && can_lead(image, **r)
+                }) else {
                     continue;
                 };
-                change.leader = next;
+                change.leader = eligible;
+                change.isr = Some(vec![eligible]);
+            } else if !in_elr {
+                continue;
             }
-            change.isr = Some(isr);
+            if elr_enabled {
+                let target_isr = change.isr.as_deref().unwrap_or(&partition.isr);
+                let (elr, last_known) =
+                    crate::elr::target(partition, target_isr, min_isr(&topic.name), &[broker_id]);
+                change.eligible_leader_replicas = Some(elr);
+                change.last_known_elr = Some(last_known);
+            }
             changes.push(MetadataRecord::PartitionChange(change));
         }
     }
@@ -149,6 +178,7 @@ pub fn elect_leaders(
     unclean: &dyn Fn(&str) -> bool,
 ) -> Vec<MetadataRecord> {
     let mut changes = Vec::new();
+    let elr_enabled = crate::elr::enabled(image);
     for topic in image.topics() {
         for (index, partition) in &topic.partitions {
             let alive = |id: &i32| can_lead(image, *id);
@@ -161,6 +191,13 @@ pub fn elect_leaders(
                     if live_isr != partition.isr {
                         change.isr = Some(live_isr.clone());
                     }
+                } else if let Some(&eligible) = partition.replicas.iter().find(|r| {
+                    elr_enabled && partition.eligible_leader_replicas.contains(r) && alive(r)
+                }) {
+                    // KIP-966: no ISR member can lead, but a replica that left the ISR
+                    // while it was below min ISR holds everything committed.
+                    change.leader = eligible;
+                    change.isr = Some(vec![eligible]);
                 } else if unclean(&topic.name)
                     && let Some(&any) = partition.replicas.iter().find(|r| alive(r))
                 {
@@ -487,11 +524,12 @@ pub async fn alter_partition_as_controller(
     }
     let mut record = PartitionChangeRecord::new(change.topic_id, change.partition);
     record.isr = Some(change.new_isr.clone());
+    let mut records = [MetadataRecord::PartitionChange(record)];
+    crate::elr::fill(&image, &mut records, &|topic| {
+        crate::replication::topic_min_insync_replicas(broker, &image, topic)
+    });
     match quorum
-        .propose_as_controller(crate::quorum::Proposal::planned(
-            &[MetadataRecord::PartitionChange(record)],
-            &image,
-        ))
+        .propose_as_controller(crate::quorum::Proposal::planned(&records, &image))
         .await
     {
         Ok(index) => Ok(index),
@@ -874,6 +912,66 @@ mod tests {
         })
     }
 
+    const MIN_ISR_2: fn(&str) -> i32 = |_| 2;
+
+    /// `image`, with eligible leader replicas tracked and the partition's ELR `elr`.
+    fn image_with_elr(
+        replicas: &[i32],
+        isr: &[i32],
+        leader: i32,
+        elr: &[i32],
+        states: [(bool, bool); 3],
+    ) -> MetadataImage {
+        let mut image = image(replicas, isr, leader, states);
+        image
+            .apply(&MetadataRecord::FeatureLevel {
+                name: crate::elr::FEATURE.into(),
+                level: 1,
+            })
+            .unwrap();
+        let mut change = PartitionChangeRecord::new(TOPIC, 0);
+        change.eligible_leader_replicas = Some(elr.to_vec());
+        image
+            .apply(&MetadataRecord::PartitionChange(change))
+            .unwrap();
+        image
+    }
+
+    #[test]
+    fn with_no_isr_member_able_to_lead_an_eligible_leader_replica_is_elected() {
+        // ISR = [1] (fenced); 2 left the ISR while it was below min ISR (ELR), 3 did not.
+        let states = [FENCED, ALIVE, ALIVE];
+        let with_elr = image_with_elr(&[1, 2, 3], &[1], -1, &[2], states);
+        let change = single_change(elect_leaders(&with_elr, false, &|_| false)).unwrap();
+        assert_eq!((change.leader, change.isr.clone()), (2, Some(vec![2])));
+        // Without ELR tracking (or with the ELR member fenced too): offline.
+        let without = image(&[1, 2, 3], &[1], -1, states);
+        assert!(elect_leaders(&without, false, &|_| false).is_empty());
+        let fenced = image_with_elr(&[1, 2, 3], &[1], -1, &[2], [FENCED, FENCED, ALIVE]);
+        assert!(elect_leaders(&fenced, false, &|_| false).is_empty());
+        // The change then moves 1 to the ELR and takes 2 out of it.
+        let mut records = vec![MetadataRecord::PartitionChange(change)];
+        crate::elr::fill(&with_elr, &mut records, &MIN_ISR_2);
+        let change = single_change(records).unwrap();
+        assert_eq!(change.eligible_leader_replicas, Some(vec![1]));
+    }
+
+    #[test]
+    fn after_an_unclean_shutdown_a_broker_leaves_the_elr_and_hands_over_to_it() {
+        // Alone in the ISR with an eligible replica alive: the eligible one leads.
+        let alone = image_with_elr(&[1, 2, 3], &[1], 1, &[2], [ALIVE, ALIVE, ALIVE]);
+        let change = single_change(leave_isrs(&alone, 1, &MIN_ISR_2)).unwrap();
+        assert_eq!((change.leader, change.isr.clone()), (2, Some(vec![2])));
+        assert_eq!(change.eligible_leader_replicas, Some(vec![]));
+        assert_eq!(change.last_known_elr, Some(vec![1]));
+        // In the ELR only: it leaves it.
+        let eligible = image_with_elr(&[1, 2, 3], &[2], 2, &[1, 3], [ALIVE, ALIVE, ALIVE]);
+        let change = single_change(leave_isrs(&eligible, 1, &MIN_ISR_2)).unwrap();
+        assert_eq!((change.leader, change.isr.clone()), (-2, None));
+        assert_eq!(change.eligible_leader_replicas, Some(vec![3]));
+        assert_eq!(change.last_known_elr, Some(vec![1]));
+    }
+
     const ALIVE: (bool, bool) = (false, false);
     const FENCED: (bool, bool) = (true, false);
     const STOPPING: (bool, bool) = (false, true);
@@ -884,6 +982,7 @@ mod tests {
         let led = single_change(leave_isrs(
             &image(&[1, 2, 3], &[1, 2, 3], 1, [ALIVE, ALIVE, ALIVE]),
             1,
+            &MIN_ISR_2,
         ))
         .unwrap();
         assert_eq!((led.leader, led.isr), (2, Some(vec![2, 3])));
@@ -891,14 +990,36 @@ mod tests {
         let followed = single_change(leave_isrs(
             &image(&[1, 2, 3], &[1, 2, 3], 2, [ALIVE, ALIVE, ALIVE]),
             1,
+            &MIN_ISR_2,
         ))
         .unwrap();
         assert_eq!((followed.leader, followed.isr), (-2, Some(vec![2, 3])));
         // Alone in the ISR, or with nobody else able to lead: nothing changes.
-        assert!(leave_isrs(&image(&[1, 2], &[1], 1, [ALIVE, ALIVE, ALIVE]), 1).is_empty());
-        assert!(leave_isrs(&image(&[1, 2], &[1, 2], 1, [ALIVE, FENCED, ALIVE]), 1).is_empty());
+        assert!(
+            leave_isrs(
+                &image(&[1, 2], &[1], 1, [ALIVE, ALIVE, ALIVE]),
+                1,
+                &MIN_ISR_2
+            )
+            .is_empty()
+        );
+        assert!(
+            leave_isrs(
+                &image(&[1, 2], &[1, 2], 1, [ALIVE, FENCED, ALIVE]),
+                1,
+                &MIN_ISR_2
+            )
+            .is_empty()
+        );
         // Not in the ISR: nothing to leave.
-        assert!(leave_isrs(&image(&[1, 2, 3], &[2, 3], 2, [ALIVE, ALIVE, ALIVE]), 1).is_empty());
+        assert!(
+            leave_isrs(
+                &image(&[1, 2, 3], &[2, 3], 2, [ALIVE, ALIVE, ALIVE]),
+                1,
+                &MIN_ISR_2
+            )
+            .is_empty()
+        );
     }
 
     #[test]

@@ -32,11 +32,16 @@ pub const SUPPORTED: &[(&str, i16, i16)] = &[
     ),
     ("group.version", 0, 1),
     (TRANSACTION_VERSION, 0, 2),
+    (crate::elr::FEATURE, 0, 1),
 ];
 
 /// The levels written when a cluster is first formatted besides `metadata.version`
 /// (Kafka 4.1's defaults for a new cluster).
-pub const BOOTSTRAP_LEVELS: &[(&str, i16)] = &[("group.version", 1), (TRANSACTION_VERSION, 2)];
+pub const BOOTSTRAP_LEVELS: &[(&str, i16)] = &[
+    ("group.version", 1),
+    (TRANSACTION_VERSION, 2),
+    (crate::elr::FEATURE, 1),
+];
 
 /// The cluster's finalized `transaction.version` (0 when none is finalized).
 pub fn transaction_version(image: &MetadataImage) -> i16 {

@@ -15,6 +15,7 @@ pub mod config;
 pub mod connection_quotas;
 pub mod controller;
 pub mod coordinator_log;
+pub mod elr;
 pub mod errors;
 pub mod features;
 pub mod fetch_session;

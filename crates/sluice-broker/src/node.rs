@@ -496,28 +496,25 @@ pub async fn run(
     if quorum.is_voter() && broker.image().feature_level("metadata.version").is_none() {
         // What `kafka-storage format` writes: the metadata version, and the cluster-wide
         // `min.insync.replicas` as a dynamic default (Kafka 4.x does so for KIP-966).
-        broker
-            .write_metadata(&[
-                MetadataRecord::FeatureLevel {
-                    name: "metadata.version".into(),
-                    level: METADATA_VERSION_LEVEL,
-                },
-                MetadataRecord::FeatureLevel {
-                    name: crate::features::BOOTSTRAP_LEVELS[0].0.into(),
-                    level: crate::features::BOOTSTRAP_LEVELS[0].1,
-                },
-                MetadataRecord::FeatureLevel {
-                    name: crate::features::BOOTSTRAP_LEVELS[1].0.into(),
-                    level: crate::features::BOOTSTRAP_LEVELS[1].1,
-                },
-                MetadataRecord::Config(sluice_metadata::ConfigRecord {
-                    resource_type: crate::broker::BROKER_RESOURCE,
-                    resource_name: String::new(),
-                    name: "min.insync.replicas".into(),
-                    value: Some(config.get("min.insync.replicas").unwrap_or("1").to_string()),
+        let mut records = vec![MetadataRecord::FeatureLevel {
+            name: "metadata.version".into(),
+            level: METADATA_VERSION_LEVEL,
+        }];
+        records.extend(
+            crate::features::BOOTSTRAP_LEVELS
+                .iter()
+                .map(|(name, level)| MetadataRecord::FeatureLevel {
+                    name: (*name).into(),
+                    level: *level,
                 }),
-            ])
-            .await?;
+        );
+        records.push(MetadataRecord::Config(sluice_metadata::ConfigRecord {
+            resource_type: crate::broker::BROKER_RESOURCE,
+            resource_name: String::new(),
+            name: "min.insync.replicas".into(),
+            value: Some(config.get("min.insync.replicas").unwrap_or("1").to_string()),
+        }));
+        broker.write_metadata(&records).await?;
     }
     tracing::info!(
         voters = ?quorum.voters,

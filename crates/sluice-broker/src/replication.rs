@@ -249,7 +249,11 @@ pub fn ensure_current(
 
 /// The topic's effective `min.insync.replicas` (topic override, dynamic broker
 /// configs, static configuration, Kafka's default of 1).
-fn topic_min_insync_replicas(broker: &Broker, image: &MetadataImage, topic: &str) -> i32 {
+pub(crate) fn topic_min_insync_replicas(
+    broker: &Broker,
+    image: &MetadataImage,
+    topic: &str,
+) -> i32 {
     let layers = crate::topic_config::BrokerLayers::new(&broker.config, image);
     let overrides = broker.topic_overrides(image, topic);
     crate::topic_config::value_of(&layers, overrides.as_ref(), "min.insync.replicas")

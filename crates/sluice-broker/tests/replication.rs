@@ -737,3 +737,107 @@ async fn a_divergent_tail_is_truncated_when_the_old_leader_returns() {
     drop((new_leader, old));
     cluster.shutdown().await;
 }
+
+/// The eligible leader replicas of partition 0 (DescribeTopicPartitions v0, KIP-966).
+async fn eligible_leader_replicas(address: SocketAddr, topic: &str) -> Vec<i32> {
+    use kafka_protocol::messages::describe_topic_partitions_request::TopicRequest;
+    let mut wire = Wire::connect(address).await;
+    let request = DescribeTopicPartitionsRequest::default()
+        .with_topics(vec![TopicRequest::default().with_name(name(topic))])
+        .with_response_partition_limit(10);
+    let response: DescribeTopicPartitionsResponse = wire.call(&request, 0).await;
+    response.topics[0].partitions[0]
+        .eligible_leader_replicas
+        .iter()
+        .flatten()
+        .map(|id| id.0)
+        .collect()
+}
+
+/// KIP-966: a replica that left the ISR while it was below `min.insync.replicas` holds
+/// every acknowledged write (the high watermark cannot move then), so it is eligible to
+/// lead when no ISR member can. The follower stops (ISR = [leader], ELR = [follower]),
+/// the leader takes two acks=1 records that never reach the high watermark, then stops
+/// too; the follower comes back alone and is elected from the ELR instead of leaving
+/// the partition offline until the old leader returns (before ELR was used in
+/// elections, the partition stayed offline: this test failed). The old leader then
+/// rejoins, dropping its uncommitted tail, and every acks=all write is there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_eligible_leader_replica_is_elected_when_no_isr_member_can_lead() {
+    let _serial = SERIAL.lock().await;
+    // Five voters, so that two nodes down still leave a metadata majority.
+    let mut cluster = TestCluster::start(5, &[]).await;
+    let observer = cluster.nodes[4].address();
+    let configs = [
+        ("unclean.leader.election.enable", "false"),
+        ("min.insync.replicas", "2"),
+    ];
+    assert_eq!(
+        common::create_assigned(observer, "eligible", &[1, 2], &configs).await,
+        NONE
+    );
+    eventually!(
+        Duration::from_secs(20),
+        "leader 1 with ISR [1, 2]",
+        leader_and_isr(observer, "eligible").await == Some((1, vec![1, 2]))
+    );
+    let mut leader = Wire::connect(cluster.nodes[0].address()).await;
+    let (_, p) = produce(&mut leader, "eligible", batch("a", 3), -1).await;
+    assert_eq!((p.error_code, p.base_offset), (NONE, 0));
+    cluster.stop(1).await;
+    eventually!(
+        Duration::from_secs(20),
+        "ISR [1], ELR [2]",
+        leader_and_isr(observer, "eligible").await == Some((1, vec![1]))
+            && eligible_leader_replicas(observer, "eligible").await == vec![2]
+    );
+    // Below min ISR: acks=all is refused, acks=1 appends past the high watermark.
+    let (_, p) = produce(&mut leader, "eligible", batch("x", 2), -1).await;
+    assert_eq!(p.error_code, NOT_ENOUGH_REPLICAS);
+    let (_, p) = produce(&mut leader, "eligible", batch("x", 2), 1).await;
+    assert_eq!((p.error_code, p.base_offset), (NONE, 3));
+    drop(leader);
+    cluster.stop(0).await;
+    eventually!(
+        Duration::from_secs(20),
+        "the partition offline",
+        leader_and_isr(observer, "eligible").await.is_none()
+    );
+    cluster.restart(1).await;
+    eventually!(
+        Duration::from_secs(20),
+        "node 2 elected from the ELR",
+        leader_and_isr(observer, "eligible").await == Some((2, vec![2]))
+    );
+    assert_eq!(
+        eligible_leader_replicas(observer, "eligible").await,
+        vec![1]
+    );
+    // The old leader returns and catches up; with the ISR whole again the new leader
+    // takes acks=all writes after the acknowledged ones (x-0 and x-1 were never
+    // committed, and are gone).
+    cluster.restart(0).await;
+    eventually!(
+        Duration::from_secs(30),
+        "ISR [1, 2] under leader 2",
+        leader_and_isr(observer, "eligible").await == Some((2, vec![1, 2]))
+    );
+    let mut new_leader = Wire::connect(cluster.nodes[1].address()).await;
+    let (_, p) = produce(&mut new_leader, "eligible", batch("b", 1), -1).await;
+    assert_eq!((p.error_code, p.base_offset), (NONE, 3));
+    let mut all = expected("a", 3);
+    all.extend(expected("b", 1));
+    let mut seen: Vec<String>;
+    eventually!(Duration::from_secs(20), "every acknowledged write", {
+        let fetched =
+            fetch_partition(&mut new_leader, &consumer_fetch("eligible", 0, -1), 12).await;
+        seen = fetched.records.as_ref().map(values).unwrap_or_default();
+        fetched.error_code == NONE && seen == all
+    });
+    assert_eq!(
+        eligible_leader_replicas(observer, "eligible").await,
+        Vec::<i32>::new()
+    );
+    drop(new_leader);
+    cluster.shutdown().await;
+}

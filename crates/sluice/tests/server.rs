@@ -198,13 +198,19 @@ fn serves_api_versions_and_shuts_down_cleanly_on_sigterm() {
         Some(2)
     );
     assert_eq!(metadata.image().feature_level("group.version"), Some(1));
+    assert_eq!(
+        metadata
+            .image()
+            .feature_level("eligible.leader.replicas.version"),
+        Some(1)
+    );
     let registration = metadata.image().broker(1).expect("the node registered");
     assert!(!registration.fenced);
     assert_eq!(registration.endpoints[0].name, "PLAINTEXT");
     assert_eq!(
         metadata.end_offset(),
-        7,
-        "the quorum's membership and its leader's first entry (a NoOpRecord each), four bootstrap records (metadata.version, group.version, transaction.version, min.insync.replicas), one registration"
+        8,
+        "the quorum's membership and its leader's first entry (a NoOpRecord each), five bootstrap records (metadata.version, group.version, transaction.version, eligible.leader.replicas.version, min.insync.replicas), one registration"
     );
     let checkpoint =
         std::fs::read_to_string(data.path().join("recovery-point-offset-checkpoint")).unwrap();
