@@ -275,7 +275,7 @@ impl Broker {
             }
             match self.write_metadata(&records).await {
                 Ok(()) => return Ok(records.len()),
-                Err(BrokerError::Quorum(crate::quorum::QuorumError::Refused(reason))) => {
+                Err(BrokerError::Quorum(crate::quorum::QuorumError::StalePartition(reason))) => {
                     tracing::debug!(%reason, "ISR changes planned on a stale image; planning again");
                     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                 }

@@ -533,7 +533,9 @@ pub async fn alter_partition_as_controller(
         .await
     {
         Ok(index) => Ok(index),
-        Err(QuorumError::Refused(_)) => Err(errors::INVALID_UPDATE_VERSION),
+        Err(QuorumError::StalePartition(_) | QuorumError::Refused(_)) => {
+            Err(errors::INVALID_UPDATE_VERSION)
+        }
         Err(QuorumError::NotController) => Err(errors::NOT_CONTROLLER),
         Err(_) => Err(errors::REQUEST_TIMED_OUT),
     }

@@ -98,9 +98,7 @@ pub fn of_controller_write(error: &crate::broker::BrokerError) -> i16 {
     use crate::quorum::QuorumError;
     match error {
         BrokerError::Quorum(QuorumError::NotController) => NOT_CONTROLLER,
-        BrokerError::Quorum(QuorumError::Refused(reason)) if reason.contains("partition epoch") => {
-            INVALID_UPDATE_VERSION
-        }
+        BrokerError::Quorum(QuorumError::StalePartition(_)) => INVALID_UPDATE_VERSION,
         BrokerError::Quorum(QuorumError::NoLeader(_)) => REQUEST_TIMED_OUT,
         _ => UNKNOWN_SERVER_ERROR,
     }

@@ -116,6 +116,10 @@ pub struct ProposalResult {
     /// Set when the refusal was a topic that already exists (its name).
     #[serde(default)]
     pub topic_exists: Option<String>,
+    /// Set when the refusal was a partition that moved on from the epoch a change was
+    /// planned on (the planner must plan again on a newer image).
+    #[serde(default)]
+    pub stale_partition: bool,
     pub index: u64,
 }
 
@@ -161,6 +165,10 @@ pub enum QuorumError {
     Refused(String),
     #[error("topic {0} already exists")]
     TopicExists(String),
+    /// A partition change planned on a partition epoch the partition has moved on
+    /// from (Kafka's INVALID_UPDATE_VERSION): plan again on the current image.
+    #[error("the metadata change was refused: {0}")]
+    StalePartition(String),
     #[error("no active controller: {0}")]
     NoLeader(String),
     #[error("the metadata quorum is shut down")]
@@ -518,7 +526,11 @@ impl Quorum {
                         return Err(QuorumError::TopicExists(name));
                     }
                     if let Some(error) = result.error {
-                        return Err(QuorumError::Refused(error));
+                        return Err(if result.stale_partition {
+                            QuorumError::StalePartition(error)
+                        } else {
+                            QuorumError::Refused(error)
+                        });
                     }
                     let left = deadline.saturating_duration_since(tokio::time::Instant::now());
                     self.wait_applied(result.index, left.max(Duration::from_secs(1)))

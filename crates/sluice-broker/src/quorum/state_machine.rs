@@ -152,11 +152,15 @@ fn apply_proposal(
     image: &mut MetadataImage,
     proposal: &super::Proposal,
     topic_exists: &mut Option<String>,
+    stale_partition: &mut bool,
 ) -> std::result::Result<(), String> {
     for planned in &proposal.planned_on {
         image
             .check_partition_epoch(planned.topic_id, planned.partition, planned.partition_epoch)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| {
+                *stale_partition = matches!(e, ApplyError::StalePartitionEpoch { .. });
+                e.to_string()
+            })?;
     }
     proposal.records.iter().try_for_each(|bytes| {
         let (record, _) = MetadataRecord::decode(bytes).map_err(|e| e.to_string())?;
@@ -306,7 +310,13 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
                         let base = image.as_ref().unwrap_or(&machine.image);
                         let mut next = base.clone();
                         let mut topic_exists = None;
-                        let outcome = apply_proposal(&mut next, &proposal, &mut topic_exists);
+                        let mut stale_partition = false;
+                        let outcome = apply_proposal(
+                            &mut next,
+                            &proposal,
+                            &mut topic_exists,
+                            &mut stale_partition,
+                        );
                         let result = match outcome {
                             Ok(()) => {
                                 image = Some(next);
@@ -320,6 +330,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
                                 ProposalResult {
                                     error: Some(error),
                                     topic_exists,
+                                    stale_partition,
                                     index: entry.log_id.index,
                                 }
                             }
@@ -460,11 +471,14 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(results[0].error, None);
+        assert!(!results[0].stale_partition);
         let refusal = results[1].error.as_deref().unwrap();
         assert!(
             refusal.contains("partition epoch 1, not the 0"),
             "{refusal}"
         );
+        // Typed, so the proposer answers INVALID_UPDATE_VERSION (and re-plans).
+        assert!(results[1].stale_partition);
         let p = partition(&machine);
         assert_eq!((p.isr, p.partition_epoch), (vec![1, 2], 1));
     }
