@@ -5,9 +5,12 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Output, Stdio};
+
+#[path = "../process/mod.rs"]
+mod process;
 use std::sync::{Arc, Mutex};
 
-pub const SLUICE: &str = env!("CARGO_BIN_EXE_sluice");
+pub const SLUICE: &str = process::SLUICE;
 
 /// A `sluice server` on free ports with its own log dir; killed when dropped.
 pub struct Server {
@@ -22,22 +25,13 @@ impl Server {
     /// Starts a server with these `key=value` settings on top of the embedded defaults.
     pub fn start(settings: &[&str]) -> Server {
         let data = tempfile::tempdir().unwrap();
-        let mut command = Command::new(SLUICE);
-        command
-            .args(["server", "--set"])
-            .arg(format!("log.dirs={}", data.path().display()))
-            .args([
-                "--set",
-                "listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
-                // Port 0 is advertised as the port bound, as in Kafka, so the cluster
-                // metadata (and FindCoordinator) names a broker the client can reach.
-                "--set",
-                "advertised.listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
-            ]);
-        for setting in settings {
-            command.args(["--set", setting]);
-        }
-        let mut child = command.stderr(Stdio::piped()).spawn().unwrap();
+        // Port 0 is advertised as the port bound, as in Kafka, so the cluster metadata
+        // (and FindCoordinator) names a broker the client can reach.
+        let mut all = vec!["advertised.listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0"];
+        all.extend_from_slice(settings);
+        let mut child = process::server_command(data.path(), &[], &all)
+            .spawn()
+            .unwrap();
         let mut stderr = BufReader::new(child.stderr.take().unwrap());
         let log = Arc::new(Mutex::new(String::new()));
         let mut line = String::new();
