@@ -1733,9 +1733,9 @@ class TxnProducer:
         except KafkaException as e:
             return self._failed(p, t, "produce", e.args[0])
         if crash:
-            left = p.flush(15)
-            if left:
-                t["path"].append("flush left %d undelivered" % left)
+            err = self._flush(p, t)
+            if err is not None:
+                return self._failed(p, t, "flush", err)
             if crash == "before-commit":
                 t["path"].append("client crash before commit_transaction")
                 t["never_committed"] = True
@@ -1749,11 +1749,24 @@ class TxnProducer:
                 return "unknown", True
         if abort:
             t["path"].append("deliberate abort")
-            left = p.flush(15)  # so that the aborted records reach the log
-            if left:
-                t["path"].append("flush left %d undelivered" % left)
+            err = self._flush(p, t)  # so that the aborted records reach the log
+            if err is not None:
+                return self._failed(p, t, "flush", err)
             return self._abort(p, t)
         return self._commit(p, t)
+
+    def _flush(self, p, t):
+        """flush(15); returns the error it raised, if any: librdkafka raises a fatal one
+        there when the producer was fenced meanwhile (its transaction timed out and the
+        coordinator bumped the epoch, say)."""
+        from confluent_kafka import KafkaException
+        try:
+            left = p.flush(15)
+        except KafkaException as e:
+            return e.args[0]
+        if left:
+            t["path"].append("flush left %d undelivered" % left)
+        return None
 
     def _failed(self, p, t, stage, err):
         t["path"].append(_kerr(stage, err))
