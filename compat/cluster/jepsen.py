@@ -980,17 +980,30 @@ class Nemesis:
         pairs = [(a, b) for a in kinds for b in kinds
                  if a != b and not (a in NETWORK_FAULTS and b in NETWORK_FAULTS)]
         first, second = self.rng.choice(pairs)
+        if second == "kill-controller":
+            # It acts on one node only (the active controller): first, so that the
+            # other fault does not take that node and leave it without a candidate.
+            first, second = second, first
         results = [None, None]
+        # When the second kind finds no free node (partition leaders all on the node the
+        # first fault took, say), another kind that goes with the first is tried.
+        others = [k for k in kinds if k not in (first, second)
+                  and not (k in NETWORK_FAULTS and first in NETWORK_FAULTS)]
+        self.rng.shuffle(others)
 
-        def go(i, kind, delay):
+        def go(i, choices, delay):
             time.sleep(delay)
             try:
-                results[i] = self.run_one(kind, record=False)
+                for kind in choices:
+                    results[i] = self.run_one(kind, record=False)
+                    if results[i] is not None:
+                        return
             except Exception as e:  # reported below; the other fault still undoes itself
                 results[i] = e
 
-        threads = [threading.Thread(target=go, args=(0, first, 0.0), daemon=True),
-                   threading.Thread(target=go, args=(1, second, self.rng.uniform(1.0, 2.0)), daemon=True)]
+        threads = [threading.Thread(target=go, args=(0, [first], 0.0), daemon=True),
+                   threading.Thread(target=go, args=(1, [second] + others, self.rng.uniform(1.0, 2.0)),
+                                    daemon=True)]
         for t in threads:
             t.start()
         for t in threads:
@@ -1143,7 +1156,7 @@ class Nemesis:
 
 def scenario_nemesis(c, admin, h, topic, args, rng, what):
     """The workload's nemesis, over `topic`, for --duration seconds (every fault kind once
-    in the default 95 s), in a scenario with a workload of its own (txn, groups): its
+    in the default 110 s), in a scenario with a workload of its own (txn, groups): its
     faults are expected like the workload's."""
     if args.duration <= 0:
         return
@@ -1584,6 +1597,7 @@ def scenario_groups(c, admin, args, rng):
 # -----------------------------------------------------------------------------------------
 
 TXN_TIMEOUT_MS = 10000  # transaction.timeout.ms of the workload's producers
+ZOMBIES_KEPT = 3  # replaced instances each transactional producer keeps alive
 TXN_STUCK_BOUND = 30.0  # seconds for a transaction committed after recovery to become visible
 # transaction.abort.timed.out.transaction.cleanup.interval.ms (Kafka's and Sluice's default).
 TXN_ABORT_SCAN_S = 10.0
@@ -1657,7 +1671,8 @@ class TxnProducer:
     and flushing, the producer is abandoned either before commit_transaction (the
     transaction must then end aborted) or right after sending it (commit_transaction with
     a 5 ms timeout: the outcome is unknown); the abandoned instance is kept alive (a
-    zombie) until the end, and a new instance with the same transactional.id takes over.
+    zombie; the latest ZOMBIES_KEPT of each producer), and a new instance with the same
+    transactional.id takes over.
     """
 
     def __init__(self, c, h, topic, parts, tid, rng, abort_ratio, record, crash_ratio=0.0):
@@ -1840,7 +1855,11 @@ class TxnProducer:
                 self.record(t)
                 if replace:
                     self.counts["replaced"] += 1
-                    self.zombies.append(p)  # alive until the end; the next init_transactions fences it
+                    self.zombies.append(p)  # alive; the next init_transactions fences it
+                    # The latest few stay alive (each holds sockets through the proxies:
+                    # hundreds over a long soak ran the harness out of descriptors).
+                    while len(self.zombies) > ZOMBIES_KEPT:
+                        self.zombies.pop(0)
                     p = None
                 time.sleep(0.02)
             if p is None and replace:
@@ -2242,9 +2261,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--backend", choices=["kafka", "sluice"], default="kafka")
     ap.add_argument("--topology", choices=["combined", "split"], default="combined")
-    ap.add_argument("--duration", type=float, default=95,
+    ap.add_argument("--duration", type=float, default=110,
                     help="seconds of the nemesis in each scenario that runs it (workload, txn, "
-                         "groups; 95: one round of every fault kind)")
+                         "groups; 110: one round of every fault kind, with a margin)")
     ap.add_argument("--scenarios", default="workload,2013,failover,groups,txn")
     ap.add_argument("--producers", type=int, default=3)
     ap.add_argument("--rate", type=float, default=80.0, help="messages/s per producer")

@@ -5,7 +5,7 @@
 #                         [--duration S] [--scenarios workload,2013,failover,groups,txn] [--keep]
 #                         [-- extra jepsen.py arguments]
 #
-# Defaults: --backend sluice --topology combined --duration 95 (one round of every fault kind). Runs the checker's
+# Defaults: --backend sluice --topology combined --duration 110 (one round of every fault kind). Runs the checker's
 # self-test first, then every scenario on one cluster; prints the time of each scenario
 # and exits non-zero if the self-test fails, any anomaly is found, or the harness breaks.
 # Installs what is missing: Kafka's jars (compat/kafka/fetch-kafka.sh: the Kafka backend,
@@ -14,7 +14,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
-backend=sluice topology=combined duration=95 scenarios=workload,2013,failover,groups,txn keep=()
+backend=sluice topology=combined duration=110 scenarios=workload,2013,failover,groups,txn keep=()
 extra=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
