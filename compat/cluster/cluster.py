@@ -120,17 +120,17 @@ class _Spawner:
 
     def _run(self):
         while True:
-            args, done = self.requests.get()
+            args, done, forked = self.requests.get()
             try:
                 done.append((_spawn_here(*args), None))
             except Exception as e:  # handed to the caller
                 done.append((None, e))
+            forked.set()
 
     def spawn(self, *args):
-        done = []
-        self.requests.put((args, done))
-        while not done:
-            time.sleep(0.01)
+        done, forked = [], threading.Event()
+        self.requests.put((args, done, forked))
+        forked.wait()
         p, error = done[0]
         if error is not None:
             raise error
