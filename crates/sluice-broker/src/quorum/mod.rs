@@ -222,6 +222,47 @@ impl std::fmt::Debug for Quorum {
     }
 }
 
+/// openraft's timers from Kafka's two quorum timeouts.
+///
+/// In KRaft a follower that hears nothing from the leader for
+/// `controller.quorum.fetch.timeout.ms` (F) starts an election, and a candidate that
+/// does not win within `controller.quorum.election.timeout.ms` (E) tries again. In
+/// openraft 0.9 a follower of a committed leader elects once the leader's lease
+/// (`election_timeout_max`) and then its own election timeout (fixed at start, drawn
+/// from `[election_timeout_min, election_timeout_max]`) have passed without a message
+/// from the leader, so it waits between `min + max` and `2 * max`; a candidate retries
+/// after its election timeout. Mapping E to `[E, 2E]`, as before, made a follower wait
+/// 3-4 s (E = 1000) where KRaft's waits 2 s (F = 2000): the active controller's loss
+/// cost 1.5 s more than on Kafka. So the lease and timeout come from F: a follower
+/// elects within `[3F/4, F]`, a candidate retries within `[F/4, F/2]`. Heartbeats go
+/// every E/5 (Kafka's followers fetch continuously), at most a third of the shortest
+/// election timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct RaftTimers {
+    election_min_ms: u64,
+    election_max_ms: u64,
+    heartbeat_ms: u64,
+}
+
+impl RaftTimers {
+    fn from_kafka(election_timeout_ms: u64, fetch_timeout_ms: u64) -> RaftTimers {
+        let election_max_ms = (fetch_timeout_ms / 2).max(40);
+        let election_min_ms = (fetch_timeout_ms / 4).max(30);
+        let heartbeat_ms = (election_timeout_ms / 5).min(election_min_ms / 3).max(10);
+        RaftTimers {
+            election_min_ms,
+            election_max_ms,
+            heartbeat_ms,
+        }
+    }
+
+    /// The longest a follower of a live-then-silent leader waits before it elects.
+    #[cfg(test)]
+    fn longest_detection_ms(&self) -> u64 {
+        2 * self.election_max_ms
+    }
+}
+
 /// How long a write waits for a leader to appear or answer.
 const WRITE_DEADLINE: Duration = Duration::from_secs(15);
 
@@ -245,6 +286,13 @@ impl Quorum {
             .and_then(|v| v.parse::<u64>().ok())
             .unwrap_or(1000)
             .max(20);
+        let timers = RaftTimers::from_kafka(
+            election_ms,
+            config
+                .get("controller.quorum.fetch.timeout.ms")
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(2000),
+        );
         // Entries between snapshots (Kafka counts bytes,
         // `metadata.log.max.record.bytes.between.snapshots`; openraft counts entries).
         let snapshot_every: u64 = config
@@ -253,9 +301,9 @@ impl Quorum {
             .unwrap_or(5000);
         let raft_config = Config {
             cluster_name: "sluice".into(),
-            election_timeout_min: election_ms,
-            election_timeout_max: election_ms * 2,
-            heartbeat_interval: (election_ms / 5).max(10),
+            election_timeout_min: timers.election_min_ms,
+            election_timeout_max: timers.election_max_ms,
+            heartbeat_interval: timers.heartbeat_ms,
             install_snapshot_timeout: 10_000,
             snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(snapshot_every),
             max_in_snapshot_log_to_keep: snapshot_every.min(100),
@@ -664,5 +712,47 @@ impl Quorum {
             tracing::error!(%error, "metadata quorum did not stop cleanly");
         }
         self.log.close();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RaftTimers;
+
+    #[test]
+    fn a_follower_elects_within_the_fetch_timeout_as_in_kraft() {
+        // Kafka's defaults: E = 1000, F = 2000. Before, the lease and timeout came from
+        // E ([1000, 2000]) and a follower waited 3-4 s.
+        let t = RaftTimers::from_kafka(1000, 2000);
+        assert_eq!(
+            t,
+            RaftTimers {
+                election_min_ms: 500,
+                election_max_ms: 1000,
+                heartbeat_ms: 166,
+            }
+        );
+        assert!(t.election_min_ms + t.election_max_ms >= 1500);
+        assert!(t.longest_detection_ms() <= 2000);
+    }
+
+    #[test]
+    fn every_pair_of_kafka_timeouts_gives_timers_openraft_accepts() {
+        for e in [0, 1, 20, 100, 1000, 5000, 60_000] {
+            for f in [0, 1, 50, 500, 2000, 10_000, 120_000] {
+                let t = RaftTimers::from_kafka(e, f);
+                assert!(t.heartbeat_ms < t.election_min_ms, "{e} {f}: {t:?}");
+                assert!(t.election_min_ms < t.election_max_ms, "{e} {f}: {t:?}");
+                let config = openraft::Config {
+                    election_timeout_min: t.election_min_ms,
+                    election_timeout_max: t.election_max_ms,
+                    heartbeat_interval: t.heartbeat_ms,
+                    ..openraft::Config::default()
+                };
+                config
+                    .validate()
+                    .unwrap_or_else(|err| panic!("{e} {f}: {err}"));
+            }
+        }
     }
 }
