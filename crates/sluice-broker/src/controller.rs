@@ -29,10 +29,11 @@ use crate::errors;
 use crate::quorum::rpc::{AlterPartition, Heartbeat, HeartbeatReply};
 use crate::quorum::{NodeId, QuorumError, RpcRequest, RpcResponse};
 
-/// The active controller's record of when each broker last heartbeat.
+/// The active controller's record of when each broker last heartbeat, by the
+/// registration (broker epoch) it heartbeat for.
 #[derive(Debug, Default)]
 pub struct Liveness {
-    seen: Mutex<HashMap<i32, Instant>>,
+    seen: Mutex<HashMap<i32, (i64, Instant)>>,
     /// The Raft term this node last led in: heartbeats are tracked from its start.
     term: Mutex<Option<u64>>,
 }
@@ -47,15 +48,19 @@ impl Liveness {
             .clear();
     }
 
-    fn saw(&self, broker_id: i32) {
+    fn saw(&self, broker_id: i32, broker_epoch: i64) {
         self.seen
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(broker_id, Instant::now());
+            .insert(broker_id, (broker_epoch, Instant::now()));
     }
 
-    /// Brokers silent for longer than `timeout` (a broker never heard from counts from
-    /// when this node became the leader).
+    /// Brokers silent for longer than `timeout`. A broker never heard from counts from
+    /// when this node became the leader, and a new registration (a restarted broker's
+    /// new epoch) from when this node first sees it, as Kafka's controller counts a
+    /// registration as contact: the silence of the broker's previous incarnation is not
+    /// the new one's (it was fenced again before its first heartbeat, a second metadata
+    /// change right as it came back).
     fn silent(&self, image: &MetadataImage, timeout: Duration, term: u64) -> Vec<i32> {
         let mut led = self.term.lock().unwrap_or_else(PoisonError::into_inner);
         let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
@@ -69,8 +74,11 @@ impl Liveness {
             .brokers()
             .filter(|b| !b.fenced)
             .filter(|b| {
-                let last = *seen.entry(b.broker_id).or_insert(now);
-                now.duration_since(last) > timeout
+                let entry = seen.entry(b.broker_id).or_insert((b.broker_epoch, now));
+                if entry.0 != b.broker_epoch {
+                    *entry = (b.broker_epoch, now);
+                }
+                now.duration_since(entry.1) > timeout
             })
             .map(|b| b.broker_id)
             .collect()
@@ -413,7 +421,9 @@ pub async fn heartbeat_as_controller(broker: &Arc<Broker>, heartbeat: Heartbeat)
         .broker(heartbeat.broker_id)
         .is_some_and(|r| r.broker_epoch == heartbeat.broker_epoch)
     {
-        broker.liveness.saw(heartbeat.broker_id);
+        broker
+            .liveness
+            .saw(heartbeat.broker_id, heartbeat.broker_epoch);
     }
     let _controller = broker.controller_lock().await;
     let image = broker.image();
@@ -904,6 +914,28 @@ mod tests {
         partition.leader = leader;
         image.apply(&MetadataRecord::Partition(partition)).unwrap();
         image
+    }
+
+    #[test]
+    fn a_new_registration_is_contact_and_gets_a_full_session() {
+        let liveness = Liveness::default();
+        let session = Duration::from_millis(40);
+        let mut image = image(&[1, 2, 3], &[1, 2, 3], 1, [(false, false); 3]);
+        assert!(liveness.silent(&image, session, 1).is_empty());
+        liveness.saw(2, 10);
+        std::thread::sleep(Duration::from_millis(60));
+        liveness.saw(2, 10);
+        assert_eq!(liveness.silent(&image, session, 1), vec![1, 3]);
+        // Broker 3 restarts and registers again (a new epoch) before its first
+        // heartbeat: it was fenced at once before.
+        let MetadataRecord::RegisterBroker(mut again) = broker(3, false, false) else {
+            unreachable!()
+        };
+        again.broker_epoch = 11;
+        image.apply(&MetadataRecord::RegisterBroker(again)).unwrap();
+        assert_eq!(liveness.silent(&image, session, 1), vec![1]);
+        std::thread::sleep(Duration::from_millis(60));
+        assert_eq!(liveness.silent(&image, session, 1), vec![1, 2, 3]);
     }
 
     fn single_change(records: Vec<MetadataRecord>) -> Option<PartitionChangeRecord> {
