@@ -1,0 +1,234 @@
+//! The worker's configuration: Kafka Connect's `connect-distributed.properties` keys and
+//! defaults (`DistributedConfig`, `WorkerConfig`), read from the same file
+//! `connect-distributed.sh` takes.
+
+use std::time::Duration;
+
+use crate::{ConfigError, Props};
+
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    pub bootstrap_servers: Vec<String>,
+    /// `group.id`: the Connect cluster this worker belongs to (required).
+    pub group_id: String,
+    pub config_storage_topic: String,
+    pub config_storage_replication_factor: i16,
+    pub offset_storage_topic: String,
+    pub offset_storage_partitions: i32,
+    pub offset_storage_replication_factor: i16,
+    pub status_storage_topic: String,
+    pub status_storage_partitions: i32,
+    pub status_storage_replication_factor: i16,
+    pub key_converter: String,
+    pub value_converter: String,
+    /// `key.converter.*` / `value.converter.*`, the prefix stripped.
+    pub key_converter_props: Props,
+    pub value_converter_props: Props,
+    /// `offset.flush.interval.ms` (60000): how often tasks commit offsets.
+    pub offset_flush_interval: Duration,
+    /// The REST listener, from `listeners` (default `http://:8083`).
+    pub rest_host: String,
+    pub rest_port: u16,
+    /// `rest.advertised.host.name` / `rest.advertised.port`: this worker's id and URL.
+    pub advertised_host: String,
+    pub advertised_port: u16,
+    /// Every key as given (connector defaults such as `producer.*`, `consumer.*`).
+    pub props: Props,
+}
+
+const REQUIRED: [&str; 6] = [
+    "bootstrap.servers",
+    "group.id",
+    "config.storage.topic",
+    "offset.storage.topic",
+    "status.storage.topic",
+    "key.converter",
+];
+
+impl WorkerConfig {
+    /// Parses Java properties text (`key=value` or `key: value`, `#`/`!` comments).
+    pub fn parse_properties(text: &str) -> Props {
+        let mut props = Props::new();
+        for line in text.lines() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
+                continue;
+            }
+            let split = line
+                .find(['=', ':'])
+                .map(|i| (line[..i].trim(), line[i + 1..].trim()));
+            if let Some((key, value)) = split {
+                props.insert(key.to_string(), value.to_string());
+            }
+        }
+        props
+    }
+
+    /// Connect's checks and defaults; a missing required key or a bad value is a
+    /// [`ConfigError`] naming it.
+    pub fn from_props(props: Props) -> Result<WorkerConfig, ConfigError> {
+        let mut errors = ConfigError::default();
+        for key in REQUIRED.iter().chain(["value.converter"].iter()) {
+            if !props.contains_key(*key) {
+                errors.push(ConfigError::missing(key));
+            }
+        }
+        let text = |key: &str, default: &str| props.get(key).cloned().unwrap_or(default.into());
+        let mut number = |key: &str, default: i64, min: i64| -> i64 {
+            match props.get(key) {
+                None => default,
+                Some(v) => match v.trim().parse::<i64>() {
+                    Ok(n) if n >= min => n,
+                    Ok(_) => {
+                        errors.push(ConfigError::invalid(
+                            key,
+                            v,
+                            &format!("Value must be at least {min}"),
+                        ));
+                        default
+                    }
+                    Err(_) => {
+                        errors.push(ConfigError::invalid(key, v, "Not a number of type INT"));
+                        default
+                    }
+                },
+            }
+        };
+        let config_rf = number("config.storage.replication.factor", 3, -1);
+        let offset_partitions = number("offset.storage.partitions", 25, 1);
+        let offset_rf = number("offset.storage.replication.factor", 3, -1);
+        let status_partitions = number("status.storage.partitions", 5, 1);
+        let status_rf = number("status.storage.replication.factor", 3, -1);
+        let flush_ms = number("offset.flush.interval.ms", 60_000, 0);
+        let listeners = text("listeners", "http://:8083");
+        let first = listeners.split(',').next().unwrap_or("").trim().to_string();
+        let (rest_host, rest_port) = match parse_listener(&first) {
+            Some(hp) => hp,
+            None => {
+                errors.push(ConfigError::invalid(
+                    "listeners",
+                    &listeners,
+                    "expected http://host:port",
+                ));
+                (String::new(), 8083)
+            }
+        };
+        let advertised_port = match props.get("rest.advertised.port") {
+            Some(p) => p.trim().parse().unwrap_or(rest_port),
+            None => rest_port,
+        };
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        let prefixed = |prefix: &str| -> Props {
+            props
+                .iter()
+                .filter_map(|(k, v)| k.strip_prefix(prefix).map(|k| (k.to_string(), v.clone())))
+                .collect()
+        };
+        let advertised_host = props
+            .get("rest.advertised.host.name")
+            .cloned()
+            .unwrap_or_else(|| {
+                if rest_host.is_empty() || rest_host == "0.0.0.0" {
+                    "127.0.0.1".to_string()
+                } else {
+                    rest_host.clone()
+                }
+            });
+        Ok(WorkerConfig {
+            bootstrap_servers: props["bootstrap.servers"]
+                .split(',')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect(),
+            group_id: props["group.id"].clone(),
+            config_storage_topic: props["config.storage.topic"].clone(),
+            config_storage_replication_factor: config_rf as i16,
+            offset_storage_topic: props["offset.storage.topic"].clone(),
+            offset_storage_partitions: offset_partitions as i32,
+            offset_storage_replication_factor: offset_rf as i16,
+            status_storage_topic: props["status.storage.topic"].clone(),
+            status_storage_partitions: status_partitions as i32,
+            status_storage_replication_factor: status_rf as i16,
+            key_converter: props["key.converter"].clone(),
+            value_converter: props["value.converter"].clone(),
+            key_converter_props: prefixed("key.converter."),
+            value_converter_props: prefixed("value.converter."),
+            offset_flush_interval: Duration::from_millis(flush_ms as u64),
+            rest_host,
+            rest_port,
+            advertised_host,
+            advertised_port,
+            props,
+        })
+    }
+
+    /// This worker's id in statuses (`host:port` of its advertised REST URL).
+    pub fn worker_id(&self) -> String {
+        format!("{}:{}", self.advertised_host, self.advertised_port)
+    }
+
+    pub fn rest_url(&self) -> String {
+        format!("http://{}:{}/", self.advertised_host, self.advertised_port)
+    }
+}
+
+/// `http://host:port` (host may be empty: every interface).
+fn parse_listener(listener: &str) -> Option<(String, u16)> {
+    let rest = listener
+        .strip_prefix("http://")
+        .or_else(|| listener.strip_prefix("HTTP://"))?;
+    let (host, port) = rest.rsplit_once(':')?;
+    Some((host.to_string(), port.parse().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DISTRIBUTED: &str = "\
+# as in Kafka's config/connect-distributed.properties
+bootstrap.servers=localhost:9092
+group.id=connect-cluster
+key.converter=org.apache.kafka.connect.json.JsonConverter
+value.converter=org.apache.kafka.connect.json.JsonConverter
+key.converter.schemas.enable=true
+value.converter.schemas.enable=true
+offset.storage.topic=connect-offsets
+offset.storage.replication.factor=1
+config.storage.topic=connect-configs
+config.storage.replication.factor=1
+status.storage.topic=connect-status
+status.storage.replication.factor=1
+offset.flush.interval.ms=10000
+listeners=HTTP://:8083
+";
+
+    #[test]
+    fn kafkas_sample_file_is_read_with_connects_defaults() {
+        let config = WorkerConfig::from_props(WorkerConfig::parse_properties(DISTRIBUTED)).unwrap();
+        assert_eq!(config.group_id, "connect-cluster");
+        assert_eq!(config.offset_storage_partitions, 25);
+        assert_eq!(config.status_storage_partitions, 5);
+        assert_eq!(config.offset_storage_replication_factor, 1);
+        assert_eq!(config.offset_flush_interval, Duration::from_secs(10));
+        assert_eq!((config.rest_host.as_str(), config.rest_port), ("", 8083));
+        assert_eq!(config.worker_id(), "127.0.0.1:8083");
+        assert_eq!(config.value_converter_props["schemas.enable"], "true");
+    }
+
+    #[test]
+    fn missing_and_bad_keys_are_named() {
+        let mut props = WorkerConfig::parse_properties(DISTRIBUTED);
+        props.remove("group.id");
+        props.insert("offset.storage.partitions".into(), "zero".into());
+        let error = WorkerConfig::from_props(props).unwrap_err();
+        let keys: Vec<&str> = error.errors.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["group.id", "offset.storage.partitions"]);
+        assert_eq!(
+            error.errors[0].1,
+            "Missing required configuration \"group.id\" which has no default value."
+        );
+    }
+}

@@ -1,0 +1,116 @@
+//! Connector plugins, named as Kafka Connect's users know them: a connector validates
+//! its config and splits it into task configs; a source task polls records from outside,
+//! a sink task puts records outside and flushes them.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use serde_json::{Map, Value as Json};
+
+use crate::data::Record;
+use crate::{ConfigError, Props};
+
+pub mod file;
+
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Connect's `ConnectException`: a task's failure, with the text its status shows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ConnectError(pub String);
+
+/// Whether a plugin reads from outside into Kafka or writes Kafka's records outside.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Source,
+    Sink,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Source => "source",
+            Kind::Sink => "sink",
+        }
+    }
+}
+
+/// A config key a plugin takes, for `config/validate` (`ConfigDef.ConfigKey`).
+#[derive(Debug, Clone)]
+pub struct ConfigKeyDef {
+    pub name: &'static str,
+    /// Connect's type names: STRING, INT, LONG, BOOLEAN, LIST, CLASS, PASSWORD.
+    pub ty: &'static str,
+    pub default: Option<&'static str>,
+    pub required: bool,
+    pub importance: &'static str,
+    pub documentation: &'static str,
+}
+
+/// A connector plugin: the class users name in `connector.class`.
+pub trait ConnectorPlugin: Send + Sync {
+    fn class(&self) -> &'static str;
+    /// The Java task class Connect names in each task config (`task.class`).
+    fn task_class(&self) -> &'static str;
+    fn kind(&self) -> Kind;
+    fn version(&self) -> &'static str;
+    fn config_keys(&self) -> Vec<ConfigKeyDef>;
+    /// The connector's own checks of its config, per key.
+    fn validate(&self, config: &Props) -> Result<(), ConfigError>;
+    /// Task configs for at most `max_tasks` tasks.
+    fn task_configs(&self, config: &Props, max_tasks: u32) -> Vec<Props>;
+    fn source_task(&self) -> Option<Box<dyn SourceTask>> {
+        None
+    }
+    fn sink_task(&self) -> Option<Box<dyn SinkTask>> {
+        None
+    }
+}
+
+/// Reads from outside (`SourceTask`). The worker commits a record's source offset once
+/// Kafka acknowledged it.
+pub trait SourceTask: Send {
+    /// `offset` is the last committed offset of the task's source partition(s), looked
+    /// up by the worker from the offsets topic through `offsets`.
+    fn start<'a>(
+        &'a mut self,
+        config: &'a Props,
+        offsets: &'a dyn OffsetReader,
+    ) -> BoxFuture<'a, Result<(), ConnectError>>;
+    /// The next records (empty: none yet; the worker calls again).
+    fn poll(&mut self) -> BoxFuture<'_, Result<Vec<Record>, ConnectError>>;
+    fn stop(&mut self) {}
+}
+
+/// A sink task's view of the source offsets a source task resumes from.
+pub trait OffsetReader: Send + Sync {
+    fn offset(&self, partition: &Map<String, Json>) -> Option<Map<String, Json>>;
+}
+
+/// Writes records outside (`SinkTask`). The worker commits the consumer's offsets only
+/// after `flush` returned.
+pub trait SinkTask: Send {
+    fn start<'a>(&'a mut self, config: &'a Props) -> BoxFuture<'a, Result<(), ConnectError>>;
+    fn put(&mut self, records: Vec<Record>) -> BoxFuture<'_, Result<(), ConnectError>>;
+    /// Makes everything put so far durable outside.
+    fn flush(&mut self) -> BoxFuture<'_, Result<(), ConnectError>>;
+    fn stop(&mut self) {}
+}
+
+/// Every plugin this worker has.
+pub fn plugins() -> Vec<Box<dyn ConnectorPlugin>> {
+    vec![
+        Box::new(file::FileStreamSource),
+        Box::new(file::FileStreamSink),
+    ]
+}
+
+/// A plugin by `connector.class`: its full class name, its simple name, or the simple
+/// name without `Connector` (Connect's aliases).
+pub fn plugin(class: &str) -> Option<Box<dyn ConnectorPlugin>> {
+    plugins().into_iter().find(|p| {
+        let full = p.class();
+        let simple = full.rsplit('.').next().unwrap_or(full);
+        class == full || class == simple || Some(class) == simple.strip_suffix("Connector")
+    })
+}

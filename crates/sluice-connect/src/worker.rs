@@ -1,0 +1,1044 @@
+//! The worker: keeps the cluster's connectors and tasks in Connect's three internal
+//! topics and runs them (Connect's `DistributedHerder` and `Worker`).
+//!
+//! A write through the REST API goes to the config topic first; every worker's reader
+//! applies it and the reconcile loop then starts, reconfigures, pauses or stops what
+//! runs here, so the config topic is the only truth. This worker runs every connector
+//! and task (a cluster of one); sharing them among workers through Connect's group
+//! protocol is the next step (see ARCHITECTURE.md).
+//!
+//! Delivery (at least once): a source task's offsets are written to the offsets topic
+//! only for records Kafka acknowledged (`acks=all`, idempotent producer); a sink task's
+//! consumer offsets are committed only after the task flushed what it was given. A
+//! worker killed in between repeats records on restart; it never skips one.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use serde_json::{Map, Value as Json};
+use sluice_client::consumer::{Consumer, ConsumerConfig};
+use sluice_client::producer::{Acks, Producer, ProducerConfig, ProducerRecord};
+use tokio::sync::watch;
+
+use crate::config::WorkerConfig;
+use crate::connectors::{self, ConnectError, ConnectorPlugin, Kind, OffsetReader};
+use crate::converters::{self, Converter};
+use crate::data::{Header, Record};
+use crate::log::{LogError, TopicLog, TopicSpec};
+use crate::records::{
+    self, ConfigRecord, ConfigState, Status, StatusKey, TargetState, decode_offset_key, offset_key,
+};
+use crate::transforms::Chain;
+use crate::{ConfigError, Props};
+
+/// How long a write to an internal topic, or a read to its end, may take.
+const STORE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A connector's source offsets: (source partition as JSON text) -> (partition, offset).
+type Positions = BTreeMap<String, (Map<String, Json>, Map<String, Json>)>;
+type Offsets = BTreeMap<String, Positions>;
+/// A connector's key and value converters.
+type Converters = (Box<dyn Converter>, Box<dyn Converter>);
+
+/// What a worker knows and runs.
+pub struct Worker {
+    pub config: WorkerConfig,
+    configs: TopicLog,
+    config_state: Arc<Mutex<ConfigState>>,
+    config_changed: watch::Receiver<u64>,
+    statuses: TopicLog,
+    status_state: Arc<Mutex<BTreeMap<StatusKey, Status>>>,
+    offsets: TopicLog,
+    /// connector -> (source partition as JSON text) -> (partition, offset).
+    offset_state: Arc<Mutex<Offsets>>,
+    running: Mutex<BTreeMap<(String, Option<u32>), Running>>,
+    /// Bumped on every restart request, so the reconcile loop acts at once.
+    kick: watch::Sender<u64>,
+    generation: i32,
+    closing: std::sync::atomic::AtomicBool,
+}
+
+struct Running {
+    /// The task config (or connector config) it runs with.
+    config: Props,
+    stop: watch::Sender<bool>,
+    handle: tokio::task::JoinHandle<()>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Connect's errors as the REST API answers them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HerderError {
+    #[error("Connector {0} not found")]
+    NotFound(String),
+    #[error("Connector {0} already exists")]
+    Exists(String),
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("Connector configuration is invalid and contains the following {count} error(s):\n{}\nYou can also find the above list of errors at the endpoint `/connector-plugins/{{connectorType}}/config/validate`", .errors.message())]
+    Invalid { count: usize, errors: ConfigError },
+    #[error("{0}")]
+    Store(String),
+}
+
+impl From<LogError> for HerderError {
+    fn from(e: LogError) -> HerderError {
+        HerderError::Store(e.to_string())
+    }
+}
+
+impl Worker {
+    /// Opens the three internal topics (creating them as Connect does) and reads them.
+    pub async fn start(config: WorkerConfig) -> Result<Arc<Worker>, HerderError> {
+        let client = format!("connect-{}", config.worker_id());
+        let config_state = Arc::new(Mutex::new(ConfigState::default()));
+        let (changed_tx, config_changed) = watch::channel(0u64);
+        let apply_config = {
+            let state = config_state.clone();
+            Box::new(move |r: crate::log::LogRecord| {
+                let key = r
+                    .key
+                    .as_deref()
+                    .map(|k| String::from_utf8_lossy(k).into_owned())
+                    .unwrap_or_default();
+                match ConfigRecord::decode(&key, r.value.as_deref()) {
+                    Ok(record) => lock(&state).apply(record, r.offset),
+                    Err(e) => {
+                        tracing::warn!("skipping a config record at offset {}: {e}", r.offset)
+                    }
+                }
+                changed_tx.send_modify(|n| *n += 1);
+            })
+        };
+        let configs = TopicLog::start(
+            &config.bootstrap_servers,
+            &format!("{client}-configs"),
+            &TopicSpec {
+                name: config.config_storage_topic.clone(),
+                partitions: 1,
+                replication_factor: config.config_storage_replication_factor,
+                configs: vec![],
+            },
+            STORE_TIMEOUT,
+            apply_config,
+        )
+        .await?;
+        let offset_state: Arc<Mutex<Offsets>> = Arc::default();
+        let apply_offset = {
+            let state = offset_state.clone();
+            Box::new(move |r: crate::log::LogRecord| {
+                let Some((connector, partition)) = r.key.as_deref().and_then(decode_offset_key)
+                else {
+                    return;
+                };
+                let id = Json::Object(partition.clone()).to_string();
+                let mut state = lock(&state);
+                let entry = state.entry(connector).or_default();
+                match r.value.as_deref().map(serde_json::from_slice::<Json>) {
+                    Some(Ok(Json::Object(offset))) => {
+                        entry.insert(id, (partition, offset));
+                    }
+                    None => {
+                        entry.remove(&id);
+                    }
+                    _ => tracing::warn!("skipping an offset record at offset {}", r.offset),
+                }
+            })
+        };
+        let offsets = TopicLog::start(
+            &config.bootstrap_servers,
+            &format!("{client}-offsets"),
+            &TopicSpec {
+                name: config.offset_storage_topic.clone(),
+                partitions: config.offset_storage_partitions,
+                replication_factor: config.offset_storage_replication_factor,
+                configs: vec![],
+            },
+            STORE_TIMEOUT,
+            apply_offset,
+        )
+        .await?;
+        let status_state: Arc<Mutex<BTreeMap<StatusKey, Status>>> = Arc::default();
+        let apply_status = {
+            let state = status_state.clone();
+            Box::new(move |r: crate::log::LogRecord| {
+                let key = r
+                    .key
+                    .as_deref()
+                    .map(|k| String::from_utf8_lossy(k).into_owned())
+                    .unwrap_or_default();
+                let Some(key) = StatusKey::decode(&key) else {
+                    return;
+                };
+                let mut state = lock(&state);
+                match r.value.as_deref().map(Status::decode) {
+                    Some(Some(status)) => {
+                        state.insert(key, status);
+                    }
+                    _ => {
+                        state.remove(&key);
+                    }
+                }
+            })
+        };
+        let statuses = TopicLog::start(
+            &config.bootstrap_servers,
+            &format!("{client}-statuses"),
+            &TopicSpec {
+                name: config.status_storage_topic.clone(),
+                partitions: config.status_storage_partitions,
+                replication_factor: config.status_storage_replication_factor,
+                configs: vec![],
+            },
+            STORE_TIMEOUT,
+            apply_status,
+        )
+        .await?;
+        let (kick, _) = watch::channel(0);
+        let worker = Arc::new(Worker {
+            config,
+            configs,
+            config_state,
+            config_changed,
+            statuses,
+            status_state,
+            offsets,
+            offset_state,
+            running: Mutex::new(BTreeMap::new()),
+            kick,
+            generation: 1,
+            closing: std::sync::atomic::AtomicBool::new(false),
+        });
+        tokio::spawn(reconcile_loop(worker.clone()));
+        Ok(worker)
+    }
+
+    pub fn cluster_id(&self) -> Option<String> {
+        self.configs.admin().client().cluster_id()
+    }
+
+    /// The config state as this worker has read it.
+    pub fn state(&self) -> ConfigState {
+        lock(&self.config_state).clone()
+    }
+
+    /// The task ids the status topic holds for a connector.
+    pub fn task_statuses(&self, connector: &str) -> Vec<u32> {
+        lock(&self.status_state)
+            .keys()
+            .filter_map(|k| match k {
+                StatusKey::Task(c, t) if c == connector => Some(*t),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub fn status(&self, key: &StatusKey) -> Option<Status> {
+        lock(&self.status_state).get(key).cloned()
+    }
+
+    /// The committed source offsets of a connector: (partition, offset) pairs.
+    pub fn connector_offsets(
+        &self,
+        connector: &str,
+    ) -> Vec<(Map<String, Json>, Map<String, Json>)> {
+        lock(&self.offset_state)
+            .get(connector)
+            .map(|m| m.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Reads the config topic to its end (a write's effects are then visible here).
+    pub async fn sync(&self) -> Result<(), HerderError> {
+        Ok(self.configs.sync().await?)
+    }
+
+    /// Connect's validation of a connector config: the worker's keys, the converters,
+    /// the transforms, then the connector's own checks.
+    pub fn validate(&self, config: &Props) -> Result<Box<dyn ConnectorPlugin>, ConfigError> {
+        let mut errors = ConfigError::default();
+        let plugin = match config.get("connector.class") {
+            None => {
+                errors.push(ConfigError::missing("connector.class"));
+                None
+            }
+            Some(class) => match connectors::plugin(class) {
+                Some(plugin) => Some(plugin),
+                None => {
+                    errors.push(ConfigError::invalid(
+                        "connector.class",
+                        class,
+                        &format!(
+                            "Failed to find any class that implements Connector and which name matches {class}, available connectors are: {}",
+                            connectors::plugins()
+                                .iter()
+                                .map(|p| format!("PluginDesc{{klass=class {}, name='{}', version='{}', encodedVersion={}, type={}, typeName='{}', location='classpath'}}", p.class(), p.class(), p.version(), p.version(), p.kind().name(), p.kind().name()))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    ));
+                    None
+                }
+            },
+        };
+        if let Some(max) = config.get("tasks.max")
+            && max.trim().parse::<i32>().map_or(true, |n| n < 1)
+        {
+            errors.push(ConfigError::invalid(
+                "tasks.max",
+                max,
+                "Value must be at least 1",
+            ));
+        }
+        if let Err(e) = self.converters_for(config) {
+            errors.push(e);
+        }
+        if let Err(e) = Chain::from_config(config) {
+            errors.push(e);
+        }
+        if let Some(plugin) = &plugin {
+            if plugin.kind() == Kind::Sink
+                && !config.contains_key("topics")
+                && !config.contains_key("topics.regex")
+            {
+                errors.push(ConfigError::new(
+                    "topics",
+                    "Must configure one of topics or topics.regex",
+                ));
+            }
+            if let Err(e) = plugin.validate(config) {
+                errors.push(e);
+            }
+        }
+        match plugin {
+            Some(plugin) if errors.is_empty() => Ok(plugin),
+            _ => Err(errors),
+        }
+    }
+
+    /// The key and value converters a connector uses: its own `key.converter` /
+    /// `value.converter` (and their prefixed keys) over the worker's.
+    fn converters_for(&self, config: &Props) -> Result<Converters, ConfigError> {
+        let pick = |which: &str,
+                    class: &String,
+                    worker_props: &Props|
+         -> Result<Box<dyn Converter>, ConfigError> {
+            let (class, props) = match config.get(which) {
+                Some(class) => {
+                    let prefix = format!("{which}.");
+                    let props: Props = config
+                        .iter()
+                        .filter_map(|(k, v)| {
+                            k.strip_prefix(&prefix).map(|k| (k.to_string(), v.clone()))
+                        })
+                        .collect();
+                    (class.clone(), props)
+                }
+                None => (class.clone(), worker_props.clone()),
+            };
+            converters::converter(&class, &props, which == "key.converter", which)
+        };
+        let key = pick(
+            "key.converter",
+            &self.config.key_converter,
+            &self.config.key_converter_props,
+        )?;
+        let value = pick(
+            "value.converter",
+            &self.config.value_converter,
+            &self.config.value_converter_props,
+        )?;
+        Ok((key, value))
+    }
+
+    /// Creates a connector (`POST /connectors`) or replaces its config (`PUT
+    /// .../config`, `allow_replace`). Returns whether it was created.
+    pub async fn put_connector(
+        &self,
+        name: &str,
+        config: Props,
+        allow_replace: bool,
+        initial_state: Option<TargetState>,
+    ) -> Result<bool, HerderError> {
+        self.sync().await?;
+        let exists = lock(&self.config_state).connectors.contains_key(name);
+        if exists && !allow_replace {
+            return Err(HerderError::Exists(name.to_string()));
+        }
+        if let Err(errors) = self.validate(&config) {
+            return Err(HerderError::Invalid {
+                count: errors.errors.len(),
+                errors,
+            });
+        }
+        if !exists && let Some(state) = initial_state {
+            self.write_config(ConfigRecord::TargetState {
+                connector: name.to_string(),
+                state: Some(state),
+            })
+            .await?;
+        }
+        self.write_config(ConfigRecord::Connector {
+            name: name.to_string(),
+            config: Some(config),
+        })
+        .await?;
+        Ok(!exists)
+    }
+
+    pub async fn delete_connector(&self, name: &str) -> Result<(), HerderError> {
+        self.require(name).await?;
+        self.write_config(ConfigRecord::Connector {
+            name: name.to_string(),
+            config: None,
+        })
+        .await?;
+        self.write_config(ConfigRecord::TargetState {
+            connector: name.to_string(),
+            state: None,
+        })
+        .await?;
+        Ok(())
+    }
+
+    pub async fn set_target_state(
+        &self,
+        name: &str,
+        state: TargetState,
+    ) -> Result<(), HerderError> {
+        self.require(name).await?;
+        self.write_config(ConfigRecord::TargetState {
+            connector: name.to_string(),
+            state: Some(state),
+        })
+        .await?;
+        if state == TargetState::Stopped {
+            // KIP-875: a stopped connector has no task configs.
+            self.write_config(ConfigRecord::Commit {
+                connector: name.to_string(),
+                tasks: 0,
+            })
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Restarts the connector and/or its tasks on this worker (all of them run here).
+    pub async fn restart(
+        &self,
+        name: &str,
+        task: Option<u32>,
+        include_tasks: bool,
+        only_failed: bool,
+    ) -> Result<(), HerderError> {
+        self.require(name).await?;
+        let mut running = lock(&self.running);
+        let keys: Vec<(String, Option<u32>)> = running
+            .keys()
+            .filter(|(c, t)| {
+                c == name
+                    && match task {
+                        Some(n) => *t == Some(n),
+                        None => t.is_none() || include_tasks,
+                    }
+            })
+            .cloned()
+            .collect();
+        for key in keys {
+            let failed = self
+                .status(&match key.1 {
+                    Some(t) => StatusKey::Task(key.0.clone(), t),
+                    None => StatusKey::Connector(key.0.clone()),
+                })
+                .is_some_and(|s| s.state == "FAILED");
+            if only_failed && !failed {
+                continue;
+            }
+            if let Some(r) = running.remove(&key) {
+                let _ = r.stop.send(true);
+                r.handle.abort();
+            }
+        }
+        drop(running);
+        self.kick.send_modify(|n| *n += 1);
+        Ok(())
+    }
+
+    async fn require(&self, name: &str) -> Result<Props, HerderError> {
+        self.sync().await?;
+        lock(&self.config_state)
+            .connectors
+            .get(name)
+            .cloned()
+            .ok_or_else(|| HerderError::NotFound(name.to_string()))
+    }
+
+    async fn write_config(&self, record: ConfigRecord) -> Result<(), HerderError> {
+        let (key, value) = record.encode();
+        self.configs
+            .write_and_apply(key.as_bytes(), value, Some(0))
+            .await?;
+        Ok(())
+    }
+
+    async fn write_status(&self, key: StatusKey, state: &str, trace: Option<String>) {
+        let connector = match &key {
+            StatusKey::Connector(c) | StatusKey::Task(c, _) => c,
+        };
+        let version = lock(&self.config_state)
+            .connectors
+            .get(connector)
+            .and_then(|c| c.get("connector.class"))
+            .and_then(|class| connectors::plugin(class))
+            .map(|p| p.version().to_string());
+        let status = Status {
+            state: state.to_string(),
+            trace,
+            worker_id: self.config.worker_id(),
+            generation: self.generation,
+            version,
+        };
+        if self.status(&key).as_ref() == Some(&status) {
+            return;
+        }
+        lock(&self.status_state).insert(key.clone(), status.clone());
+        if let Err(e) = self
+            .statuses
+            .write(key.encode().as_bytes(), Some(status.encode()), None)
+            .await
+        {
+            tracing::warn!("writing a status: {e}");
+        }
+    }
+
+    async fn remove_status(&self, key: StatusKey) {
+        if lock(&self.status_state).remove(&key).is_some()
+            && let Err(e) = self
+                .statuses
+                .write(key.encode().as_bytes(), None, None)
+                .await
+        {
+            tracing::warn!("deleting a status: {e}");
+        }
+    }
+
+    /// Writes a source task's acknowledged offsets to the offsets topic.
+    async fn commit_offsets(
+        &self,
+        connector: &str,
+        offsets: &Positions,
+    ) -> Result<(), HerderError> {
+        for (id, (partition, offset)) in offsets {
+            let key = offset_key(connector, partition);
+            let value = serde_json::to_vec(offset).expect("json");
+            self.offsets.write(&key, Some(value), None).await?;
+            lock(&self.offset_state)
+                .entry(connector.to_string())
+                .or_default()
+                .insert(id.clone(), (partition.clone(), offset.clone()));
+        }
+        Ok(())
+    }
+}
+
+struct Snapshot(BTreeMap<String, Map<String, Json>>);
+
+impl OffsetReader for Snapshot {
+    fn offset(&self, partition: &Map<String, Json>) -> Option<Map<String, Json>> {
+        self.0
+            .get(&Json::Object(partition.clone()).to_string())
+            .cloned()
+    }
+}
+
+/// Brings what runs here in line with the config topic, on every change and every
+/// second (a failed task stays failed until restarted).
+async fn reconcile_loop(worker: Arc<Worker>) {
+    let mut changed = worker.config_changed.clone();
+    let mut kicked = worker.kick.subscribe();
+    loop {
+        if worker.closing.load(std::sync::atomic::Ordering::Acquire) {
+            return;
+        }
+        reconcile(&worker).await;
+        tokio::select! {
+            _ = changed.changed() => {}
+            _ = kicked.changed() => {}
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+        }
+    }
+}
+
+async fn reconcile(worker: &Arc<Worker>) {
+    let state = worker.state();
+    // Stop what no longer belongs, or runs with an old config.
+    let stale: Vec<(String, Option<u32>)> = {
+        let running = lock(&worker.running);
+        running
+            .iter()
+            .filter(|((connector, task), r)| {
+                let target = state.target_state(connector);
+                match task {
+                    None => {
+                        state.connectors.get(connector) != Some(&r.config)
+                            || target != TargetState::Started
+                    }
+                    Some(t) => {
+                        target != TargetState::Started
+                            || state
+                                .tasks
+                                .get(connector)
+                                .and_then(|tasks| tasks.get(*t as usize))
+                                != Some(&r.config)
+                    }
+                }
+            })
+            .map(|(k, _)| k.clone())
+            .collect()
+    };
+    for key in stale {
+        let removed = lock(&worker.running).remove(&key);
+        if let Some(r) = removed {
+            let _ = r.stop.send(true);
+            let _ = tokio::time::timeout(Duration::from_secs(10), r.handle).await;
+        }
+        let still = state.connectors.contains_key(&key.0);
+        let status_key = match key.1 {
+            Some(t) => StatusKey::Task(key.0.clone(), t),
+            None => StatusKey::Connector(key.0.clone()),
+        };
+        if !still {
+            worker.remove_status(status_key).await;
+        }
+    }
+    // Statuses of tasks beyond the current count, or of deleted connectors.
+    let known: Vec<StatusKey> = lock(&worker.status_state).keys().cloned().collect();
+    for key in known {
+        let gone = match &key {
+            StatusKey::Connector(c) => !state.connectors.contains_key(c),
+            StatusKey::Task(c, t) => state
+                .tasks
+                .get(c)
+                .is_none_or(|tasks| *t as usize >= tasks.len()),
+        };
+        let ours = worker
+            .status(&key)
+            .is_some_and(|s| s.worker_id == worker.config.worker_id());
+        if gone && ours {
+            worker.remove_status(key).await;
+        }
+    }
+    for (name, config) in &state.connectors {
+        let target = state.target_state(name);
+        let connector_key = (name.clone(), None);
+        match target {
+            TargetState::Paused => {
+                worker
+                    .write_status(StatusKey::Connector(name.clone()), "PAUSED", None)
+                    .await;
+                for t in 0..state.tasks.get(name).map_or(0, Vec::len) {
+                    worker
+                        .write_status(StatusKey::Task(name.clone(), t as u32), "PAUSED", None)
+                        .await;
+                }
+                continue;
+            }
+            TargetState::Stopped => {
+                worker
+                    .write_status(StatusKey::Connector(name.clone()), "STOPPED", None)
+                    .await;
+                continue;
+            }
+            TargetState::Started => {}
+        }
+        // The connector: its task configs, written when they differ from the committed.
+        if !lock(&worker.running).contains_key(&connector_key) {
+            let failed = worker
+                .status(&StatusKey::Connector(name.clone()))
+                .is_some_and(|s| s.state == "FAILED");
+            match worker.validate(config) {
+                Ok(plugin) => {
+                    let max = config
+                        .get("tasks.max")
+                        .and_then(|m| m.trim().parse().ok())
+                        .unwrap_or(1u32);
+                    let tasks = plugin.task_configs(config, max);
+                    let tasks: Vec<Props> = tasks
+                        .into_iter()
+                        .map(|mut t| {
+                            // As Connect's: the connector's task configs plus the task class.
+                            t.insert("task.class".into(), plugin.task_class().to_string());
+                            t
+                        })
+                        .collect();
+                    if state.tasks.get(name) != Some(&tasks) {
+                        let mut ok = true;
+                        for (i, task) in tasks.iter().enumerate() {
+                            ok &= worker
+                                .write_config(ConfigRecord::Task {
+                                    connector: name.clone(),
+                                    task: i as u32,
+                                    config: task.clone(),
+                                })
+                                .await
+                                .is_ok();
+                        }
+                        if ok {
+                            let _ = worker
+                                .write_config(ConfigRecord::Commit {
+                                    connector: name.clone(),
+                                    tasks: tasks.len() as u32,
+                                })
+                                .await;
+                        }
+                    }
+                    let (stop, _) = watch::channel(false);
+                    lock(&worker.running).insert(
+                        connector_key.clone(),
+                        Running {
+                            config: config.clone(),
+                            stop,
+                            handle: tokio::spawn(async {}),
+                        },
+                    );
+                    worker
+                        .write_status(StatusKey::Connector(name.clone()), "RUNNING", None)
+                        .await;
+                }
+                Err(errors) if !failed => {
+                    worker
+                        .write_status(
+                            StatusKey::Connector(name.clone()),
+                            "FAILED",
+                            Some(format!(
+                                "org.apache.kafka.connect.errors.ConnectException: {}",
+                                errors.message()
+                            )),
+                        )
+                        .await;
+                }
+                Err(_) => {}
+            }
+        }
+        let Some(tasks) = state.tasks.get(name) else {
+            continue;
+        };
+        for (i, task) in tasks.iter().enumerate() {
+            let key = (name.clone(), Some(i as u32));
+            // A failed task stays in `running` (its handle finished) until restarted.
+            if lock(&worker.running).contains_key(&key) {
+                continue;
+            }
+            start_task(worker, name, i as u32, config, task).await;
+        }
+    }
+}
+
+async fn start_task(
+    worker: &Arc<Worker>,
+    name: &str,
+    task: u32,
+    connector: &Props,
+    config: &Props,
+) {
+    if worker.closing.load(std::sync::atomic::Ordering::Acquire) {
+        return;
+    }
+    let Ok(plugin) = worker.validate(connector) else {
+        return;
+    };
+    let converters = match worker.converters_for(connector) {
+        Ok(c) => c,
+        Err(_) => return,
+    };
+    let chain = match Chain::from_config(connector) {
+        Ok(c) => c,
+        Err(_) => return,
+    };
+    let (stop, stopped) = watch::channel(false);
+    let w = worker.clone();
+    let (n, c, conn) = (name.to_string(), config.clone(), connector.clone());
+    let handle = tokio::spawn(async move {
+        let key = StatusKey::Task(n.clone(), task);
+        w.write_status(key.clone(), "RUNNING", None).await;
+        let outcome = match plugin.kind() {
+            Kind::Source => {
+                run_source(&w, &n, plugin.as_ref(), &c, converters, chain, stopped).await
+            }
+            Kind::Sink => {
+                run_sink(
+                    &w,
+                    &n,
+                    task,
+                    plugin.as_ref(),
+                    &c,
+                    &conn,
+                    converters,
+                    chain,
+                    stopped,
+                )
+                .await
+            }
+        };
+        if let Err(e) = outcome {
+            tracing::warn!(connector = %n, task, "task failed: {e}");
+            w.write_status(
+                key,
+                "FAILED",
+                Some(format!(
+                    "org.apache.kafka.connect.errors.ConnectException: {e}"
+                )),
+            )
+            .await;
+        }
+    });
+    lock(&worker.running).insert(
+        (name.to_string(), Some(task)),
+        Running {
+            config: config.clone(),
+            stop,
+            handle,
+        },
+    );
+}
+
+async fn run_source(
+    worker: &Arc<Worker>,
+    name: &str,
+    plugin: &dyn ConnectorPlugin,
+    config: &Props,
+    (key_converter, value_converter): Converters,
+    chain: Chain,
+    mut stopped: watch::Receiver<bool>,
+) -> Result<(), ConnectError> {
+    let mut task = plugin
+        .source_task()
+        .ok_or_else(|| ConnectError(format!("{} has no source task", plugin.class())))?;
+    let snapshot = Snapshot(
+        worker
+            .connector_offsets(name)
+            .into_iter()
+            .map(|(p, o)| (Json::Object(p).to_string(), o))
+            .collect(),
+    );
+    task.start(config, &snapshot).await?;
+    let producer = Producer::connect(
+        ProducerConfig::builder(worker.config.bootstrap_servers.clone())
+            .client_id(&format!("connector-producer-{name}-0"))
+            .acks(Acks::All)
+            .enable_idempotence(true)
+            .linger_ms(5)
+            .build()
+            .map_err(|e| ConnectError(e.to_string()))?,
+    )
+    .await
+    .map_err(|e| ConnectError(e.to_string()))?;
+    let mut pending = Positions::new();
+    let mut last_flush = Instant::now();
+    loop {
+        if *stopped.borrow() {
+            break;
+        }
+        let records = tokio::select! {
+            records = task.poll() => records?,
+            _ = stopped.changed() => break,
+        };
+        let mut deliveries = Vec::new();
+        for record in records {
+            let position = record
+                .source_partition
+                .clone()
+                .zip(record.source_offset.clone());
+            let Some(record) = chain
+                .apply(record)
+                .map_err(|e| ConnectError(e.to_string()))?
+            else {
+                if let Some((p, o)) = position {
+                    pending.insert(Json::Object(p.clone()).to_string(), (p, o));
+                }
+                continue;
+            };
+            let key = key_converter
+                .from_connect(&record.topic, record.key_schema.as_ref(), &record.key)
+                .map_err(|e| ConnectError(e.to_string()))?;
+            let value = value_converter
+                .from_connect(&record.topic, record.value_schema.as_ref(), &record.value)
+                .map_err(|e| ConnectError(e.to_string()))?;
+            let mut out = ProducerRecord::new(record.topic.clone(), Bytes::new());
+            out.key = key.map(Bytes::from);
+            out.value = value.map(Bytes::from);
+            if let Some(p) = record.partition {
+                out = out.with_partition(p);
+            }
+            if let Some(ts) = record.timestamp {
+                out = out.with_timestamp(ts);
+            }
+            for h in &record.headers {
+                out = out.with_header(Bytes::from(h.key.clone().into_bytes()), h.value.clone());
+            }
+            let delivery = producer
+                .send(out)
+                .await
+                .map_err(|e| ConnectError(e.to_string()))?;
+            deliveries.push((delivery, position));
+        }
+        for (delivery, position) in deliveries {
+            delivery.await.map_err(|e| ConnectError(e.to_string()))?;
+            if let Some((p, o)) = position {
+                pending.insert(Json::Object(p.clone()).to_string(), (p, o));
+            }
+        }
+        if !pending.is_empty() && last_flush.elapsed() >= worker.config.offset_flush_interval {
+            worker
+                .commit_offsets(name, &pending)
+                .await
+                .map_err(|e| ConnectError(e.to_string()))?;
+            pending.clear();
+            last_flush = Instant::now();
+        }
+    }
+    task.stop();
+    producer
+        .flush()
+        .await
+        .map_err(|e| ConnectError(e.to_string()))?;
+    worker
+        .commit_offsets(name, &pending)
+        .await
+        .map_err(|e| ConnectError(e.to_string()))?;
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run_sink(
+    worker: &Arc<Worker>,
+    name: &str,
+    task_id: u32,
+    plugin: &dyn ConnectorPlugin,
+    config: &Props,
+    connector: &Props,
+    (key_converter, value_converter): Converters,
+    chain: Chain,
+    mut stopped: watch::Receiver<bool>,
+) -> Result<(), ConnectError> {
+    let mut task = plugin
+        .sink_task()
+        .ok_or_else(|| ConnectError(format!("{} has no sink task", plugin.class())))?;
+    task.start(config).await?;
+    let kafka = |e: sluice_client::Error| ConnectError(e.to_string());
+    let mut consumer_config = ConsumerConfig::new(worker.config.bootstrap_servers.clone());
+    for (k, v) in [
+        ("group.id", format!("connect-{name}")),
+        ("client.id", format!("connector-consumer-{name}-{task_id}")),
+        ("enable.auto.commit", "false".into()),
+        ("auto.offset.reset", "earliest".into()),
+        ("fetch.max.wait.ms", "200".into()),
+    ] {
+        consumer_config.set(k, &v).map_err(kafka)?;
+    }
+    let mut consumer = Consumer::new(consumer_config).await.map_err(kafka)?;
+    match (connector.get("topics"), connector.get("topics.regex")) {
+        (Some(topics), _) => consumer
+            .subscribe(
+                topics.split(',').map(str::trim).filter(|t| !t.is_empty()),
+                None,
+            )
+            .map_err(kafka)?,
+        (None, Some(regex)) => consumer.subscribe_pattern(regex, None).map_err(kafka)?,
+        (None, None) => {
+            return Err(ConnectError(
+                "Must configure one of topics or topics.regex".into(),
+            ));
+        }
+    }
+    let mut last_flush = Instant::now();
+    let mut dirty = false;
+    loop {
+        if *stopped.borrow() {
+            break;
+        }
+        let polled = tokio::select! {
+            polled = consumer.poll(Duration::from_millis(500)) => polled.map_err(kafka)?,
+            _ = stopped.changed() => break,
+        };
+        let mut batch = Vec::new();
+        for r in polled {
+            let (key_schema, key) = key_converter
+                .to_connect(&r.topic, r.key.as_deref())
+                .map_err(|e| ConnectError(e.to_string()))?;
+            let (value_schema, value) = value_converter
+                .to_connect(&r.topic, r.value.as_deref())
+                .map_err(|e| ConnectError(e.to_string()))?;
+            let mut record =
+                Record::new(r.topic.clone(), value_schema, value).with_key(key_schema, key);
+            record.partition = Some(r.partition);
+            record.kafka_offset = Some(r.offset);
+            record.timestamp = Some(r.timestamp);
+            record.headers = r
+                .headers
+                .iter()
+                .map(|h| Header {
+                    key: String::from_utf8_lossy(&h.key).into_owned(),
+                    value: h.value.clone(),
+                })
+                .collect();
+            if let Some(record) = chain
+                .apply(record)
+                .map_err(|e| ConnectError(e.to_string()))?
+            {
+                batch.push(record);
+            }
+            dirty = true;
+        }
+        if !batch.is_empty() {
+            task.put(batch).await?;
+        }
+        if dirty && last_flush.elapsed() >= worker.config.offset_flush_interval {
+            task.flush().await?;
+            consumer.commit_sync().await.map_err(kafka)?;
+            dirty = false;
+            last_flush = Instant::now();
+        }
+    }
+    task.flush().await?;
+    if dirty {
+        consumer.commit_sync().await.map_err(kafka)?;
+    }
+    task.stop();
+    let _ = consumer.close().await;
+    Ok(())
+}
+
+/// For the REST API: the statuses topic's view of a connector.
+pub fn connector_type(config: &Props) -> Option<&'static str> {
+    config
+        .get("connector.class")
+        .and_then(|c| connectors::plugin(c))
+        .map(|p| p.kind().name())
+}
+
+pub use records::TargetState as State;
+
+impl Worker {
+    /// Stops every task, committing what they completed (a source task's acknowledged
+    /// offsets, a sink task's flushed consumer offsets).
+    pub async fn shutdown(&self) {
+        self.closing
+            .store(true, std::sync::atomic::Ordering::Release);
+        self.kick.send_modify(|n| *n += 1);
+        let running: Vec<Running> = std::mem::take(&mut *lock(&self.running))
+            .into_values()
+            .collect();
+        for r in &running {
+            let _ = r.stop.send(true);
+        }
+        for r in running {
+            let _ = tokio::time::timeout(Duration::from_secs(10), r.handle).await;
+        }
+    }
+}

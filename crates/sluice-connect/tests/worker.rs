@@ -1,0 +1,371 @@
+//! A Connect worker against a real in-process broker, through its REST API: Kafka
+//! Connect's status codes and JSON shapes, a file -> topic -> file pipeline with the
+//! FileStream connectors, the internal topics' records, pause/resume/stop/delete, and a
+//! worker restarted on the same topics resuming from its committed offsets.
+
+#[path = "../../sluice-broker/tests/common/mod.rs"]
+mod common;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::TestNode;
+use serde_json::{Value, json};
+use sluice_client::TopicPartition;
+use sluice_client::consumer::{Consumer, ConsumerConfig};
+use sluice_connect::WorkerConfig;
+use tokio::sync::watch;
+
+struct RunningWorker {
+    url: String,
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<Result<(), String>>,
+}
+
+impl RunningWorker {
+    async fn start(node: &TestNode) -> RunningWorker {
+        let text = format!(
+            "bootstrap.servers={}\n\
+             group.id=connect-test\n\
+             key.converter=org.apache.kafka.connect.storage.StringConverter\n\
+             value.converter=org.apache.kafka.connect.storage.StringConverter\n\
+             config.storage.topic=connect-configs\n\
+             offset.storage.topic=connect-offsets\n\
+             status.storage.topic=connect-status\n\
+             config.storage.replication.factor=1\n\
+             offset.storage.replication.factor=1\n\
+             status.storage.replication.factor=1\n\
+             offset.storage.partitions=5\n\
+             status.storage.partitions=2\n\
+             offset.flush.interval.ms=200\n\
+             listeners=http://127.0.0.1:0\n",
+            node.address
+        );
+        let config = WorkerConfig::from_props(WorkerConfig::parse_properties(&text)).unwrap();
+        let (stop, stopped) = watch::channel(false);
+        let (bound, address) = tokio::sync::oneshot::channel::<SocketAddr>();
+        let task = tokio::spawn(sluice_connect::serve(config, stopped, Some(bound)));
+        let address = tokio::time::timeout(Duration::from_secs(60), address)
+            .await
+            .expect("the worker starts within 60 s")
+            .expect("the worker binds its listener");
+        RunningWorker {
+            url: format!("http://{address}"),
+            stop,
+            task,
+        }
+    }
+
+    async fn stop(self) {
+        self.stop.send(true).unwrap();
+        tokio::time::timeout(Duration::from_secs(30), self.task)
+            .await
+            .expect("the worker stops within 30 s")
+            .unwrap()
+            .unwrap();
+    }
+
+    async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+        let http = reqwest::Client::new();
+        let mut request = http.request(method.parse().unwrap(), format!("{}{path}", self.url));
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let text = response.text().await.unwrap();
+        let value = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        };
+        (status, value)
+    }
+
+    /// Polls `path` until `check` holds (statuses are written asynchronously).
+    async fn wait_for(&self, path: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let (status, body) = self.call("GET", path, None).await;
+            if status == 200 && check(&body) {
+                return body;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{what}: last answer {status} {body}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+async fn read_topic(node: &TestNode, topic: &str, expected: usize) -> Vec<String> {
+    let mut config = ConsumerConfig::new([node.address.to_string()]);
+    config.set("auto.offset.reset", "earliest").unwrap();
+    let mut consumer = Consumer::new(config).await.unwrap();
+    let tp = TopicPartition::new(topic, 0);
+    consumer.assign([tp.clone()]).unwrap();
+    consumer.seek(&tp, 0).unwrap();
+    let mut values = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while values.len() < expected && Instant::now() < deadline {
+        for r in consumer.poll(Duration::from_millis(200)).await.unwrap() {
+            values.push(String::from_utf8(r.value.unwrap().to_vec()).unwrap());
+        }
+    }
+    // Anything beyond what was expected (a duplicate) shows up too.
+    for r in consumer.poll(Duration::from_millis(500)).await.unwrap() {
+        values.push(String::from_utf8(r.value.unwrap().to_vec()).unwrap());
+    }
+    values
+}
+
+async fn wait_lines(path: &Path, expected: usize) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let lines: Vec<String> = text.lines().map(str::to_string).collect();
+        if lines.len() >= expected || Instant::now() >= deadline {
+            return lines;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn append_lines(path: &Path, range: std::ops::Range<usize>) {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    for i in range {
+        writeln!(f, "line {i}").unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_file_pipeline_through_connects_rest_api_survives_a_worker_restart() {
+    let node = TestNode::start(&[("group.initial.rebalance.delay.ms", "0")]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.txt");
+    let output = dir.path().join("out.txt");
+    append_lines(&input, 0..100);
+
+    let worker = RunningWorker::start(&node).await;
+    let (status, root) = worker.call("GET", "/", None).await;
+    assert_eq!(status, 200);
+    assert_eq!(root["version"], "4.1.1");
+    assert!(
+        root["kafka_cluster_id"]
+            .as_str()
+            .is_some_and(|id| !id.is_empty())
+    );
+    assert_eq!(
+        worker.call("GET", "/connectors", None).await,
+        (200, json!([]))
+    );
+    let (status, plugins) = worker.call("GET", "/connector-plugins", None).await;
+    assert_eq!(status, 200);
+    assert!(
+        plugins.as_array().unwrap().iter().any(|p| p["class"]
+            == "org.apache.kafka.connect.file.FileStreamSourceConnector"
+            && p["type"] == "source"),
+        "{plugins}"
+    );
+
+    // Bad input: Connect's codes and messages.
+    let (status, body) = worker.call("GET", "/connectors/nope", None).await;
+    assert_eq!(
+        (status, body),
+        (
+            404,
+            json!({"error_code": 404, "message": "Connector nope not found"})
+        )
+    );
+    let (status, body) = worker
+        .call(
+            "POST",
+            "/connectors",
+            Some(json!({"name": "bad", "config": {"connector.class": "com.example.Nope"}})),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error_code"], 400);
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("Failed to find any class that implements Connector and which name matches com.example.Nope"),
+        "{body}"
+    );
+    let (status, body) = worker
+        .call(
+            "PUT",
+            "/connector-plugins/FileStreamSourceConnector/config/validate",
+            Some(json!({"connector.class": "FileStreamSource", "file": "x", "name": "v"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["error_count"], 1, "{body}");
+    let topic_errors: Vec<&Value> = body["configs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["value"]["name"] == "topic")
+        .collect();
+    assert_eq!(
+        topic_errors[0]["value"]["errors"],
+        json!(["Missing required configuration \"topic\" which has no default value."])
+    );
+    let (status, body) = worker
+        .call("POST", "/connectors", Some(json!({"config": {}})))
+        .await;
+    assert_eq!(status, 400, "{body}");
+    let http = reqwest::Client::new();
+    let malformed = http
+        .post(format!("{}/connectors", worker.url))
+        .header("content-type", "application/json")
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(malformed.status().as_u16(), 400);
+
+    // A file source: every line a record, in order.
+    let source = json!({
+        "name": "file-source",
+        "config": {
+            "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
+            "tasks.max": "1",
+            "file": input.display().to_string(),
+            "topic": "lines",
+        }
+    });
+    let (status, created) = worker
+        .call("POST", "/connectors", Some(source.clone()))
+        .await;
+    assert_eq!(status, 201, "{created}");
+    assert_eq!(created["name"], "file-source");
+    assert_eq!(created["type"], "source");
+    assert_eq!(created["config"]["topic"], "lines");
+    assert_eq!(created["config"]["name"], "file-source");
+    let (status, body) = worker.call("POST", "/connectors", Some(source)).await;
+    assert_eq!(
+        (status, body),
+        (
+            409,
+            json!({"error_code": 409, "message": "Connector file-source already exists"})
+        )
+    );
+    let expected: Vec<String> = (0..100).map(|i| format!("line {i}")).collect();
+    assert_eq!(read_topic(&node, "lines", 100).await, expected);
+    let status = worker
+        .wait_for("/connectors/file-source/status", "source running", |s| {
+            s["connector"]["state"] == "RUNNING" && s["tasks"][0]["state"] == "RUNNING"
+        })
+        .await;
+    assert_eq!(status["type"], "source");
+    assert_eq!(status["tasks"][0]["id"], 0);
+    assert!(
+        status["tasks"][0]["worker_id"]
+            .as_str()
+            .unwrap()
+            .starts_with("127.0.0.1:")
+    );
+    let (_, tasks) = worker
+        .call("GET", "/connectors/file-source/tasks", None)
+        .await;
+    assert_eq!(
+        tasks[0]["id"],
+        json!({"connector": "file-source", "task": 0})
+    );
+    assert_eq!(tasks[0]["config"]["topic"], "lines");
+    let size = std::fs::metadata(&input).unwrap().len();
+    worker
+        .wait_for(
+            "/connectors/file-source/offsets",
+            "offsets committed",
+            |o| o["offsets"][0]["offset"]["position"] == size,
+        )
+        .await;
+    let (_, offsets) = worker
+        .call("GET", "/connectors/file-source/offsets", None)
+        .await;
+    assert_eq!(
+        offsets["offsets"][0]["partition"],
+        json!({"filename": input.display().to_string()})
+    );
+
+    // A file sink: the topic's records as lines.
+    let (status, body) = worker
+        .call(
+            "POST",
+            "/connectors",
+            Some(json!({"name": "file-sink", "config": {
+                "connector.class": "FileStreamSink",
+                "topics": "lines",
+                "file": output.display().to_string(),
+            }})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["type"], "sink");
+    assert_eq!(wait_lines(&output, 100).await, expected);
+    let (_, list) = worker
+        .call("GET", "/connectors?expand=status&expand=info", None)
+        .await;
+    assert_eq!(list["file-sink"]["info"]["type"], "sink");
+    assert!(list["file-source"]["status"]["connector"]["state"].is_string());
+
+    // Pause and resume.
+    let (status, _) = worker
+        .call("PUT", "/connectors/file-source/pause", None)
+        .await;
+    assert_eq!(status, 202);
+    worker
+        .wait_for("/connectors/file-source/status", "paused", |s| {
+            s["connector"]["state"] == "PAUSED" && s["tasks"][0]["state"] == "PAUSED"
+        })
+        .await;
+    let (status, _) = worker
+        .call("PUT", "/connectors/file-source/resume", None)
+        .await;
+    assert_eq!(status, 202);
+    worker
+        .wait_for("/connectors/file-source/status", "resumed", |s| {
+            s["connector"]["state"] == "RUNNING" && s["tasks"][0]["state"] == "RUNNING"
+        })
+        .await;
+
+    // The worker stops (committing what it completed); lines written meanwhile are
+    // read by the next worker on the same topics, from the committed position.
+    worker.stop().await;
+    append_lines(&input, 100..150);
+    let worker = RunningWorker::start(&node).await;
+    let (_, names) = worker.call("GET", "/connectors", None).await;
+    assert_eq!(names, json!(["file-sink", "file-source"]));
+    let expected: Vec<String> = (0..150).map(|i| format!("line {i}")).collect();
+    assert_eq!(
+        read_topic(&node, "lines", 150).await,
+        expected,
+        "no line lost or repeated"
+    );
+    assert_eq!(wait_lines(&output, 150).await, expected);
+
+    // Stop (KIP-875), then delete.
+    let (status, _) = worker.call("PUT", "/connectors/file-sink/stop", None).await;
+    assert_eq!(status, 204);
+    worker
+        .wait_for("/connectors/file-sink/status", "stopped", |s| {
+            s["connector"]["state"] == "STOPPED" && s["tasks"] == json!([])
+        })
+        .await;
+    let (status, _) = worker.call("DELETE", "/connectors/file-sink", None).await;
+    assert_eq!(status, 204);
+    let (status, _) = worker.call("GET", "/connectors/file-sink", None).await;
+    assert_eq!(status, 404);
+    worker.stop().await;
+    node.stop().await;
+}
