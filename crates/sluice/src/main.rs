@@ -8,6 +8,7 @@
 //! `sluice cluster status` shows the metadata quorum as `kafka-metadata-quorum.sh` does.
 
 mod cluster;
+mod connect;
 mod consume;
 mod dump_log;
 mod group;
@@ -58,7 +59,19 @@ enum Command {
         /// The registry's HTTP address with `--with-registry`.
         #[arg(long, default_value = "127.0.0.1:8081")]
         registry_listen: String,
+        /// Also run a Kafka Connect worker in-process, its REST API on
+        /// `--connect-listen`, its state in this node's `connect-*` topics.
+        #[arg(long)]
+        with_connect: bool,
+        /// The Connect worker's REST address with `--with-connect`.
+        #[arg(long, default_value = "127.0.0.1:8083")]
+        connect_listen: String,
     },
+    /// Run a Kafka Connect worker (distributed mode, Connect's REST API) from a
+    /// `connect-distributed.properties` file; or drive a running one's REST API
+    /// (`list`, `create`, `status`, `pause`, `resume`, `stop`, `restart`, `delete`,
+    /// `offsets`).
+    Connect(connect::ConnectArgs),
     /// Run a schema registry (Confluent Schema Registry's REST API) against a running
     /// cluster, with Confluent's `schema-registry.properties` keys.
     Registry(registry::RegistryArgs),
@@ -140,7 +153,21 @@ fn main() -> anyhow::Result<()> {
             overrides,
             with_registry,
             registry_listen,
-        } => server(config, &overrides, with_registry.then_some(registry_listen)),
+            with_connect,
+            connect_listen,
+        } => server(
+            config,
+            &overrides,
+            with_registry.then_some(registry_listen),
+            with_connect.then_some(connect_listen),
+        ),
+        Command::Connect(args) => {
+            if let Err(error) = connect::run(args) {
+                eprintln!("sluice connect: {error:#}");
+                std::process::exit(1);
+            }
+            Ok(())
+        }
         Command::Registry(args) => {
             if let Err(error) = registry::run(args) {
                 eprintln!("sluice registry: {error:#}");
@@ -223,6 +250,7 @@ fn server(
     config_path: Option<PathBuf>,
     overrides: &[String],
     registry_listen: Option<String>,
+    connect_listen: Option<String>,
 ) -> anyhow::Result<()> {
     use anyhow::Context;
     let text = match &config_path {
@@ -252,6 +280,10 @@ fn server(
         .context("starting the async runtime")?;
     runtime.block_on(async move {
         let (stop, stopped) = tokio::sync::watch::channel(false);
+        // A Connect worker stops first (its tasks commit through the broker), then the
+        // broker.
+        let (stop_connect, connect_stopped) = tokio::sync::watch::channel(false);
+        let (connect_done, mut connect_finished) = tokio::sync::watch::channel(false);
         tokio::spawn(async move {
             let mut terminate =
                 tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
@@ -261,15 +293,47 @@ fn server(
                 _ = terminate.recv() => {}
             }
             eprintln!("sluice: shutting down");
+            let _ = stop_connect.send(true);
+            let _ = tokio::time::timeout(
+                std::time::Duration::from_secs(15),
+                connect_finished.wait_for(|done| *done),
+            )
+            .await;
             let _ = stop.send(true);
         });
         // With --with-registry, the registry starts once the broker's first client
         // listener is bound, and stores its schemas through it.
-        let (bound, broker_address) = tokio::sync::oneshot::channel::<std::net::SocketAddr>();
+        let (bound, broker_address) = tokio::sync::watch::channel(None::<std::net::SocketAddr>);
         let bound = std::sync::Mutex::new(Some(bound));
+        let first_listener =
+            |mut address: tokio::sync::watch::Receiver<Option<std::net::SocketAddr>>| async move {
+                address
+                    .wait_for(Option::is_some)
+                    .await
+                    .ok()
+                    .and_then(|a| *a)
+            };
+        match connect_listen {
+            Some(listen) => {
+                let address = broker_address.clone();
+                tokio::spawn(async move {
+                    if let Some(broker) = first_listener(address).await
+                        && let Err(error) =
+                            connect::start_in_process(broker, &listen, connect_stopped).await
+                    {
+                        eprintln!("sluice: the Kafka Connect worker did not start: {error:#}");
+                    }
+                    let _ = connect_done.send(true);
+                });
+            }
+            None => {
+                let _ = connect_done.send(true);
+            }
+        }
         let registry = registry_listen.map(|listen| {
+            let address = broker_address.clone();
             tokio::spawn(async move {
-                let Ok(broker) = broker_address.await else {
+                let Some(broker) = first_listener(address).await else {
                     return;
                 };
                 if let Err(error) = registry::start_in_process(broker, &listen).await {
@@ -284,7 +348,7 @@ fn server(
             if listener.name != "CONTROLLER"
                 && let Some(bound) = bound.lock().unwrap_or_else(|p| p.into_inner()).take()
             {
-                let _ = bound.send(address);
+                let _ = bound.send(Some(address));
             }
         })
         .await;
