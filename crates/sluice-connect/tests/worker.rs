@@ -369,3 +369,74 @@ async fn a_file_pipeline_through_connects_rest_api_survives_a_worker_restart() {
     worker.stop().await;
     node.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_failed_task_reports_its_trace_and_runs_again_once_restarted() {
+    let node = TestNode::start(&[("group.initial.rebalance.delay.ms", "0")]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.txt");
+    append_lines(&input, 0..10);
+    let missing = dir.path().join("not-yet");
+    let output = missing.join("out.txt");
+    let worker = RunningWorker::start(&node).await;
+    for (name, config) in [
+        (
+            "src",
+            json!({"connector.class": "FileStreamSource", "file": input.display().to_string(), "topic": "t"}),
+        ),
+        (
+            "sink",
+            json!({"connector.class": "FileStreamSink", "file": output.display().to_string(), "topics": "t"}),
+        ),
+    ] {
+        let (status, body) = worker
+            .call(
+                "POST",
+                "/connectors",
+                Some(json!({"name": name, "config": config})),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+    }
+    // The sink's file cannot be created: the task fails, with Connect's trace.
+    let failed = worker
+        .wait_for("/connectors/sink/status", "sink task failed", |s| {
+            s["tasks"][0]["state"] == "FAILED"
+        })
+        .await;
+    let trace = failed["tasks"][0]["trace"].as_str().unwrap();
+    assert!(
+        trace.starts_with(
+            "org.apache.kafka.connect.errors.ConnectException: Couldn't find or create file"
+        ),
+        "{trace}"
+    );
+    assert_eq!(failed["connector"]["state"], "RUNNING");
+    // The worker goes on: the source ran meanwhile.
+    assert_eq!(read_topic(&node, "t", 10).await.len(), 10);
+    // A failed task stays failed until restarted; then it runs from the start.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let (_, still) = worker
+        .call("GET", "/connectors/sink/tasks/0/status", None)
+        .await;
+    assert_eq!(still["state"], "FAILED");
+    std::fs::create_dir(&missing).unwrap();
+    let (status, _) = worker
+        .call("POST", "/connectors/sink/tasks/0/restart", None)
+        .await;
+    assert_eq!(status, 204);
+    worker
+        .wait_for("/connectors/sink/status", "sink task running again", |s| {
+            s["tasks"][0]["state"] == "RUNNING"
+        })
+        .await;
+    let expected: Vec<String> = (0..10).map(|i| format!("line {i}")).collect();
+    assert_eq!(wait_lines(&output, 10).await, expected);
+    // Restarting an unknown task's connector is Connect's 404.
+    let (status, body) = worker
+        .call("POST", "/connectors/nope/tasks/0/restart", None)
+        .await;
+    assert_eq!(status, 404, "{body}");
+    worker.stop().await;
+    node.stop().await;
+}
