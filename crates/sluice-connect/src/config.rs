@@ -32,6 +32,11 @@ pub struct WorkerConfig {
     /// `rest.advertised.host.name` / `rest.advertised.port`: this worker's id and URL.
     pub advertised_host: String,
     pub advertised_port: u16,
+    /// `session.timeout.ms` (10000), `heartbeat.interval.ms` (3000),
+    /// `rebalance.timeout.ms` (60000): the worker's group membership, Connect's defaults.
+    pub session_timeout: Duration,
+    pub heartbeat_interval: Duration,
+    pub rebalance_timeout: Duration,
     /// Every key as given (connector defaults such as `producer.*`, `consumer.*`).
     pub props: Props,
 }
@@ -100,6 +105,9 @@ impl WorkerConfig {
         let status_partitions = number("status.storage.partitions", 5, 1);
         let status_rf = number("status.storage.replication.factor", 3, -1);
         let flush_ms = number("offset.flush.interval.ms", 60_000, 0);
+        let session_ms = number("session.timeout.ms", 10_000, 1);
+        let heartbeat_ms = number("heartbeat.interval.ms", 3_000, 1);
+        let rebalance_ms = number("rebalance.timeout.ms", 60_000, 1);
         let listeners = text("listeners", "http://:8083");
         let first = listeners.split(',').next().unwrap_or("").trim().to_string();
         let (rest_host, rest_port) = match parse_listener(&first) {
@@ -156,6 +164,9 @@ impl WorkerConfig {
             key_converter_props: prefixed("key.converter."),
             value_converter_props: prefixed("value.converter."),
             offset_flush_interval: Duration::from_millis(flush_ms as u64),
+            session_timeout: Duration::from_millis(session_ms as u64),
+            heartbeat_interval: Duration::from_millis(heartbeat_ms as u64),
+            rebalance_timeout: Duration::from_millis(rebalance_ms as u64),
             rest_host,
             rest_port,
             advertised_host,

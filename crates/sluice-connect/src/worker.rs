@@ -26,6 +26,7 @@ use crate::config::WorkerConfig;
 use crate::connectors::{self, ConnectError, ConnectorPlugin, Kind, OffsetReader};
 use crate::converters::{self, Converter};
 use crate::data::{Header, Record};
+use crate::group::{self, Assignment, GroupConfig, Members};
 use crate::log::{LogError, TopicLog, TopicSpec};
 use crate::records::{
     self, ConfigRecord, ConfigState, Status, StatusKey, TargetState, decode_offset_key, offset_key,
@@ -58,6 +59,28 @@ pub struct Worker {
     kick: watch::Sender<u64>,
     generation: i32,
     closing: std::sync::atomic::AtomicBool,
+    /// What the group assigned this worker (None: between generations; nothing runs).
+    assignment: watch::Receiver<Option<Assignment>>,
+    stop_group: watch::Sender<bool>,
+    group: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+/// The config state as the group's leader assigns it.
+struct Work(Arc<Mutex<ConfigState>>);
+
+impl Members for Work {
+    fn config_offset(&self) -> i64 {
+        lock(&self.0).offset
+    }
+
+    fn work(&self) -> BTreeMap<String, u32> {
+        let state = lock(&self.0);
+        state
+            .connectors
+            .keys()
+            .map(|c| (c.clone(), state.tasks.get(c).map_or(0, |t| t.len() as u32)))
+            .collect()
+    }
 }
 
 struct Running {
@@ -200,6 +223,21 @@ impl Worker {
         )
         .await?;
         let (kick, _) = watch::channel(0);
+        let (assigned, assignment) = watch::channel(None);
+        let (stop_group, group_stopped) = watch::channel(false);
+        let group = tokio::spawn(group::run(
+            GroupConfig {
+                bootstrap_servers: config.bootstrap_servers.clone(),
+                group_id: config.group_id.clone(),
+                url: config.rest_url(),
+                session_timeout: config.session_timeout,
+                rebalance_timeout: config.rebalance_timeout,
+                heartbeat_interval: config.heartbeat_interval,
+            },
+            Arc::new(Work(config_state.clone())),
+            assigned,
+            group_stopped,
+        ));
         let worker = Arc::new(Worker {
             config,
             configs,
@@ -213,6 +251,9 @@ impl Worker {
             kick,
             generation: 1,
             closing: std::sync::atomic::AtomicBool::new(false),
+            assignment,
+            stop_group,
+            group: Mutex::new(Some(group)),
         });
         tokio::spawn(reconcile_loop(worker.clone()));
         Ok(worker)
@@ -561,6 +602,7 @@ impl OffsetReader for Snapshot {
 async fn reconcile_loop(worker: Arc<Worker>) {
     let mut changed = worker.config_changed.clone();
     let mut kicked = worker.kick.subscribe();
+    let mut assigned = worker.assignment.clone();
     loop {
         if worker.closing.load(std::sync::atomic::Ordering::Acquire) {
             return;
@@ -569,6 +611,7 @@ async fn reconcile_loop(worker: Arc<Worker>) {
         tokio::select! {
             _ = changed.changed() => {}
             _ = kicked.changed() => {}
+            _ = assigned.changed() => {}
             _ = tokio::time::sleep(Duration::from_secs(1)) => {}
         }
     }
@@ -576,6 +619,7 @@ async fn reconcile_loop(worker: Arc<Worker>) {
 
 async fn reconcile(worker: &Arc<Worker>) {
     let state = worker.state();
+    let assignment = worker.assignment.borrow().clone().unwrap_or_default();
     // Stop what no longer belongs, or runs with an old config.
     let stale: Vec<(String, Option<u32>)> = {
         let running = lock(&worker.running);
@@ -583,20 +627,25 @@ async fn reconcile(worker: &Arc<Worker>) {
             .iter()
             .filter(|((connector, task), r)| {
                 let target = state.target_state(connector);
-                match task {
-                    None => {
-                        state.connectors.get(connector) != Some(&r.config)
-                            || target != TargetState::Started
+                let mine = match task {
+                    None => assignment.runs_connector(connector),
+                    Some(t) => assignment.runs_task(connector, *t),
+                };
+                !mine
+                    || match task {
+                        None => {
+                            state.connectors.get(connector) != Some(&r.config)
+                                || target != TargetState::Started
+                        }
+                        Some(t) => {
+                            target != TargetState::Started
+                                || state
+                                    .tasks
+                                    .get(connector)
+                                    .and_then(|tasks| tasks.get(*t as usize))
+                                    != Some(&r.config)
+                        }
                     }
-                    Some(t) => {
-                        target != TargetState::Started
-                            || state
-                                .tasks
-                                .get(connector)
-                                .and_then(|tasks| tasks.get(*t as usize))
-                                != Some(&r.config)
-                    }
-                }
             })
             .map(|(k, _)| k.clone())
             .collect()
@@ -636,28 +685,36 @@ async fn reconcile(worker: &Arc<Worker>) {
     for (name, config) in &state.connectors {
         let target = state.target_state(name);
         let connector_key = (name.clone(), None);
+        // Only what the group assigned here: the connector, and which of its tasks.
+        let runs_connector = assignment.runs_connector(name);
         match target {
             TargetState::Paused => {
-                worker
-                    .write_status(StatusKey::Connector(name.clone()), "PAUSED", None)
-                    .await;
-                for t in 0..state.tasks.get(name).map_or(0, Vec::len) {
+                if runs_connector {
                     worker
-                        .write_status(StatusKey::Task(name.clone(), t as u32), "PAUSED", None)
+                        .write_status(StatusKey::Connector(name.clone()), "PAUSED", None)
                         .await;
+                }
+                for t in 0..state.tasks.get(name).map_or(0, Vec::len) {
+                    if assignment.runs_task(name, t as u32) {
+                        worker
+                            .write_status(StatusKey::Task(name.clone(), t as u32), "PAUSED", None)
+                            .await;
+                    }
                 }
                 continue;
             }
             TargetState::Stopped => {
-                worker
-                    .write_status(StatusKey::Connector(name.clone()), "STOPPED", None)
-                    .await;
+                if runs_connector {
+                    worker
+                        .write_status(StatusKey::Connector(name.clone()), "STOPPED", None)
+                        .await;
+                }
                 continue;
             }
             TargetState::Started => {}
         }
         // The connector: its task configs, written when they differ from the committed.
-        if !lock(&worker.running).contains_key(&connector_key) {
+        if runs_connector && !lock(&worker.running).contains_key(&connector_key) {
             let failed = worker
                 .status(&StatusKey::Connector(name.clone()))
                 .is_some_and(|s| s.state == "FAILED");
@@ -731,7 +788,7 @@ async fn reconcile(worker: &Arc<Worker>) {
         for (i, task) in tasks.iter().enumerate() {
             let key = (name.clone(), Some(i as u32));
             // A failed task stays in `running` (its handle finished) until restarted.
-            if lock(&worker.running).contains_key(&key) {
+            if !assignment.runs_task(name, i as u32) || lock(&worker.running).contains_key(&key) {
                 continue;
             }
             start_task(worker, name, i as u32, config, task).await;
@@ -1039,6 +1096,12 @@ impl Worker {
         }
         for r in running {
             let _ = tokio::time::timeout(Duration::from_secs(10), r.handle).await;
+        }
+        // Then leave the group, so the others take the work over at once.
+        let _ = self.stop_group.send(true);
+        let group = lock(&self.group).take();
+        if let Some(group) = group {
+            let _ = tokio::time::timeout(Duration::from_secs(10), group).await;
         }
     }
 }

@@ -25,6 +25,10 @@ struct RunningWorker {
 
 impl RunningWorker {
     async fn start(node: &TestNode) -> RunningWorker {
+        Self::start_with(node, "").await
+    }
+
+    async fn start_with(node: &TestNode, extra: &str) -> RunningWorker {
         let text = format!(
             "bootstrap.servers={}\n\
              group.id=connect-test\n\
@@ -39,7 +43,7 @@ impl RunningWorker {
              offset.storage.partitions=5\n\
              status.storage.partitions=2\n\
              offset.flush.interval.ms=200\n\
-             listeners=http://127.0.0.1:0\n",
+             listeners=http://127.0.0.1:0\n{extra}",
             node.address
         );
         let config = WorkerConfig::from_props(WorkerConfig::parse_properties(&text)).unwrap();
@@ -438,5 +442,113 @@ async fn a_failed_task_reports_its_trace_and_runs_again_once_restarted() {
         .await;
     assert_eq!(status, 404, "{body}");
     worker.stop().await;
+    node.stop().await;
+}
+
+/// Every worker id the connector's and its tasks' statuses name.
+fn owners(status: &Value) -> Vec<String> {
+    let mut out = vec![
+        status["connector"]["worker_id"]
+            .as_str()
+            .unwrap_or("")
+            .to_string(),
+    ];
+    for t in status["tasks"].as_array().into_iter().flatten() {
+        out.push(t["worker_id"].as_str().unwrap_or("").to_string());
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_workers_share_the_work_and_one_takes_it_all_when_the_other_leaves() {
+    if let Ok(filter) = std::env::var("SLUICE_TEST_LOG") {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_test_writer()
+            .try_init();
+    }
+    let node = TestNode::start(&[("group.initial.rebalance.delay.ms", "0")]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let timers = "heartbeat.interval.ms=300\nsession.timeout.ms=6000\n";
+    let a = RunningWorker::start_with(&node, timers).await;
+    let b = RunningWorker::start_with(&node, timers).await;
+    let names = ["s0", "s1", "s2"];
+    for (i, name) in names.iter().enumerate() {
+        let input = dir.path().join(format!("{name}.txt"));
+        append_lines(&input, 0..20);
+        let (status, body) = a
+            .call(
+                "POST",
+                "/connectors",
+                Some(json!({"name": name, "config": {
+                    "connector.class": "FileStreamSource",
+                    "file": input.display().to_string(),
+                    "topic": format!("topic-{i}"),
+                }})),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+    }
+    // Six units of work (three connectors, three tasks) over two workers: once both are
+    // in the group each runs some, and both workers' REST APIs tell the same statuses.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let seen = loop {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut running = true;
+        for name in names {
+            let (_, s) = a
+                .call("GET", &format!("/connectors/{name}/status"), None)
+                .await;
+            running &= s["connector"]["state"] == "RUNNING" && s["tasks"][0]["state"] == "RUNNING";
+            seen.extend(owners(&s));
+        }
+        if running && seen.len() == 2 {
+            break seen;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not shared by both workers: {seen:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    for name in names {
+        let path = format!("/connectors/{name}/status");
+        let (_, status) = a.call("GET", &path, None).await;
+        b.wait_for(&path, "the same status through the other worker", |s| {
+            owners(s) == owners(&status)
+        })
+        .await;
+    }
+    for i in 0..3 {
+        assert_eq!(read_topic(&node, &format!("topic-{i}"), 20).await.len(), 20);
+    }
+    // b leaves (stopping its tasks, committing their offsets): a runs everything, and
+    // lines written meanwhile arrive once.
+    b.stop().await;
+    for name in names {
+        append_lines(&dir.path().join(format!("{name}.txt")), 20..30);
+    }
+    for name in names {
+        let path = format!("/connectors/{name}/status");
+        a.wait_for(&path, "everything on the remaining worker", |s| {
+            s["tasks"][0]["state"] == "RUNNING"
+                && owners(s).iter().all(|w| seen.contains(w))
+                && owners(s)
+                    .iter()
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .len()
+                    == 1
+        })
+        .await;
+    }
+    let expected: Vec<String> = (0..30).map(|i| format!("line {i}")).collect();
+    for i in 0..3 {
+        assert_eq!(
+            read_topic(&node, &format!("topic-{i}"), 30).await,
+            expected,
+            "topic-{i}: no line lost or repeated across the hand-over"
+        );
+    }
+    a.stop().await;
     node.stop().await;
 }
