@@ -41,6 +41,15 @@ pub struct Assignment {
     pub config_offset: i64,
     /// connector -> task ids (-1: the connector).
     pub work: BTreeMap<String, BTreeSet<i32>>,
+    /// This worker's member id in the generation (not part of the wire format).
+    pub member_id: String,
+}
+
+impl Assignment {
+    /// Whether this worker is the group's leader.
+    pub fn leading(&self) -> bool {
+        !self.member_id.is_empty() && self.member_id == self.leader
+    }
 }
 
 impl Assignment {
@@ -150,6 +159,7 @@ pub fn decode_assignment(bytes: &[u8]) -> Result<Assignment, String> {
                 leader_url,
                 config_offset,
                 work,
+                member_id: String::new(),
             });
         }
         return Err(format!("assignment count {count} exceeds its bytes"));
@@ -172,6 +182,7 @@ pub fn decode_assignment(bytes: &[u8]) -> Result<Assignment, String> {
         leader_url,
         config_offset,
         work,
+        member_id: String::new(),
     })
 }
 
@@ -348,6 +359,7 @@ async fn one_generation(
                     leader_url: leader_url.clone(),
                     config_offset: members.config_offset(),
                     work,
+                    member_id: String::new(),
                 });
                 SyncGroupRequestAssignment::default()
                     .with_member_id(StrBytes::from_string(member))
@@ -382,6 +394,8 @@ async fn one_generation(
         work = ?mine.work,
         "connect group assignment"
     );
+    let mut mine = mine;
+    mine.member_id = member_id.clone();
     assignment.send_replace(Some(mine));
     let mut last_heartbeat = tokio::time::Instant::now();
     loop {
@@ -461,6 +475,7 @@ mod tests {
             work: [("src".to_string(), [-1, 0, 2].into_iter().collect())]
                 .into_iter()
                 .collect(),
+            member_id: String::new(),
         };
         let bytes = encode_assignment(&a);
         assert_eq!(decode_assignment(&bytes).unwrap(), a);

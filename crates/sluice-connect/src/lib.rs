@@ -99,6 +99,11 @@ pub async fn serve(
         }
     }
     let worker = Worker::start(config).await.map_err(|e| e.to_string())?;
+    // Writes are answered 409 until the worker is in the group (as Connect's are): the
+    // listening line waits for the first assignment, so a command run after it works.
+    if !worker.wait_assigned(worker.config.rebalance_timeout).await {
+        tracing::warn!("the worker has not joined its group yet; writes get 409 until it does");
+    }
     tracing::info!(%address, worker_id = %worker.config.worker_id(), "Kafka Connect REST API listening");
     if let Some(bound) = bound {
         let _ = bound.send(address);

@@ -49,7 +49,120 @@ pub fn router(worker: Arc<Worker>) -> Router {
         .route("/connector-plugins/{plugin}/config", get(plugin_config))
         .route("/connector-plugins/{plugin}/config/validate", put(validate))
         .fallback(|| async { error(StatusCode::NOT_FOUND, "HTTP 404 Not Found") })
+        .layer(axum::middleware::from_fn_with_state(
+            worker.clone(),
+            route_writes,
+        ))
         .with_state(worker)
+}
+
+/// Where a write goes, as in Connect: config changes (create, config, delete, pause,
+/// resume, stop) to the group's leader, restarts to the worker running what restarts;
+/// between generations, Connect's 409. Reads and `config/validate` are served here.
+async fn route_writes(
+    State(worker): Shared,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let method = request.method().clone();
+    let path = request.uri().path().to_string();
+    let forwarded = request.headers().contains_key(FORWARDED);
+    if method == axum::http::Method::GET || path.starts_with("/connector-plugins") || forwarded {
+        return next.run(request).await;
+    }
+    let Some(assignment) = worker.assignment() else {
+        return error(
+            StatusCode::CONFLICT,
+            "Cannot complete request because of a conflicting operation (e.g. worker rebalance)",
+        );
+    };
+    let target = if path.ends_with("/restart") {
+        // The worker running the connector (or task) restarts it.
+        let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+        let key = match parts.as_slice() {
+            ["connectors", name, "restart"] => Some(StatusKey::Connector(name.to_string())),
+            ["connectors", name, "tasks", task, "restart"] => task
+                .parse()
+                .ok()
+                .map(|t| StatusKey::Task(name.to_string(), t)),
+            _ => None,
+        };
+        let runs_here = match &key {
+            Some(StatusKey::Connector(name)) => assignment.runs_connector(name),
+            Some(StatusKey::Task(name, t)) => assignment.runs_task(name, *t),
+            None => true,
+        };
+        if runs_here {
+            None
+        } else {
+            key.and_then(|k| worker.status(&k))
+                .map(|s| format!("http://{}/", s.worker_id))
+                .filter(|url| *url != worker.config.rest_url())
+        }
+    } else if assignment.leading() || assignment.leader_url.is_empty() {
+        None
+    } else {
+        Some(assignment.leader_url.clone())
+    };
+    match target {
+        None => next.run(request).await,
+        Some(url) => forward(&url, request).await,
+    }
+}
+
+/// Marks a request another worker forwarded, so it is served where it arrives.
+const FORWARDED: &str = "x-sluice-connect-forwarded";
+
+async fn forward(base: &str, request: axum::extract::Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let Ok(body) = axum::body::to_bytes(body, 16 * 1024 * 1024).await else {
+        return error(StatusCode::BAD_REQUEST, "request body too large");
+    };
+    let path = parts
+        .uri
+        .path_and_query()
+        .map_or("/", |p| p.as_str())
+        .trim_start_matches('/')
+        .to_string();
+    let url = format!("{}/{path}", base.trim_end_matches('/'));
+    tracing::debug!(%url, "forwarding a REST request");
+    let method = match reqwest::Method::from_bytes(parts.method.as_str().as_bytes()) {
+        Ok(m) => m,
+        Err(_) => {
+            return error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "HTTP 405 Method Not Allowed",
+            );
+        }
+    };
+    let mut outgoing = reqwest::Client::new()
+        .request(method, &url)
+        .header(FORWARDED, "1")
+        .body(body.to_vec());
+    if let Some(ct) = parts.headers.get(axum::http::header::CONTENT_TYPE)
+        && let Ok(ct) = ct.to_str()
+    {
+        outgoing = outgoing.header("content-type", ct);
+    }
+    match outgoing.send().await {
+        Ok(answer) => {
+            let status = StatusCode::from_u16(answer.status().as_u16())
+                .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let bytes = answer.bytes().await.unwrap_or_default();
+            let mut response = (status, bytes.to_vec()).into_response();
+            if !bytes.is_empty() {
+                response.headers_mut().insert(
+                    axum::http::header::CONTENT_TYPE,
+                    axum::http::HeaderValue::from_static("application/json"),
+                );
+            }
+            response
+        }
+        Err(e) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("Error trying to forward REST request: {e}"),
+        ),
+    }
 }
 
 fn json_response(status: StatusCode, body: Json) -> Response {

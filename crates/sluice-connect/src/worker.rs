@@ -268,6 +268,20 @@ impl Worker {
         lock(&self.config_state).clone()
     }
 
+    /// Waits until this worker is in a generation (its first assignment), at most
+    /// `timeout`.
+    pub async fn wait_assigned(&self, timeout: Duration) -> bool {
+        let mut assignment = self.assignment.clone();
+        tokio::time::timeout(timeout, assignment.wait_for(Option::is_some))
+            .await
+            .is_ok_and(|r| r.is_ok())
+    }
+
+    /// The current generation's assignment (None during a rebalance).
+    pub fn assignment(&self) -> Option<Assignment> {
+        self.assignment.borrow().clone()
+    }
+
     /// The task ids the status topic holds for a connector.
     pub fn task_statuses(&self, connector: &str) -> Vec<u32> {
         lock(&self.status_state)

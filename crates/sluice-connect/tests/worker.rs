@@ -476,7 +476,9 @@ async fn two_workers_share_the_work_and_one_takes_it_all_when_the_other_leaves()
     for (i, name) in names.iter().enumerate() {
         let input = dir.path().join(format!("{name}.txt"));
         append_lines(&input, 0..20);
-        let (status, body) = a
+        // Through either worker: the one not leading forwards the write to the leader.
+        let through = if i % 2 == 0 { &a } else { &b };
+        let (status, body) = through
             .call(
                 "POST",
                 "/connectors",
