@@ -16,6 +16,7 @@ mod connection;
 pub mod consumer;
 mod error;
 mod groups;
+pub mod membership;
 pub mod producer;
 
 pub use admin::{

@@ -15,20 +15,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
-use sluice_client::kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
-use sluice_client::kafka_protocol::messages::leave_group_request::MemberIdentity;
-use sluice_client::kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
-use sluice_client::kafka_protocol::messages::{
-    GroupId, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, SyncGroupRequest,
-};
-use sluice_client::kafka_protocol::protocol::StrBytes;
-use sluice_client::{Admin, ClientConfig, ErrorCode, Target};
+use sluice_client::membership::{GroupMember, MemberConfig, leave_group};
 use tokio::sync::watch;
 
 const PROTOCOL_TYPE: &str = "connect";
 const EAGER: &str = "default";
-const UNKNOWN_MEMBER_ID: ErrorCode = ErrorCode(25);
-const MEMBER_ID_REQUIRED: ErrorCode = ErrorCode(79);
 /// The connector itself, in an assignment's task list.
 pub const CONNECTOR_TASK: i32 = -1;
 
@@ -280,12 +271,15 @@ pub async fn run(
     }
 }
 
-fn admin_config(config: &GroupConfig) -> ClientConfig {
-    let mut client = ClientConfig::new(config.bootstrap_servers.clone());
-    client.client_id = "sluice-connect-group".to_string();
-    client.request_timeout_ms =
-        (config.rebalance_timeout + Duration::from_secs(5)).as_millis() as u64;
-    client
+fn member_config(config: &GroupConfig) -> MemberConfig {
+    MemberConfig {
+        bootstrap_servers: config.bootstrap_servers.clone(),
+        client_id: "sluice-connect-group".to_string(),
+        group_id: config.group_id.clone(),
+        protocol_type: PROTOCOL_TYPE.to_string(),
+        session_timeout: config.session_timeout,
+        rebalance_timeout: config.rebalance_timeout,
+    }
 }
 
 async fn one_generation(
@@ -294,108 +288,66 @@ async fn one_generation(
     member_id: &mut String,
     assignment: &watch::Sender<Option<Assignment>>,
 ) -> Result<(), String> {
-    let admin = Admin::connect(admin_config(config))
-        .await
-        .map_err(|e| e.to_string())?;
-    let node = admin
-        .find_coordinator(&config.group_id, 0)
-        .await
-        .map_err(|e| e.to_string())?
-        .node_id;
-    let client = admin.client();
+    let mut member = GroupMember::connect(member_config(config), member_id.clone()).await?;
+    let outcome = generation_in(config, members, &mut member, member_id, assignment).await;
+    *member_id = member.member_id().to_string();
+    outcome
+}
+
+async fn generation_in(
+    config: &GroupConfig,
+    members: &dyn Members,
+    member: &mut GroupMember,
+    member_id: &mut String,
+    assignment: &watch::Sender<Option<Assignment>>,
+) -> Result<(), String> {
     let metadata = encode_metadata(&config.url, members.config_offset());
-    let group = || GroupId(StrBytes::from_string(config.group_id.clone()));
-    let joined = loop {
-        let response = client
-            .send(Target::Node(node), |_| {
-                JoinGroupRequest::default()
-                    .with_group_id(group())
-                    .with_session_timeout_ms(config.session_timeout.as_millis() as i32)
-                    .with_rebalance_timeout_ms(config.rebalance_timeout.as_millis() as i32)
-                    .with_member_id(StrBytes::from_string(member_id.clone()))
-                    .with_protocol_type(StrBytes::from_static_str(PROTOCOL_TYPE))
-                    .with_protocols(vec![
-                        JoinGroupRequestProtocol::default()
-                            .with_name(StrBytes::from_static_str(EAGER))
-                            .with_metadata(metadata.clone()),
-                    ])
-            })
-            .await
-            .map_err(|e| e.to_string())?;
-        let code = ErrorCode(response.error_code);
-        if code == MEMBER_ID_REQUIRED {
-            *member_id = response.member_id.to_string();
-            continue;
-        }
-        if code == UNKNOWN_MEMBER_ID {
-            member_id.clear();
-        }
-        code.check(None).map_err(|e| format!("JoinGroup: {e}"))?;
-        break response;
-    };
-    *member_id = joined.member_id.to_string();
-    let generation = joined.generation_id;
-    let leading = joined.leader == joined.member_id;
+    let generation = member.join(&[(EAGER, metadata)]).await;
+    // Kept at once: a stop while this generation runs leaves with it.
+    *member_id = member.member_id().to_string();
+    let generation = generation?;
+    let leading = generation.leading();
     let work = members.work();
     let assignments = if leading {
-        let ids: Vec<String> = joined
+        let ids: Vec<String> = generation
             .members
             .iter()
-            .map(|m| m.member_id.to_string())
+            .map(|(id, _)| id.clone())
             .collect();
-        let leader_url = joined
+        let leader_url = generation
             .members
             .iter()
-            .find(|m| m.member_id == joined.leader)
-            .and_then(|m| decode_metadata(&m.metadata).ok())
+            .find(|(id, _)| *id == generation.leader)
+            .and_then(|(_, metadata)| decode_metadata(metadata).ok())
             .map(|(url, _)| url)
             .unwrap_or_default();
         assign(&ids, &work)
             .into_iter()
-            .map(|(member, work)| {
+            .map(|(id, work)| {
                 let bytes = encode_assignment(&Assignment {
                     error: 0,
-                    leader: joined.leader.to_string(),
+                    leader: generation.leader.clone(),
                     leader_url: leader_url.clone(),
                     config_offset: members.config_offset(),
                     work,
                     member_id: String::new(),
                 });
-                SyncGroupRequestAssignment::default()
-                    .with_member_id(StrBytes::from_string(member))
-                    .with_assignment(bytes)
+                (id, bytes)
             })
             .collect()
     } else {
         Vec::new()
     };
-    let synced = client
-        .send(Target::Node(node), |_| {
-            SyncGroupRequest::default()
-                .with_group_id(group())
-                .with_generation_id(generation)
-                .with_member_id(StrBytes::from_string(member_id.clone()))
-                .with_protocol_type(Some(StrBytes::from_static_str(PROTOCOL_TYPE)))
-                .with_protocol_name(Some(StrBytes::from_static_str(EAGER)))
-                .with_assignments(assignments)
-        })
-        .await
-        .map_err(|e| e.to_string())?;
-    let code = ErrorCode(synced.error_code);
-    if code == UNKNOWN_MEMBER_ID {
-        member_id.clear();
-    }
-    code.check(None).map_err(|e| format!("SyncGroup: {e}"))?;
-    let mine = decode_assignment(&synced.assignment)?;
+    let bytes = member.sync(&generation, EAGER, assignments).await?;
+    let mut mine = decode_assignment(&bytes)?;
+    mine.member_id = generation.member_id.clone();
     tracing::info!(
         group = %config.group_id,
-        generation,
+        generation = generation.generation_id,
         leader = leading,
         work = ?mine.work,
         "connect group assignment"
     );
-    let mut mine = mine;
-    mine.member_id = member_id.clone();
     assignment.send_replace(Some(mine));
     let mut last_heartbeat = tokio::time::Instant::now();
     loop {
@@ -409,51 +361,12 @@ async fn one_generation(
             continue;
         }
         last_heartbeat = tokio::time::Instant::now();
-        let response = client
-            .send(Target::Node(node), |_| {
-                HeartbeatRequest::default()
-                    .with_group_id(group())
-                    .with_generation_id(generation)
-                    .with_member_id(StrBytes::from_string(member_id.clone()))
-            })
-            .await
-            .map_err(|e| e.to_string())?;
-        let code = ErrorCode(response.error_code);
-        if code == ErrorCode::NONE {
-            continue;
-        }
-        if code == UNKNOWN_MEMBER_ID {
-            member_id.clear();
-        }
-        return Err(format!("Heartbeat: {code}"));
+        member.heartbeat(&generation).await?;
     }
 }
 
 async fn leave(config: &GroupConfig, member_id: &str) {
-    if member_id.is_empty() {
-        return;
-    }
-    let Ok(admin) = Admin::connect(admin_config(config)).await else {
-        return;
-    };
-    let Ok(coordinator) = admin.find_coordinator(&config.group_id, 0).await else {
-        return;
-    };
-    let _ = admin
-        .client()
-        .send(Target::Node(coordinator.node_id), |version| {
-            let request = LeaveGroupRequest::default()
-                .with_group_id(GroupId(StrBytes::from_string(config.group_id.clone())));
-            if version >= 3 {
-                request.with_members(vec![
-                    MemberIdentity::default()
-                        .with_member_id(StrBytes::from_string(member_id.to_string())),
-                ])
-            } else {
-                request.with_member_id(StrBytes::from_string(member_id.to_string()))
-            }
-        })
-        .await;
+    leave_group(&member_config(config), member_id).await;
 }
 
 #[cfg(test)]

@@ -15,18 +15,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
-use sluice_client::kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
-use sluice_client::kafka_protocol::messages::leave_group_request::MemberIdentity;
-use sluice_client::kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
-use sluice_client::kafka_protocol::messages::{
-    GroupId, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, SyncGroupRequest,
-};
-use sluice_client::kafka_protocol::protocol::StrBytes;
-use sluice_client::{Admin, ClientConfig, ErrorCode, Target};
+use sluice_client::membership::{GroupMember, MemberConfig, leave_group};
 use tokio::sync::watch;
-
-const UNKNOWN_MEMBER_ID: ErrorCode = ErrorCode(25);
-const MEMBER_ID_REQUIRED: ErrorCode = ErrorCode(79);
 
 /// Who takes writes, as this instance knows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -184,20 +174,15 @@ async fn run(
     }
 }
 
-async fn coordinator(admin: &Admin, group_id: &str) -> Result<i32, String> {
-    admin
-        .find_coordinator(group_id, 0)
-        .await
-        .map(|coordinator| coordinator.node_id)
-        .map_err(|e| e.to_string())
-}
-
-fn admin_config(config: &ElectionConfig) -> ClientConfig {
-    let mut client = ClientConfig::new(config.bootstrap_servers.clone());
-    client.client_id = "sluice-registry-election".to_string();
-    client.request_timeout_ms =
-        (config.rebalance_timeout + Duration::from_secs(5)).as_millis() as u64;
-    client
+fn member_config(config: &ElectionConfig) -> MemberConfig {
+    MemberConfig {
+        bootstrap_servers: config.bootstrap_servers.clone(),
+        client_id: "sluice-registry-election".to_string(),
+        group_id: config.group_id.clone(),
+        protocol_type: "sr".to_string(),
+        session_timeout: config.session_timeout,
+        rebalance_timeout: config.rebalance_timeout,
+    }
 }
 
 /// Joins once and heartbeats until the generation ends (an error says why).
@@ -207,53 +192,32 @@ async fn one_membership(
     current_leader: &mut Option<String>,
     leader: &watch::Sender<Leader>,
 ) -> Result<(), String> {
-    let admin = Admin::connect(admin_config(config))
-        .await
-        .map_err(|e| e.to_string())?;
-    let node = coordinator(&admin, &config.group_id).await?;
-    let client = admin.client();
+    let mut member = GroupMember::connect(member_config(config), member_id.clone()).await?;
+    let outcome = elect_in(config, &mut member, member_id, current_leader, leader).await;
+    *member_id = member.member_id().to_string();
+    outcome
+}
+
+async fn elect_in(
+    config: &ElectionConfig,
+    member: &mut GroupMember,
+    member_id: &mut String,
+    current_leader: &mut Option<String>,
+    leader: &watch::Sender<Leader>,
+) -> Result<(), String> {
     let metadata = Bytes::from(serde_json::to_vec(&config.identity).expect("serializes"));
-
-    // JoinGroup; a first join learns its member id from MEMBER_ID_REQUIRED (KIP-394).
-    let joined = loop {
-        let response = client
-            .send(Target::Node(node), |_| {
-                JoinGroupRequest::default()
-                    .with_group_id(GroupId(StrBytes::from_string(config.group_id.clone())))
-                    .with_session_timeout_ms(config.session_timeout.as_millis() as i32)
-                    .with_rebalance_timeout_ms(config.rebalance_timeout.as_millis() as i32)
-                    .with_member_id(StrBytes::from_string(member_id.clone()))
-                    .with_protocol_type(StrBytes::from_static_str("sr"))
-                    .with_protocols(vec![
-                        JoinGroupRequestProtocol::default()
-                            .with_name(StrBytes::from_static_str("v0"))
-                            .with_metadata(metadata.clone()),
-                    ])
-            })
-            .await
-            .map_err(|e| e.to_string())?;
-        let code = ErrorCode(response.error_code);
-        if code == MEMBER_ID_REQUIRED {
-            *member_id = response.member_id.to_string();
-            continue;
-        }
-        if code == UNKNOWN_MEMBER_ID {
-            member_id.clear();
-        }
-        code.check(None).map_err(|e| format!("JoinGroup: {e}"))?;
-        break response;
-    };
-    *member_id = joined.member_id.to_string();
-    let generation = joined.generation_id;
-
-    let assignments = if joined.leader == joined.member_id {
-        let members: Vec<(String, Option<Identity>)> = joined
+    let generation = member.join(&[("v0", metadata)]).await;
+    // Kept at once: a stop while this generation runs leaves with it.
+    *member_id = member.member_id().to_string();
+    let generation = generation?;
+    let assignments = if generation.leading() {
+        let members: Vec<(String, Option<Identity>)> = generation
             .members
             .iter()
-            .map(|member| {
+            .map(|(id, metadata)| {
                 (
-                    member.member_id.to_string(),
-                    serde_json::from_slice::<Identity>(&member.metadata).ok(),
+                    id.clone(),
+                    serde_json::from_slice::<Identity>(metadata).ok(),
                 )
             })
             .collect();
@@ -261,66 +225,30 @@ async fn one_membership(
         let bytes = Bytes::from(serde_json::to_vec(&assignment).expect("serializes"));
         members
             .iter()
-            .map(|(id, _)| {
-                SyncGroupRequestAssignment::default()
-                    .with_member_id(StrBytes::from_string(id.clone()))
-                    .with_assignment(bytes.clone())
-            })
+            .map(|(id, _)| (id.clone(), bytes.clone()))
             .collect()
     } else {
         Vec::new()
     };
-    let synced = client
-        .send(Target::Node(node), |_| {
-            SyncGroupRequest::default()
-                .with_group_id(GroupId(StrBytes::from_string(config.group_id.clone())))
-                .with_generation_id(generation)
-                .with_member_id(StrBytes::from_string(member_id.clone()))
-                .with_protocol_type(Some(StrBytes::from_static_str("sr")))
-                .with_protocol_name(Some(StrBytes::from_static_str("v0")))
-                .with_assignments(assignments)
-        })
-        .await
-        .map_err(|e| e.to_string())?;
-    let code = ErrorCode(synced.error_code);
-    if code == UNKNOWN_MEMBER_ID {
-        member_id.clear();
-    }
-    code.check(None).map_err(|e| format!("SyncGroup: {e}"))?;
-    let assignment: Assignment = serde_json::from_slice(&synced.assignment)
+    let bytes = member.sync(&generation, "v0", assignments).await?;
+    let assignment: Assignment = serde_json::from_slice(&bytes)
         .map_err(|e| format!("the election assignment does not parse: {e}"))?;
     *current_leader = assignment.leader.clone();
     let now = match (&assignment.leader, &assignment.leader_identity) {
-        (Some(id), _) if id == member_id => Leader::Me,
+        (Some(id), _) if *id == generation.member_id => Leader::Me,
         (Some(_), Some(identity)) => Leader::Remote(identity.url()),
         _ => Leader::Unknown,
     };
     tracing::info!(
-        "registry election in {} generation {generation}: leader {:?}",
+        "registry election in {} generation {}: leader {:?}",
         config.group_id,
+        generation.generation_id,
         now
     );
     leader.send_replace(now);
-
     loop {
         tokio::time::sleep(config.heartbeat_interval).await;
-        let response = client
-            .send(Target::Node(node), |_| {
-                HeartbeatRequest::default()
-                    .with_group_id(GroupId(StrBytes::from_string(config.group_id.clone())))
-                    .with_generation_id(generation)
-                    .with_member_id(StrBytes::from_string(member_id.clone()))
-            })
-            .await
-            .map_err(|e| e.to_string())?;
-        let code = ErrorCode(response.error_code);
-        if code == ErrorCode::NONE {
-            continue;
-        }
-        if code == UNKNOWN_MEMBER_ID {
-            member_id.clear();
-        }
-        return Err(format!("Heartbeat: {code}"));
+        member.heartbeat(&generation).await?;
     }
 }
 
@@ -344,30 +272,7 @@ fn choose(members: &[(String, Option<Identity>)], current: Option<&str>) -> Assi
 }
 
 async fn leave(config: &ElectionConfig, member_id: &str) {
-    if member_id.is_empty() {
-        return;
-    }
-    let Ok(admin) = Admin::connect(admin_config(config)).await else {
-        return;
-    };
-    let Ok(node) = coordinator(&admin, &config.group_id).await else {
-        return;
-    };
-    let _ = admin
-        .client()
-        .send(Target::Node(node), |version| {
-            let request = LeaveGroupRequest::default()
-                .with_group_id(GroupId(StrBytes::from_string(config.group_id.clone())));
-            if version >= 3 {
-                request.with_members(vec![
-                    MemberIdentity::default()
-                        .with_member_id(StrBytes::from_string(member_id.to_string())),
-                ])
-            } else {
-                request.with_member_id(StrBytes::from_string(member_id.to_string()))
-            }
-        })
-        .await;
+    leave_group(&member_config(config), member_id).await;
 }
 
 #[cfg(test)]
