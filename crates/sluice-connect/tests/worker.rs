@@ -418,13 +418,15 @@ async fn a_failed_task_reports_its_trace_and_runs_again_once_restarted() {
     assert_eq!(failed["connector"]["state"], "RUNNING");
     // The worker goes on: the source ran meanwhile.
     assert_eq!(read_topic(&node, "t", 10).await.len(), 10);
-    // A failed task stays failed until restarted; then it runs from the start.
+    // A failed task stays failed until restarted, even once it could run: the directory
+    // exists now, so a restart on its own (the reconcile loop runs every second) would
+    // show RUNNING here. Then, restarted, it runs from the start.
+    std::fs::create_dir(&missing).unwrap();
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let (_, still) = worker
         .call("GET", "/connectors/sink/tasks/0/status", None)
         .await;
     assert_eq!(still["state"], "FAILED");
-    std::fs::create_dir(&missing).unwrap();
     let (status, _) = worker
         .call("POST", "/connectors/sink/tasks/0/restart", None)
         .await;
