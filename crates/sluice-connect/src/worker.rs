@@ -23,7 +23,7 @@ use sluice_client::producer::{Acks, Producer, ProducerConfig, ProducerRecord};
 use tokio::sync::watch;
 
 use crate::config::WorkerConfig;
-use crate::connectors::{self, ConnectError, ConnectorPlugin, Kind, OffsetReader};
+use crate::connectors::{self, ConnectError, ConnectorPlugin, Kind, OffsetReader, SinkError};
 use crate::converters::{self, Converter};
 use crate::data::{Header, Record};
 use crate::group::{self, Assignment, GroupConfig, Members};
@@ -1067,22 +1067,32 @@ async fn run_sink(
             dirty = true;
         }
         if !batch.is_empty() {
-            task.put(batch).await?;
+            let errant = task.put(&batch).await.map_err(fatal)?;
+            if let Some(e) = errant.first() {
+                return Err(ConnectError(e.error.clone()));
+            }
         }
         if dirty && last_flush.elapsed() >= worker.config.offset_flush_interval {
-            task.flush().await?;
+            task.flush().await.map_err(fatal)?;
             consumer.commit_sync().await.map_err(kafka)?;
             dirty = false;
             last_flush = Instant::now();
         }
     }
-    task.flush().await?;
+    task.flush().await.map_err(fatal)?;
     if dirty {
         consumer.commit_sync().await.map_err(kafka)?;
     }
     task.stop();
     let _ = consumer.close().await;
     Ok(())
+}
+
+fn fatal(e: SinkError) -> ConnectError {
+    match e {
+        SinkError::Retriable(m) => ConnectError(m),
+        SinkError::Fatal(e) => e,
+    }
 }
 
 /// For the REST API: the statuses topic's view of a connector.

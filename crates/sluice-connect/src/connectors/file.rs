@@ -10,8 +10,8 @@ use tokio::fs::{File, OpenOptions};
 use tokio::io::{AsyncBufReadExt, AsyncSeekExt, AsyncWriteExt, BufReader};
 
 use super::{
-    BoxFuture, ConfigKeyDef, ConnectError, ConnectorPlugin, Kind, OffsetReader, SinkTask,
-    SourceTask,
+    BoxFuture, ConfigKeyDef, ConnectError, ConnectorPlugin, Errant, Kind, OffsetReader, SinkError,
+    SinkTask, SourceTask,
 };
 use crate::data::{Record, Schema, Type, Value};
 use crate::{ConfigError, Props};
@@ -303,7 +303,10 @@ impl SinkTask for FileSinkTask {
         })
     }
 
-    fn put(&mut self, records: Vec<Record>) -> BoxFuture<'_, Result<(), ConnectError>> {
+    fn put<'a>(
+        &'a mut self,
+        records: &'a [Record],
+    ) -> BoxFuture<'a, Result<Vec<Errant>, SinkError>> {
         Box::pin(async move {
             let out = self
                 .out
@@ -316,11 +319,12 @@ impl SinkTask for FileSinkTask {
             }
             out.write_all(text.as_bytes())
                 .await
-                .map_err(|e| ConnectError(format!("Error writing the sink file: {e}")))
+                .map_err(|e| ConnectError(format!("Error writing the sink file: {e}")))?;
+            Ok(Vec::new())
         })
     }
 
-    fn flush(&mut self) -> BoxFuture<'_, Result<(), ConnectError>> {
+    fn flush(&mut self) -> BoxFuture<'_, Result<(), SinkError>> {
         Box::pin(async move {
             if let Some(out) = self.out.as_mut() {
                 out.flush()

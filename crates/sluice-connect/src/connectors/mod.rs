@@ -91,10 +91,44 @@ pub trait OffsetReader: Send + Sync {
 /// after `flush` returned.
 pub trait SinkTask: Send {
     fn start<'a>(&'a mut self, config: &'a Props) -> BoxFuture<'a, Result<(), ConnectError>>;
-    fn put(&mut self, records: Vec<Record>) -> BoxFuture<'_, Result<(), ConnectError>>;
+    /// Writes (or buffers) `records`. A record the target refused on its own merits (a
+    /// constraint, a malformed document) is reported back by its index in `records`, as
+    /// Connect's `ErrantRecordReporter` does: the worker then applies `errors.tolerance`
+    /// (fail the task, or log it and send it to the dead letter queue). A
+    /// [`SinkError::Retriable`] makes the worker offer the same records again after a
+    /// backoff, so a target that is down loses and skips nothing.
+    fn put<'a>(
+        &'a mut self,
+        records: &'a [Record],
+    ) -> BoxFuture<'a, Result<Vec<Errant>, SinkError>>;
     /// Makes everything put so far durable outside.
-    fn flush(&mut self) -> BoxFuture<'_, Result<(), ConnectError>>;
+    fn flush(&mut self) -> BoxFuture<'_, Result<(), SinkError>>;
     fn stop(&mut self) {}
+}
+
+/// A record a sink task could not write: its index in the batch and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Errant {
+    pub index: usize,
+    pub error: String,
+}
+
+/// How a sink task's `put` or `flush` failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SinkError {
+    /// Connect's `RetriableException`: the target is unavailable for now; the worker
+    /// retries the same records after a backoff, without committing anything past them.
+    #[error("{0}")]
+    Retriable(String),
+    /// Anything else: the task fails, restartable from its last committed offsets.
+    #[error("{0}")]
+    Fatal(ConnectError),
+}
+
+impl From<ConnectError> for SinkError {
+    fn from(e: ConnectError) -> SinkError {
+        SinkError::Fatal(e)
+    }
 }
 
 /// Every plugin this worker has.
