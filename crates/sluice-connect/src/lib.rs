@@ -9,6 +9,7 @@ pub mod config;
 pub mod connectors;
 pub mod converters;
 pub mod data;
+pub mod errors;
 pub mod group;
 pub mod log;
 pub mod records;

@@ -12,10 +12,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use serde_json::{Map, Value as Json, json};
 
-use crate::connectors;
 use crate::records::{StatusKey, TargetState};
 use crate::worker::{HerderError, Worker, connector_type};
 use crate::{ConfigError, Props};
+use crate::{connectors, errors};
 
 /// The version `GET /` reports: the Kafka Connect release whose API this is.
 pub const CONNECT_VERSION: &str = "4.1.1";
@@ -696,6 +696,7 @@ async fn validate(State(worker): Shared, Path(plugin): Path<String>, body: Bytes
     .iter()
     .map(|s| s.to_string())
     .collect();
+    names.extend(errors::KEYS.iter().map(|k| k.to_string()));
     names.extend(found.config_keys().iter().map(|k| k.name.to_string()));
     for (k, _) in &errors.errors {
         if !names.contains(k) {

@@ -23,9 +23,12 @@ use sluice_client::producer::{Acks, Producer, ProducerConfig, ProducerRecord};
 use tokio::sync::watch;
 
 use crate::config::WorkerConfig;
-use crate::connectors::{self, ConnectError, ConnectorPlugin, Kind, OffsetReader, SinkError};
+use crate::connectors::{
+    self, ConnectError, ConnectorPlugin, Kind, OffsetReader, SinkError, SinkTask,
+};
 use crate::converters::{self, Converter};
 use crate::data::{Header, Record};
+use crate::errors::{self, Failure, Reporter, Stage};
 use crate::group::{self, Assignment, GroupConfig, Members};
 use crate::log::{LogError, TopicLog, TopicSpec};
 use crate::records::{
@@ -369,11 +372,28 @@ impl Worker {
             if let Err(e) = plugin.validate(config) {
                 errors.push(e);
             }
+            if let Err(e) = errors::Policy::from_config(config, plugin.kind()) {
+                errors.push(e);
+            }
         }
         match plugin {
             Some(plugin) if errors.is_empty() => Ok(plugin),
             _ => Err(errors),
         }
+    }
+
+    /// The class names of the key and value converters a connector uses.
+    fn converter_classes(&self, config: &Props) -> (String, String) {
+        (
+            config
+                .get("key.converter")
+                .unwrap_or(&self.config.key_converter)
+                .clone(),
+            config
+                .get("value.converter")
+                .unwrap_or(&self.config.value_converter)
+                .clone(),
+        )
     }
 
     /// The key and value converters a connector uses: its own `key.converter` /
@@ -839,7 +859,17 @@ async fn start_task(
         w.write_status(key.clone(), "RUNNING", None).await;
         let outcome = match plugin.kind() {
             Kind::Source => {
-                run_source(&w, &n, plugin.as_ref(), &c, converters, chain, stopped).await
+                run_source(
+                    &w,
+                    &n,
+                    plugin.as_ref(),
+                    &c,
+                    &conn,
+                    converters,
+                    chain,
+                    stopped,
+                )
+                .await
             }
             Kind::Sink => {
                 run_sink(
@@ -878,11 +908,13 @@ async fn start_task(
     );
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn run_source(
     worker: &Arc<Worker>,
     name: &str,
     plugin: &dyn ConnectorPlugin,
     config: &Props,
+    connector: &Props,
     (key_converter, value_converter): Converters,
     chain: Chain,
     mut stopped: watch::Receiver<bool>,
@@ -897,6 +929,11 @@ async fn run_source(
             .map(|(p, o)| (Json::Object(p).to_string(), o))
             .collect(),
     );
+    let policy = errors::Policy::from_config(connector, Kind::Source)
+        .map_err(|e| ConnectError(e.message()))?;
+    let mut reporter = Reporter::start(policy, &worker.config.bootstrap_servers, name, 0).await?;
+    let (key_class, value_class) = worker.converter_classes(connector);
+    let data = "org.apache.kafka.connect.errors.DataException";
     task.start(config, &snapshot).await?;
     let producer = Producer::connect(
         ProducerConfig::builder(worker.config.bootstrap_servers.clone())
@@ -925,21 +962,57 @@ async fn run_source(
                 .source_partition
                 .clone()
                 .zip(record.source_offset.clone());
-            let Some(record) = chain
-                .apply(record)
-                .map_err(|e| ConnectError(e.to_string()))?
-            else {
-                if let Some((p, o)) = position {
-                    pending.insert(Json::Object(p.clone()).to_string(), (p, o));
+            // A record that fails a transform or a converter is skipped under
+            // `errors.tolerance=all`; its source offset still counts as processed.
+            // In order with the deliveries, so a later offset never gives way to an
+            // earlier one.
+            let skip = |deliveries: &mut Vec<_>| deliveries.push((None, position.clone()));
+            let record = match chain.apply_staged(record) {
+                Ok(Some(record)) => record,
+                Ok(None) => {
+                    skip(&mut deliveries);
+                    continue;
                 }
-                continue;
+                Err((class, e)) => {
+                    let class = class.to_string();
+                    reporter
+                        .report(Failure {
+                            stage: Stage::Transformation,
+                            class: &class,
+                            exception: data,
+                            message: &e.to_string(),
+                            original: None,
+                        })
+                        .await?;
+                    skip(&mut deliveries);
+                    continue;
+                }
             };
-            let key = key_converter
+            let converted = key_converter
                 .from_connect(&record.topic, record.key_schema.as_ref(), &record.key)
-                .map_err(|e| ConnectError(e.to_string()))?;
-            let value = value_converter
-                .from_connect(&record.topic, record.value_schema.as_ref(), &record.value)
-                .map_err(|e| ConnectError(e.to_string()))?;
+                .map_err(|e| (Stage::KeyConverter, key_class.as_str(), e))
+                .and_then(|key| {
+                    value_converter
+                        .from_connect(&record.topic, record.value_schema.as_ref(), &record.value)
+                        .map(|value| (key, value))
+                        .map_err(|e| (Stage::ValueConverter, value_class.as_str(), e))
+                });
+            let (key, value) = match converted {
+                Ok(kv) => kv,
+                Err((stage, class, e)) => {
+                    reporter
+                        .report(Failure {
+                            stage,
+                            class,
+                            exception: data,
+                            message: &e.to_string(),
+                            original: None,
+                        })
+                        .await?;
+                    skip(&mut deliveries);
+                    continue;
+                }
+            };
             let mut out = ProducerRecord::new(record.topic.clone(), Bytes::new());
             out.key = key.map(Bytes::from);
             out.value = value.map(Bytes::from);
@@ -956,10 +1029,12 @@ async fn run_source(
                 .send(out)
                 .await
                 .map_err(|e| ConnectError(e.to_string()))?;
-            deliveries.push((delivery, position));
+            deliveries.push((Some(delivery), position));
         }
         for (delivery, position) in deliveries {
-            delivery.await.map_err(|e| ConnectError(e.to_string()))?;
+            if let Some(delivery) = delivery {
+                delivery.await.map_err(|e| ConnectError(e.to_string()))?;
+            }
             if let Some((p, o)) = position {
                 pending.insert(Json::Object(p.clone()).to_string(), (p, o));
             }
@@ -1000,6 +1075,12 @@ async fn run_sink(
     let mut task = plugin
         .sink_task()
         .ok_or_else(|| ConnectError(format!("{} has no sink task", plugin.class())))?;
+    let policy = errors::Policy::from_config(connector, Kind::Sink)
+        .map_err(|e| ConnectError(e.message()))?;
+    let mut backoff = Backoff::new(policy.retry_delay_max);
+    let mut reporter =
+        Reporter::start(policy, &worker.config.bootstrap_servers, name, task_id).await?;
+    let (key_class, value_class) = worker.converter_classes(connector);
     task.start(config).await?;
     let kafka = |e: sluice_client::Error| ConnectError(e.to_string());
     let mut consumer_config = ConsumerConfig::new(worker.config.bootstrap_servers.clone());
@@ -1027,6 +1108,7 @@ async fn run_sink(
             ));
         }
     }
+    let data = "org.apache.kafka.connect.errors.DataException";
     let mut last_flush = Instant::now();
     let mut dirty = false;
     loop {
@@ -1038,13 +1120,41 @@ async fn run_sink(
             _ = stopped.changed() => break,
         };
         let mut batch = Vec::new();
+        // The consumed record behind each record of `batch`, for the dead letter queue.
+        let mut originals = Vec::new();
         for r in polled {
-            let (key_schema, key) = key_converter
-                .to_connect(&r.topic, r.key.as_deref())
-                .map_err(|e| ConnectError(e.to_string()))?;
-            let (value_schema, value) = value_converter
-                .to_connect(&r.topic, r.value.as_deref())
-                .map_err(|e| ConnectError(e.to_string()))?;
+            dirty = true;
+            let (key_schema, key) = match key_converter.to_connect(&r.topic, r.key.as_deref()) {
+                Ok(k) => k,
+                Err(e) => {
+                    reporter
+                        .report(Failure {
+                            stage: Stage::KeyConverter,
+                            class: &key_class,
+                            exception: data,
+                            message: &e.to_string(),
+                            original: Some(&r),
+                        })
+                        .await?;
+                    continue;
+                }
+            };
+            let (value_schema, value) =
+                match value_converter.to_connect(&r.topic, r.value.as_deref()) {
+                    Ok(v) => v,
+                    Err(e) => {
+                        reporter
+                            .report(Failure {
+                                stage: Stage::ValueConverter,
+                                class: &value_class,
+                                exception: data,
+                                message: &e.to_string(),
+                                original: Some(&r),
+                            })
+                            .await?;
+                        continue;
+                    }
+                };
             let mut record =
                 Record::new(r.topic.clone(), value_schema, value).with_key(key_schema, key);
             record.partition = Some(r.partition);
@@ -1058,40 +1168,131 @@ async fn run_sink(
                     value: h.value.clone(),
                 })
                 .collect();
-            if let Some(record) = chain
-                .apply(record)
-                .map_err(|e| ConnectError(e.to_string()))?
-            {
-                batch.push(record);
+            match chain.apply_staged(record) {
+                Ok(Some(record)) => {
+                    batch.push(record);
+                    originals.push(r);
+                }
+                Ok(None) => {}
+                Err((class, e)) => {
+                    let class = class.to_string();
+                    reporter
+                        .report(Failure {
+                            stage: Stage::Transformation,
+                            class: &class,
+                            exception: data,
+                            message: &e.to_string(),
+                            original: Some(&r),
+                        })
+                        .await?;
+                }
             }
-            dirty = true;
         }
         if !batch.is_empty() {
-            let errant = task.put(&batch).await.map_err(fatal)?;
-            if let Some(e) = errant.first() {
-                return Err(ConnectError(e.error.clone()));
+            // A target that is down: the same records again after a backoff, nothing
+            // committed past them; a stop while waiting commits nothing.
+            let errant = loop {
+                match task.put(&batch).await {
+                    Ok(errant) => break errant,
+                    Err(SinkError::Fatal(e)) => return Err(e),
+                    Err(SinkError::Retriable(m)) => {
+                        tracing::warn!(connector = %name, task = task_id, "put failed, retrying: {m}");
+                        if !backoff.wait(&mut stopped).await {
+                            task.stop();
+                            return Ok(());
+                        }
+                    }
+                }
+            };
+            backoff.reset();
+            for e in errant {
+                reporter
+                    .report(Failure {
+                        stage: Stage::TaskPut,
+                        class: plugin.task_class(),
+                        exception: "org.apache.kafka.connect.errors.ConnectException",
+                        message: &e.error,
+                        original: originals.get(e.index),
+                    })
+                    .await?;
             }
         }
         if dirty && last_flush.elapsed() >= worker.config.offset_flush_interval {
-            task.flush().await.map_err(fatal)?;
+            if !flush(task.as_mut(), &mut backoff, &mut stopped, name).await? {
+                task.stop();
+                return Ok(());
+            }
             consumer.commit_sync().await.map_err(kafka)?;
             dirty = false;
             last_flush = Instant::now();
         }
     }
-    task.flush().await.map_err(fatal)?;
-    if dirty {
+    if flush(task.as_mut(), &mut backoff, &mut stopped, name).await? && dirty {
         consumer.commit_sync().await.map_err(kafka)?;
     }
     task.stop();
+    reporter.close().await;
     let _ = consumer.close().await;
     Ok(())
 }
 
-fn fatal(e: SinkError) -> ConnectError {
-    match e {
-        SinkError::Retriable(m) => ConnectError(m),
-        SinkError::Fatal(e) => e,
+/// Flushes a sink task, retrying a retriable failure after a backoff. `Ok(false)`: the
+/// task was stopped before the flush succeeded (nothing may be committed).
+async fn flush(
+    task: &mut dyn SinkTask,
+    backoff: &mut Backoff,
+    stopped: &mut watch::Receiver<bool>,
+    name: &str,
+) -> Result<bool, ConnectError> {
+    loop {
+        match task.flush().await {
+            Ok(()) => {
+                backoff.reset();
+                return Ok(true);
+            }
+            Err(SinkError::Fatal(e)) => return Err(e),
+            Err(SinkError::Retriable(m)) => {
+                tracing::warn!(connector = %name, "flush failed, retrying: {m}");
+                if !backoff.wait(stopped).await {
+                    return Ok(false);
+                }
+            }
+        }
+    }
+}
+
+/// Waits between attempts at a sink that is down: 100 ms, doubling, at most
+/// `errors.retry.delay.max.ms`.
+struct Backoff {
+    next: Duration,
+    max: Duration,
+}
+
+impl Backoff {
+    const FIRST: Duration = Duration::from_millis(100);
+
+    fn new(max: Duration) -> Backoff {
+        Backoff {
+            next: Self::FIRST,
+            max: max.max(Self::FIRST),
+        }
+    }
+
+    fn reset(&mut self) {
+        self.next = Self::FIRST;
+    }
+
+    /// False when the task was told to stop while waiting.
+    async fn wait(&mut self, stopped: &mut watch::Receiver<bool>) -> bool {
+        let delay = self.next;
+        self.next = (self.next * 2).min(self.max);
+        if *stopped.borrow() {
+            return false;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => !*stopped.borrow(),
+            _ = stopped.changed() => false,
+        }
     }
 }
 

@@ -556,3 +556,195 @@ async fn two_workers_share_the_work_and_one_takes_it_all_when_the_other_leaves()
     a.stop().await;
     node.stop().await;
 }
+
+/// Produces each value (None: a tombstone) to partition 0 of `topic`, in order.
+async fn produce(node: &TestNode, topic: &str, values: &[Option<&str>]) {
+    use sluice_client::producer::{Producer, ProducerConfig, ProducerRecord};
+    let producer = Producer::connect(
+        ProducerConfig::builder(vec![node.address.to_string()])
+            .build()
+            .unwrap(),
+    )
+    .await
+    .unwrap();
+    for v in values {
+        let mut record = ProducerRecord::new(topic, bytes::Bytes::new()).with_partition(0);
+        record.value = v.map(|v| bytes::Bytes::from(v.to_string()));
+        record = record.with_header("origin", Some(bytes::Bytes::from_static(b"test")));
+        producer.send(record).await.unwrap().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn records_that_fail_conversion_go_to_the_dead_letter_queue_with_connects_headers() {
+    let node = TestNode::start(&[("group.initial.rebalance.delay.ms", "0")]).await;
+    let dir = tempfile::tempdir().unwrap();
+    produce(
+        &node,
+        "in",
+        &[Some(r#"{"n":1}"#), Some("not json"), Some(r#"{"n":3}"#)],
+    )
+    .await;
+    let worker = RunningWorker::start(&node).await;
+    let sink = |file: &str, extra: Value| {
+        let mut config = json!({
+            "connector.class": "FileStreamSink",
+            "file": dir.path().join(file).display().to_string(),
+            "topics": "in",
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "value.converter.schemas.enable": "false",
+        });
+        config
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        config
+    };
+
+    // A queue among the connector's own topics, or a tolerance Connect does not know:
+    // Connect's 400 naming the key, and nothing created.
+    for (bad, says) in [
+        (
+            json!({"errors.tolerance": "all", "errors.deadletterqueue.topic.name": "in"}),
+            "The DLQ topic 'in' may not be included in the list of topics ('topics=in') consumed by the connector",
+        ),
+        (
+            json!({"errors.tolerance": "most"}),
+            "Invalid value most for configuration errors.tolerance",
+        ),
+    ] {
+        let (status, body) = worker
+            .call(
+                "POST",
+                "/connectors",
+                Some(json!({"name": "bad", "config": sink("bad.txt", bad)})),
+            )
+            .await;
+        assert_eq!(status, 400, "{body}");
+        assert!(body["message"].as_str().unwrap().contains(says), "{body}");
+        let (status, body) = worker
+            .call(
+                "PUT",
+                "/connector-plugins/FileStreamSink/config/validate",
+                Some(sink("bad.txt", json!({"errors.tolerance": "most"}))),
+            )
+            .await;
+        assert_eq!(status, 200);
+        let tolerance = body["configs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["definition"]["name"] == "errors.tolerance")
+            .expect("validate lists the error-handling keys");
+        assert_eq!(
+            tolerance["value"]["errors"][0],
+            "Invalid value most for configuration errors.tolerance: String must be one of (case insensitive): NONE, ALL"
+        );
+    }
+
+    // Tolerance all: the good records reach the file, the bad one the queue, with the
+    // original value and headers and Connect's context headers.
+    let (status, body) = worker
+        .call(
+            "POST",
+            "/connectors",
+            Some(
+                json!({"name": "tolerant", "config": sink("good.txt", json!({
+                    "errors.tolerance": "all",
+                    "errors.log.enable": "true",
+                    "errors.deadletterqueue.topic.name": "in-dlq",
+                    "errors.deadletterqueue.topic.replication.factor": "1",
+                    "errors.deadletterqueue.context.headers.enable": "true",
+                }))}),
+            ),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    // Tolerance none (the default): the same record fails the task.
+    let (status, body) = worker
+        .call(
+            "POST",
+            "/connectors",
+            Some(json!({"name": "strict", "config": sink("strict.txt", json!({}))})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(
+        wait_lines(&dir.path().join("good.txt"), 2).await,
+        ["{n=1}", "{n=3}"]
+    );
+    let failed = worker
+        .wait_for("/connectors/strict/status", "strict task failed", |s| {
+            s["tasks"][0]["state"] == "FAILED"
+        })
+        .await;
+    let trace = failed["tasks"][0]["trace"].as_str().unwrap();
+    assert!(
+        trace.starts_with(
+            "org.apache.kafka.connect.errors.ConnectException: Tolerance exceeded in error handler"
+        ) && trace.contains("VALUE_CONVERTER")
+            && trace.contains("offset 1"),
+        "{trace}"
+    );
+    // The strict task wrote nothing past its failure and committed nothing past it.
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("strict.txt")).unwrap(),
+        "",
+        "nothing from the batch the failure interrupted reaches the sink"
+    );
+
+    let mut config = ConsumerConfig::new([node.address.to_string()]);
+    config.set("auto.offset.reset", "earliest").unwrap();
+    let mut consumer = Consumer::new(config).await.unwrap();
+    let tp = TopicPartition::new("in-dlq", 0);
+    consumer.assign([tp.clone()]).unwrap();
+    consumer.seek(&tp, 0).unwrap();
+    let mut dead = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while dead.is_empty() && Instant::now() < deadline {
+        dead.extend(consumer.poll(Duration::from_millis(200)).await.unwrap());
+    }
+    dead.extend(consumer.poll(Duration::from_millis(500)).await.unwrap());
+    assert_eq!(dead.len(), 1, "exactly the bad record is dead-lettered");
+    let record = &dead[0];
+    assert_eq!(record.value.as_deref(), Some(&b"not json"[..]));
+    let headers: Vec<(String, String)> = record
+        .headers
+        .iter()
+        .map(|h| {
+            (
+                String::from_utf8_lossy(&h.key).into_owned(),
+                String::from_utf8_lossy(h.value.as_deref().unwrap_or_default()).into_owned(),
+            )
+        })
+        .collect();
+    let header = |k: &str| {
+        headers
+            .iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.as_str())
+            .unwrap_or_else(|| panic!("no header {k} in {headers:?}"))
+    };
+    assert_eq!(header("origin"), "test");
+    assert_eq!(header("__connect.errors.topic"), "in");
+    assert_eq!(header("__connect.errors.partition"), "0");
+    assert_eq!(header("__connect.errors.offset"), "1");
+    assert_eq!(header("__connect.errors.connector.name"), "tolerant");
+    assert_eq!(header("__connect.errors.task.id"), "0");
+    assert_eq!(header("__connect.errors.stage"), "VALUE_CONVERTER");
+    assert_eq!(
+        header("__connect.errors.class.name"),
+        "org.apache.kafka.connect.json.JsonConverter"
+    );
+    assert_eq!(
+        header("__connect.errors.exception.class.name"),
+        "org.apache.kafka.connect.errors.DataException"
+    );
+    assert!(
+        header("__connect.errors.exception.message")
+            .contains("Converting byte[] to Kafka Connect data failed due to serialization error"),
+        "{headers:?}"
+    );
+    worker.stop().await;
+    node.stop().await;
+}

@@ -323,6 +323,8 @@ fn plugin_for(key: &str, class: &str, kind: &str) -> Result<&'static Plugin, Con
 
 struct Stage {
     alias: String,
+    /// The transform's class as configured (`transforms.<alias>.type`), for errors.
+    class: String,
     transform: Box<dyn Transform>,
     predicate: Option<Arc<dyn Predicate>>,
     negate: bool,
@@ -444,6 +446,7 @@ impl Chain {
                     match factory(&mut Options::new(config, prefix)) {
                         Ok(transform) => stages.push(Stage {
                             alias: alias.clone(),
+                            class: class.trim().to_string(),
                             transform,
                             predicate,
                             negate,
@@ -465,6 +468,11 @@ impl Chain {
 
     /// The record through every stage in order; `None` once a transform drops it.
     pub fn apply(&self, record: Record) -> Result<Option<Record>, DataError> {
+        self.apply_staged(record).map_err(|(_, e)| e)
+    }
+
+    /// As [`Chain::apply`], naming the class of the transform that failed.
+    pub fn apply_staged(&self, record: Record) -> Result<Option<Record>, (&str, DataError)> {
         let mut record = record;
         for stage in &self.stages {
             if let Some(predicate) = &stage.predicate {
@@ -473,7 +481,11 @@ impl Chain {
                     continue;
                 }
             }
-            match stage.transform.apply(record)? {
+            match stage
+                .transform
+                .apply(record)
+                .map_err(|e| (stage.class.as_str(), e))?
+            {
                 Some(next) => record = next,
                 None => return Ok(None),
             }
