@@ -941,6 +941,36 @@ async fn a_pattern_subscription_follows_new_topics() {
     node.stop().await;
 }
 
+/// A group member subscribed to a topic that does not exist yet gets its partitions
+/// soon after it is created (the missing topic is looked up again after
+/// `retry.backoff.ms`, not only every `metadata.max.age.ms`), as Java's consumer does.
+#[tokio::test]
+async fn a_subscribed_topic_created_after_the_join_is_assigned() {
+    let node = Cluster::start().await;
+    let topic = name("later");
+    let mut consumer = Consumer::new(
+        config(node.address)
+            .group_id(name("later-group"))
+            .auto_offset_reset(AutoOffsetReset::Earliest),
+    )
+    .await
+    .unwrap();
+    consumer.subscribe([topic.clone()], None).unwrap();
+    // Joined, with nothing to assign.
+    for _ in 0..5 {
+        consumer.poll(Duration::from_millis(100)).await.unwrap();
+    }
+    assert!(consumer.assignment().is_empty());
+    create_topic(node.address, &topic, 2).await;
+    produce(node.address, &topic, 1, &["x".to_string()], Compression::None).await;
+    // metadata.max.age.ms is 5 minutes: only the lookup of the missing topic can find it.
+    let records = poll_until(&mut consumer, 1).await;
+    assert_eq!(values(&records), ["x"]);
+    assert_eq!(consumer.assignment(), [tp(&topic, 0), tp(&topic, 1)].into());
+    consumer.close().await.unwrap();
+    node.stop().await;
+}
+
 /// A static member (`group.instance.id`) that restarts within the session timeout
 /// gets its partitions back without the group moving them.
 #[tokio::test]

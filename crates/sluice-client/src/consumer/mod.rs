@@ -65,6 +65,10 @@ use crate::groups::{OffsetAndMetadata, TopicPartition};
 use coordinator::{Group, JoinError, MemberState};
 use fetcher::{EARLIEST_TIMESTAMP, FetchPlan, LATEST_TIMESTAMP, PartitionData};
 
+/// The longest wait between metadata lookups of a subscribed topic that does not exist
+/// (Java's `retry.backoff.max.ms` default).
+const UNKNOWN_TOPIC_BACKOFF_MAX_MS: u64 = 1000;
+
 /// One record as `poll` returns it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConsumerRecord {
@@ -160,6 +164,9 @@ pub struct Consumer {
     partition_counts: BTreeMap<String, i32>,
     metadata_refreshed: Option<Instant>,
     metadata_stale: bool,
+    /// Refreshes in a row that found a subscribed topic missing (it is asked for again
+    /// after `retry.backoff.ms` doubling per miss up to 1 s, as Java's metadata backoff).
+    unknown_topic_refreshes: u32,
     /// Nodes with a Fetch in flight, and where their responses arrive.
     in_flight: HashSet<i32>,
     fetch_results: mpsc::UnboundedReceiver<FetchOutcome>,
@@ -247,6 +254,7 @@ impl Consumer {
             leaders: BTreeMap::new(),
             partition_counts: BTreeMap::new(),
             metadata_refreshed: None,
+            unknown_topic_refreshes: 0,
             metadata_stale: true,
             in_flight: HashSet::new(),
             fetch_results,
@@ -1155,10 +1163,36 @@ impl Consumer {
             .assignment
             .keys()
             .any(|partition| !self.leaders.contains_key(partition));
-        if self.metadata_stale || aged || missing {
+        // A subscribed topic that does not exist yet is looked up again soon, so its
+        // creation reaches the group's assignment without waiting for
+        // `metadata.max.age.ms` (Java's consumer does the same).
+        let unknown = self.unknown_subscribed_topic()
+            && self.metadata_refreshed.is_none_or(|at| {
+                let backoff = self
+                    .config
+                    .retry_backoff_ms
+                    .saturating_mul(1 << self.unknown_topic_refreshes.min(10))
+                    .min(UNKNOWN_TOPIC_BACKOFF_MAX_MS);
+                at.elapsed() >= Duration::from_millis(backoff)
+            });
+        if self.metadata_stale || aged || missing || unknown {
             self.refresh_metadata().await?;
+            self.unknown_topic_refreshes = if self.unknown_subscribed_topic() {
+                self.unknown_topic_refreshes.saturating_add(1)
+            } else {
+                0
+            };
         }
         Ok(())
+    }
+
+    fn unknown_subscribed_topic(&self) -> bool {
+        match &self.subscription {
+            SubscriptionKind::Topics(topics) => topics
+                .iter()
+                .any(|t| !self.partition_counts.contains_key(t)),
+            _ => false,
+        }
     }
 
     async fn refresh_metadata(&mut self) -> Result<(), Error> {
@@ -1193,7 +1227,12 @@ impl Consumer {
                 );
             }
             let previous = self.partition_counts.insert(name.clone(), count);
-            if previous.is_some_and(|previous| previous != count) {
+            // A subscribed topic created since the group last assigned (it was missing
+            // from an earlier refresh) needs an assignment as much as new partitions do.
+            let created = previous.is_none()
+                && self.unknown_topic_refreshes > 0
+                && matches!(&self.subscription, SubscriptionKind::Topics(t) if t.contains(&name));
+            if created || previous.is_some_and(|previous| previous != count) {
                 counts_changed = true;
             }
             for partition in topic.partitions {
