@@ -962,7 +962,14 @@ async fn a_subscribed_topic_created_after_the_join_is_assigned() {
     }
     assert!(consumer.assignment().is_empty());
     create_topic(node.address, &topic, 2).await;
-    produce(node.address, &topic, 1, &["x".to_string()], Compression::None).await;
+    produce(
+        node.address,
+        &topic,
+        1,
+        &["x".to_string()],
+        Compression::None,
+    )
+    .await;
     // metadata.max.age.ms is 5 minutes: only the lookup of the missing topic can find it.
     let records = poll_until(&mut consumer, 1).await;
     assert_eq!(values(&records), ["x"]);

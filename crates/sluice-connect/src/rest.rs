@@ -43,7 +43,10 @@ pub fn router(worker: Arc<Worker>) -> Router {
             "/connectors/{name}/tasks/{task}/restart",
             post(task_restart),
         )
-        .route("/connectors/{name}/offsets", get(offsets))
+        .route(
+            "/connectors/{name}/offsets",
+            get(offsets).patch(alter_offsets).delete(reset_offsets),
+        )
         .route("/connectors/{name}/topics", get(topics))
         .route("/connector-plugins", get(plugins))
         .route("/connector-plugins/{plugin}/config", get(plugin_config))
@@ -591,15 +594,74 @@ async fn offsets(State(worker): Shared, Path(name): Path<String>) -> Response {
     if let Err(e) = worker.sync().await {
         return herder_error(e);
     }
-    if !worker.state().connectors.contains_key(&name) {
-        return herder_error(HerderError::NotFound(name));
+    match worker.offsets(&name).await {
+        Ok(offsets) => {
+            let offsets: Vec<Json> = offsets
+                .into_iter()
+                .map(|(p, o)| json!({"partition": p, "offset": o}))
+                .collect();
+            json_response(StatusCode::OK, json!({ "offsets": offsets }))
+        }
+        Err(e) => herder_error(e),
     }
-    let offsets: Vec<Json> = worker
-        .connector_offsets(&name)
-        .into_iter()
-        .map(|(p, o)| json!({"partition": p, "offset": o}))
-        .collect();
-    json_response(StatusCode::OK, json!({ "offsets": offsets }))
+}
+
+/// `PATCH /connectors/{c}/offsets` (KIP-875): `{"offsets":[{"partition":{..},
+/// "offset":{..}|null}]}`.
+async fn alter_offsets(State(worker): Shared, Path(name): Path<String>, body: Bytes) -> Response {
+    let body = match parse_body(&body) {
+        Ok(b) => b,
+        Err(r) => return *r,
+    };
+    let missing = || {
+        error(
+            StatusCode::BAD_REQUEST,
+            "Partitions / offsets need to be provided for an alter offsets request",
+        )
+    };
+    let Some(entries) = body.get("offsets").and_then(Json::as_array) else {
+        return missing();
+    };
+    if entries.is_empty() {
+        return missing();
+    }
+    let mut change = Vec::new();
+    for entry in entries {
+        let Some(partition) = entry.get("partition").and_then(Json::as_object) else {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "The partition of every entry in 'offsets' must be an object",
+            );
+        };
+        let offset = match entry.get("offset") {
+            None | Some(Json::Null) => None,
+            Some(Json::Object(o)) => Some(o.clone()),
+            Some(_) => {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    "The offset of every entry in 'offsets' must be an object or null",
+                );
+            }
+        };
+        change.push((partition.clone(), offset));
+    }
+    if let Err(e) = worker.sync().await {
+        return herder_error(e);
+    }
+    match worker.modify_offsets(&name, Some(change)).await {
+        Ok(message) => json_response(StatusCode::OK, json!({ "message": message })),
+        Err(e) => herder_error(e),
+    }
+}
+
+async fn reset_offsets(State(worker): Shared, Path(name): Path<String>) -> Response {
+    if let Err(e) = worker.sync().await {
+        return herder_error(e);
+    }
+    match worker.modify_offsets(&name, None).await {
+        Ok(message) => json_response(StatusCode::OK, json!({ "message": message })),
+        Err(e) => herder_error(e),
+    }
 }
 
 async fn topics(State(worker): Shared, Path(name): Path<String>) -> Response {

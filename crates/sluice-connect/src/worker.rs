@@ -20,6 +20,7 @@ use bytes::Bytes;
 use serde_json::{Map, Value as Json};
 use sluice_client::consumer::{Consumer, ConsumerConfig};
 use sluice_client::producer::{Acks, Producer, ProducerConfig, ProducerRecord};
+use sluice_client::{Admin, ClientConfig, ErrorCode, TopicPartition};
 use tokio::sync::watch;
 
 use crate::config::WorkerConfig;
@@ -43,6 +44,10 @@ const STORE_TIMEOUT: Duration = Duration::from_secs(30);
 /// A connector's source offsets: (source partition as JSON text) -> (partition, offset).
 type Positions = BTreeMap<String, (Map<String, Json>, Map<String, Json>)>;
 type Offsets = BTreeMap<String, Positions>;
+/// One entry of a KIP-875 offsets PATCH: a partition and its new offset (None: remove).
+pub type OffsetChange = (Map<String, Json>, Option<Map<String, Json>>);
+/// A future that need not be `Send` (see [`Worker::group_admin`]).
+type LocalFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + 'a>>;
 /// A connector's key and value converters.
 type Converters = (Box<dyn Converter>, Box<dyn Converter>);
 
@@ -309,6 +314,199 @@ impl Worker {
             .get(connector)
             .map(|m| m.values().cloned().collect())
             .unwrap_or_default()
+    }
+
+    /// `GET /connectors/{c}/offsets` (KIP-875): a source connector's offsets from the
+    /// offsets topic; a sink connector's as its consumer group (`connect-<name>`)
+    /// committed them, in Connect's `{"kafka_topic","kafka_partition"}` /
+    /// `{"kafka_offset"}` form.
+    pub async fn offsets(
+        &self,
+        name: &str,
+    ) -> Result<Vec<(Map<String, Json>, Map<String, Json>)>, HerderError> {
+        let config = self.require(name).await?;
+        if connector_type(&config) != Some("sink") {
+            return Ok(self.connector_offsets(name));
+        }
+        let group = sink_group(name);
+        let committed = self
+            .group_admin(move |admin| {
+                Box::pin(async move { admin.list_group_offsets(&group).await })
+            })
+            .await?;
+        Ok(committed
+            .into_iter()
+            .map(|(tp, o)| {
+                let mut partition = Map::new();
+                partition.insert(KAFKA_TOPIC.into(), Json::from(tp.topic));
+                partition.insert(KAFKA_PARTITION.into(), Json::from(tp.partition));
+                let mut offset = Map::new();
+                offset.insert(KAFKA_OFFSET.into(), Json::from(o.offset));
+                (partition, offset)
+            })
+            .collect())
+    }
+
+    /// `PATCH` (`Some`: partition -> offset, a null offset removing one) and `DELETE`
+    /// (`None`: every offset) of `/connectors/{c}/offsets`, only while the connector is
+    /// STOPPED with no tasks, as KIP-875 has it. Answers Connect's success message.
+    pub async fn modify_offsets(
+        &self,
+        name: &str,
+        change: Option<Vec<OffsetChange>>,
+    ) -> Result<&'static str, HerderError> {
+        let config = self.require(name).await?;
+        let stopped = {
+            let state = lock(&self.config_state);
+            state.target_state(name) == TargetState::Stopped
+                && state.tasks.get(name).is_none_or(Vec::is_empty)
+        };
+        if !stopped {
+            return Err(HerderError::BadRequest(format!(
+                "Connectors must be in the STOPPED state before their offsets can be modified. This can be done for the specified connector by issuing a 'PUT' request to the '/connectors/{name}/stop' endpoint"
+            )));
+        }
+        if connector_type(&config) == Some("sink") {
+            let group = sink_group(name);
+            match change {
+                None => {
+                    let groups = vec![group.clone()];
+                    let results = self
+                        .group_admin(move |admin| {
+                            Box::pin(async move { admin.delete_groups(&groups).await })
+                        })
+                        .await?;
+                    match results.get(&group) {
+                        // GROUP_ID_NOT_FOUND: nothing was committed, nothing to reset.
+                        Some(Err(e)) if e.code != ErrorCode(69) => {
+                            return Err(HerderError::Store(format!(
+                                "Failed to reset the offsets of the sink connector's consumer group {group}: {e}"
+                            )));
+                        }
+                        _ => {}
+                    }
+                    Ok("The offsets for this connector have been reset successfully")
+                }
+                Some(change) => {
+                    let parsed = parse_sink_offsets(&change)?;
+                    let alter: BTreeMap<TopicPartition, i64> = parsed
+                        .iter()
+                        .filter_map(|(tp, o)| o.map(|o| (tp.clone(), o)))
+                        .collect();
+                    let remove: Vec<TopicPartition> = parsed
+                        .iter()
+                        .filter(|(_, o)| o.is_none())
+                        .map(|(tp, _)| tp.clone())
+                        .collect();
+                    let failed = |results: sluice_client::PartitionResults<()>| {
+                        results
+                            .into_iter()
+                            .find_map(|(tp, r)| r.err().map(|e| format!("{tp}: {e}")))
+                    };
+                    let g = group.clone();
+                    if !alter.is_empty()
+                        && let Some(e) = failed(
+                            self.group_admin(move |admin| {
+                                Box::pin(async move { admin.alter_group_offsets(&g, &alter).await })
+                            })
+                            .await?,
+                        )
+                    {
+                        return Err(HerderError::Store(format!(
+                            "Failed to alter consumer group offsets for connector {name}: {e}"
+                        )));
+                    }
+                    let g = group.clone();
+                    if !remove.is_empty()
+                        && let Some(e) = failed(
+                            self.group_admin(move |admin| {
+                                Box::pin(async move {
+                                    match admin.delete_group_offsets(&g, &remove).await {
+                                        // GROUP_ID_NOT_FOUND: no offsets to remove.
+                                        Err(sluice_client::Error::Api(e))
+                                            if e.code == ErrorCode(69) =>
+                                        {
+                                            Ok(Default::default())
+                                        }
+                                        r => r,
+                                    }
+                                })
+                            })
+                            .await?,
+                        )
+                    {
+                        return Err(HerderError::Store(format!(
+                            "Failed to reset consumer group offsets for connector {name}: {e}"
+                        )));
+                    }
+                    Ok("The offsets for this connector have been altered successfully")
+                }
+            }
+        } else {
+            let (writes, message) = match change {
+                None => (
+                    self.connector_offsets(name)
+                        .into_iter()
+                        .map(|(p, _)| (p, None))
+                        .collect::<Vec<_>>(),
+                    "The offsets for this connector have been reset successfully",
+                ),
+                Some(change) => {
+                    if change.is_empty() {
+                        return Err(HerderError::BadRequest(
+                            "Partitions / offsets need to be provided for an alter offsets request"
+                                .into(),
+                        ));
+                    }
+                    (
+                        change,
+                        "The offsets for this connector have been altered successfully",
+                    )
+                }
+            };
+            for (partition, offset) in writes {
+                let key = offset_key(name, &partition);
+                let value = offset
+                    .as_ref()
+                    .map(|o| serde_json::to_vec(o).expect("json"));
+                self.offsets.write(&key, value, None).await?;
+                let id = Json::Object(partition.clone()).to_string();
+                let mut state = lock(&self.offset_state);
+                let entry = state.entry(name.to_string()).or_default();
+                match offset {
+                    Some(o) => {
+                        entry.insert(id, (partition, o));
+                    }
+                    None => {
+                        entry.remove(&id);
+                    }
+                }
+            }
+            Ok(message)
+        }
+    }
+
+    /// Runs a group admin call (`sluice_client`'s group calls). Their futures are not
+    /// provably `Send` (the coordinator retry takes an async closure over borrowed
+    /// arguments) and the REST handlers' must be, so the call runs on a blocking thread,
+    /// with an admin client of its own.
+    async fn group_admin<T: Send + 'static>(
+        &self,
+        call: impl for<'a> FnOnce(&'a Admin) -> LocalFuture<'a, Result<T, sluice_client::Error>>
+        + Send
+        + 'static,
+    ) -> Result<T, HerderError> {
+        let bootstrap = self.config.bootstrap_servers.clone();
+        let runtime = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || {
+            runtime.block_on(async move {
+                let admin = Admin::connect(ClientConfig::new(bootstrap)).await?;
+                call(&admin).await
+            })
+        })
+        .await
+        .map_err(|e| HerderError::Store(e.to_string()))?
+        .map_err(|e| HerderError::Store(e.to_string()))
     }
 
     /// Reads the config topic to its end (a write's effects are then visible here).
@@ -1294,6 +1492,65 @@ impl Backoff {
             _ = stopped.changed() => false,
         }
     }
+}
+
+const KAFKA_TOPIC: &str = "kafka_topic";
+const KAFKA_PARTITION: &str = "kafka_partition";
+const KAFKA_OFFSET: &str = "kafka_offset";
+
+/// The consumer group a sink connector's tasks share (`SinkUtils.consumerGroupId`).
+pub fn sink_group(connector: &str) -> String {
+    format!("connect-{connector}")
+}
+
+/// A sink connector's offsets from a PATCH body (`SinkUtils.parseSinkConnectorOffsets`):
+/// numbers or numeric strings, as Connect accepts both.
+fn parse_sink_offsets(
+    change: &[OffsetChange],
+) -> Result<BTreeMap<TopicPartition, Option<i64>>, HerderError> {
+    let text = |v: &Json| match v {
+        Json::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let mut parsed = BTreeMap::new();
+    for (partition, offset) in change {
+        let (Some(topic), Some(number)) =
+            (partition.get(KAFKA_TOPIC), partition.get(KAFKA_PARTITION))
+        else {
+            return Err(HerderError::BadRequest(format!(
+                "The partition for a sink connector offset must contain the keys '{KAFKA_TOPIC}' and '{KAFKA_PARTITION}'"
+            )));
+        };
+        let Some(topic) = topic.as_str().filter(|t| !t.is_empty()) else {
+            return Err(HerderError::BadRequest(
+                "Kafka topic names must be valid strings and may not be empty".into(),
+            ));
+        };
+        let number = text(number).trim().parse::<i32>().map_err(|_| {
+            HerderError::BadRequest(format!(
+                "Failed to parse the following Kafka partition value in the provided offsets: '{}'. Partition values for sink connectors need to be integers.",
+                text(number)
+            ))
+        })?;
+        let offset = match offset {
+            None => None,
+            Some(o) => {
+                let Some(value) = o.get(KAFKA_OFFSET) else {
+                    return Err(HerderError::BadRequest(format!(
+                        "The offset for a sink connector should either be null or contain the key '{KAFKA_OFFSET}'"
+                    )));
+                };
+                Some(text(value).trim().parse::<i64>().map_err(|_| {
+                    HerderError::BadRequest(format!(
+                        "Failed to parse the following Kafka offset value in the provided offsets: '{}'. Offset values for sink connectors need to be integers.",
+                        text(value)
+                    ))
+                })?)
+            }
+        };
+        parsed.insert(TopicPartition::new(topic, number), offset);
+    }
+    Ok(parsed)
 }
 
 /// For the REST API: the statuses topic's view of a connector.

@@ -748,3 +748,131 @@ async fn records_that_fail_conversion_go_to_the_dead_letter_queue_with_connects_
     worker.stop().await;
     node.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn offsets_are_read_altered_and_reset_only_while_stopped_as_in_kip_875() {
+    let node = TestNode::start(&[("group.initial.rebalance.delay.ms", "0")]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.txt");
+    let output = dir.path().join("out.txt");
+    append_lines(&input, 0..10);
+    let size = std::fs::metadata(&input).unwrap().len();
+    let worker = RunningWorker::start(&node).await;
+    for (name, config) in [
+        (
+            "src",
+            json!({"connector.class": "FileStreamSource", "file": input.display().to_string(), "topic": "t"}),
+        ),
+        (
+            "sink",
+            json!({"connector.class": "FileStreamSink", "file": output.display().to_string(), "topics": "t"}),
+        ),
+    ] {
+        let (status, body) = worker
+            .call(
+                "POST",
+                "/connectors",
+                Some(json!({"name": name, "config": config})),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+    }
+    assert_eq!(wait_lines(&output, 10).await.len(), 10);
+    // Source offsets come from the offsets topic, sink offsets from the consumer group.
+    worker
+        .wait_for("/connectors/src/offsets", "source offsets", |o| {
+            o["offsets"][0]["offset"]["position"] == size
+        })
+        .await;
+    let sink_offsets = worker
+        .wait_for("/connectors/sink/offsets", "sink offsets", |o| {
+            o["offsets"][0]["offset"]["kafka_offset"] == 10
+        })
+        .await;
+    assert_eq!(
+        sink_offsets["offsets"][0]["partition"],
+        json!({"kafka_topic": "t", "kafka_partition": 0})
+    );
+
+    // Only a STOPPED connector's offsets change.
+    let (status, body) = worker.call("DELETE", "/connectors/src/offsets", None).await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        body["message"],
+        "Connectors must be in the STOPPED state before their offsets can be modified. This can be done for the specified connector by issuing a 'PUT' request to the '/connectors/src/stop' endpoint"
+    );
+    for name in ["src", "sink"] {
+        let (status, _) = worker
+            .call("PUT", &format!("/connectors/{name}/stop"), None)
+            .await;
+        assert_eq!(status, 204);
+        worker
+            .wait_for(&format!("/connectors/{name}/status"), "stopped", |s| {
+                s["connector"]["state"] == "STOPPED"
+            })
+            .await;
+    }
+
+    // Malformed sink offsets: Connect's 400s.
+    for (body, says) in [
+        (
+            json!({}),
+            "Partitions / offsets need to be provided for an alter offsets request",
+        ),
+        (
+            json!({"offsets": [{"partition": {"kafka_topic": "t"}, "offset": null}]}),
+            "The partition for a sink connector offset must contain the keys 'kafka_topic' and 'kafka_partition'",
+        ),
+        (
+            json!({"offsets": [{"partition": {"kafka_topic": "t", "kafka_partition": "x"}, "offset": null}]}),
+            "Failed to parse the following Kafka partition value in the provided offsets: 'x'. Partition values for sink connectors need to be integers.",
+        ),
+        (
+            json!({"offsets": [{"partition": {"kafka_topic": "t", "kafka_partition": 0}, "offset": {}}]}),
+            "The offset for a sink connector should either be null or contain the key 'kafka_offset'",
+        ),
+    ] {
+        let (status, answer) = worker
+            .call("PATCH", "/connectors/sink/offsets", Some(body))
+            .await;
+        assert_eq!((status, answer["message"].as_str()), (400, Some(says)));
+    }
+
+    // The sink rewinds to offset 5 ("5" as a string, as Connect accepts), the source
+    // forgets its position: resumed, the sink writes 5..9 again, then the source's
+    // second reading of the file.
+    let (status, body) = worker
+        .call(
+            "PATCH",
+            "/connectors/sink/offsets",
+            Some(json!({"offsets": [{"partition": {"kafka_topic": "t", "kafka_partition": 0}, "offset": {"kafka_offset": "5"}}]})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["message"],
+        "The offsets for this connector have been altered successfully"
+    );
+    let (_, rewound) = worker.call("GET", "/connectors/sink/offsets", None).await;
+    assert_eq!(rewound["offsets"][0]["offset"]["kafka_offset"], 5);
+    let (status, body) = worker.call("DELETE", "/connectors/src/offsets", None).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["message"],
+        "The offsets for this connector have been reset successfully"
+    );
+    let (_, reset) = worker.call("GET", "/connectors/src/offsets", None).await;
+    assert_eq!(reset["offsets"], json!([]));
+    for name in ["sink", "src"] {
+        let (status, _) = worker
+            .call("PUT", &format!("/connectors/{name}/resume"), None)
+            .await;
+        assert_eq!(status, 202);
+    }
+    let mut expected: Vec<String> = (0..10).map(|i| format!("line {i}")).collect();
+    expected.extend((5..10).map(|i| format!("line {i}")));
+    expected.extend((0..10).map(|i| format!("line {i}")));
+    assert_eq!(wait_lines(&output, 25).await, expected);
+    worker.stop().await;
+    node.stop().await;
+}
