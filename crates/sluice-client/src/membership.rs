@@ -42,6 +42,9 @@ pub struct Generation {
     pub generation_id: i32,
     pub member_id: String,
     pub leader: String,
+    /// The protocol the coordinator chose among those every member offered (JoinGroup
+    /// v7+; empty before, when only one can have been offered in common).
+    pub protocol: String,
     /// Every member's id and metadata (the leader's answer only; empty for followers).
     pub members: Vec<(String, Bytes)>,
 }
@@ -145,6 +148,11 @@ impl GroupMember {
                 generation_id: response.generation_id,
                 member_id: self.member_id.clone(),
                 leader: response.leader.to_string(),
+                protocol: response
+                    .protocol_name
+                    .as_ref()
+                    .map(|p| p.to_string())
+                    .unwrap_or_default(),
                 members: response
                     .members
                     .iter()

@@ -37,6 +37,12 @@ pub struct WorkerConfig {
     pub session_timeout: Duration,
     pub heartbeat_interval: Duration,
     pub rebalance_timeout: Duration,
+    /// `connect.protocol`: `compatible` (incremental cooperative; Kafka's default
+    /// `sessioned` is served as it) or `eager`.
+    pub protocol: crate::group::Protocol,
+    /// `scheduled.rebalance.max.delay.ms` (300000): how long a departed worker's work
+    /// waits for it to come back before it is reassigned.
+    pub scheduled_rebalance_max_delay: Duration,
     /// Every key as given (connector defaults such as `producer.*`, `consumer.*`).
     pub props: Props,
 }
@@ -108,6 +114,18 @@ impl WorkerConfig {
         let session_ms = number("session.timeout.ms", 10_000, 1);
         let heartbeat_ms = number("heartbeat.interval.ms", 3_000, 1);
         let rebalance_ms = number("rebalance.timeout.ms", 60_000, 1);
+        let scheduled_delay_ms = number("scheduled.rebalance.max.delay.ms", 300_000, 0);
+        let protocol = match props.get("connect.protocol") {
+            None => crate::group::Protocol::Compatible,
+            Some(v) => crate::group::Protocol::from_config(v).unwrap_or_else(|| {
+                errors.push(ConfigError::invalid(
+                    "connect.protocol",
+                    v,
+                    "String must be one of (case insensitive): EAGER, COMPATIBLE, SESSIONED",
+                ));
+                crate::group::Protocol::Compatible
+            }),
+        };
         let listeners = text("listeners", "http://:8083");
         let first = listeners.split(',').next().unwrap_or("").trim().to_string();
         let (rest_host, rest_port) = match parse_listener(&first) {
@@ -167,6 +185,8 @@ impl WorkerConfig {
             session_timeout: Duration::from_millis(session_ms as u64),
             heartbeat_interval: Duration::from_millis(heartbeat_ms as u64),
             rebalance_timeout: Duration::from_millis(rebalance_ms as u64),
+            protocol,
+            scheduled_rebalance_max_delay: Duration::from_millis(scheduled_delay_ms as u64),
             rest_host,
             rest_port,
             advertised_host,

@@ -12,7 +12,7 @@
 //! consumer offsets are committed only after the task flushed what it was given. A
 //! worker killed in between repeats records on restart; it never skips one.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -63,6 +63,9 @@ pub struct Worker {
     /// connector -> (source partition as JSON text) -> (partition, offset).
     offset_state: Arc<Mutex<Offsets>>,
     running: Mutex<BTreeMap<(String, Option<u32>), Running>>,
+    /// Tasks whose future has not ended (running, or stopping after removal from
+    /// `running`): a revocation waits for them before the group moves them.
+    active: Active,
     /// Bumped on every restart request, so the reconcile loop acts at once.
     kick: watch::Sender<u64>,
     generation: i32,
@@ -73,12 +76,20 @@ pub struct Worker {
     group: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
-/// The config state as the group's leader assigns it.
-struct Work(Arc<Mutex<ConfigState>>);
+/// The tasks running or still stopping on this worker, with how many futures each has
+/// (a restarted task's old one may still be ending).
+type Active = Arc<Mutex<BTreeMap<(String, i32), usize>>>;
+
+/// The config state as the group's leader assigns it, and the tasks running here.
+struct Work(Arc<Mutex<ConfigState>>, Active);
 
 impl Members for Work {
     fn config_offset(&self) -> i64 {
         lock(&self.0).offset
+    }
+
+    fn active(&self) -> BTreeSet<(String, i32)> {
+        lock(&self.1).keys().cloned().collect()
     }
 
     fn work(&self) -> BTreeMap<String, u32> {
@@ -233,6 +244,7 @@ impl Worker {
         let (kick, _) = watch::channel(0);
         let (assigned, assignment) = watch::channel(None);
         let (stop_group, group_stopped) = watch::channel(false);
+        let active = Active::default();
         let group = tokio::spawn(group::run(
             GroupConfig {
                 bootstrap_servers: config.bootstrap_servers.clone(),
@@ -241,8 +253,10 @@ impl Worker {
                 session_timeout: config.session_timeout,
                 rebalance_timeout: config.rebalance_timeout,
                 heartbeat_interval: config.heartbeat_interval,
+                protocol: config.protocol,
+                scheduled_rebalance_max_delay: config.scheduled_rebalance_max_delay,
             },
-            Arc::new(Work(config_state.clone())),
+            Arc::new(Work(config_state.clone(), active.clone())),
             assigned,
             group_stopped,
         ));
@@ -256,6 +270,7 @@ impl Worker {
             offsets,
             offset_state,
             running: Mutex::new(BTreeMap::new()),
+            active,
             kick,
             generation: 1,
             closing: std::sync::atomic::AtomicBool::new(false),
@@ -1052,7 +1067,9 @@ async fn start_task(
     let (stop, stopped) = watch::channel(false);
     let w = worker.clone();
     let (n, c, conn) = (name.to_string(), config.clone(), connector.clone());
+    let guard = ActiveGuard::new(&worker.active, name, task);
     let handle = tokio::spawn(async move {
+        let _active = guard;
         let key = StatusKey::Task(n.clone(), task);
         w.write_status(key.clone(), "RUNNING", None).await;
         let outcome = match plugin.kind() {
@@ -1104,6 +1121,35 @@ async fn start_task(
             handle,
         },
     );
+}
+
+/// Marks a task active for as long as its future lives (finished, failed or aborted).
+struct ActiveGuard {
+    active: Active,
+    key: (String, i32),
+}
+
+impl ActiveGuard {
+    fn new(active: &Active, connector: &str, task: u32) -> ActiveGuard {
+        let key = (connector.to_string(), task as i32);
+        *lock(active).entry(key.clone()).or_default() += 1;
+        ActiveGuard {
+            active: active.clone(),
+            key,
+        }
+    }
+}
+
+impl Drop for ActiveGuard {
+    fn drop(&mut self) {
+        let mut active = lock(&self.active);
+        if let Some(n) = active.get_mut(&self.key) {
+            *n -= 1;
+            if *n == 0 {
+                active.remove(&self.key);
+            }
+        }
+    }
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -471,7 +471,9 @@ async fn two_workers_share_the_work_and_one_takes_it_all_when_the_other_leaves()
     }
     let node = TestNode::start(&[("group.initial.rebalance.delay.ms", "0")]).await;
     let dir = tempfile::tempdir().unwrap();
-    let timers = "heartbeat.interval.ms=300\nsession.timeout.ms=6000\n";
+    // Incremental cooperative (the default protocol): b's work waits 1 s for it to
+    // come back before a takes it.
+    let timers = "heartbeat.interval.ms=300\nsession.timeout.ms=6000\nscheduled.rebalance.max.delay.ms=1000\n";
     let a = RunningWorker::start_with(&node, timers).await;
     let b = RunningWorker::start_with(&node, timers).await;
     let names = ["s0", "s1", "s2"];
