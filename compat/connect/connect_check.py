@@ -14,6 +14,14 @@ worker, on one Sluice broker.
           offset the Apache worker committed (no line read twice); an Apache worker
           started on the Sluice worker's topics lists the Sluice connectors, their task
           configs and committed offsets.
+4. kill:  three Sluice worker processes in one group (incremental cooperative,
+          scheduled.rebalance.max.delay.ms=2000, exactly.once.source.support=enabled)
+          run an exactly-once file source, an at-least-once one on the same file and a
+          file sink; the worker running the exactly-once task is SIGKILLed mid-stream.
+          Its work runs elsewhere within session.timeout.ms + the delay + heartbeats;
+          restarted, it rejoins. Then: the exactly-once topic (read_committed) holds
+          every line once, in order; the at-least-once topic every line (duplicates
+          counted); the sink's file every line.
 
 Prints "PASS connect: <check>" / "FAIL connect: <check>: <reason>" and
 "connect: N passed, M failed"; exits 1 on a failure. Usage:
@@ -101,7 +109,7 @@ class Proc:
             return "".join(f.readlines()[-n:])
 
 
-def worker_props(work, name, broker, port, prefix, group):
+def worker_props(work, name, broker, port, prefix, group, extra=""):
     path = os.path.join(work, name + ".properties")
     with open(path, "w") as f:
         f.write("""bootstrap.servers=%s
@@ -118,8 +126,8 @@ offset.flush.interval.ms=500
 listeners=http://127.0.0.1:%d
 rest.advertised.host.name=127.0.0.1
 plugin.discovery=only_scan
-scheduled.rebalance.max.delay.ms=0
-""" % (broker, group, prefix, prefix, prefix, port))
+%s""" % (broker, group, prefix, prefix, prefix, port,
+        extra if extra else "scheduled.rebalance.max.delay.ms=0\n"))
     return path
 
 
@@ -134,6 +142,97 @@ def start_apache(work, name, props, libs):
                     "appender.out.layout.pattern = %d %p %c: %m%n\n")
     return Proc(name, ["java", "-Xmx384m", "-Dlog4j2.configurationFile=" + log4j, "-cp", cp,
                        "org.apache.kafka.connect.cli.ConnectDistributed", props], work)
+
+
+def kill_checks(sluice, work, broker, procs):
+    lines = 300000
+    src = os.path.join(work, "k-in.txt")
+    with open(src, "w") as f:
+        f.write("".join("k line %d\n" % i for i in range(lines)))
+    size = os.path.getsize(src)
+    expected = ["k line %d" % i for i in range(lines)]
+    extra = ("exactly.once.source.support=enabled\nscheduled.rebalance.max.delay.ms=2000\n"
+             "session.timeout.ms=6000\nheartbeat.interval.ms=1000\n")
+    workers = {}
+    for n in ("k1", "k2", "k3"):
+        port = free_port()
+        props = worker_props(work, n, broker, port, "k", "connect-k", extra)
+        workers[n] = (port, props, start_sluice(work, n, props, sluice))
+        procs.append(workers[n][2])
+    for n, (port, _, proc) in workers.items():
+        wait_rest("http://127.0.0.1:%d" % port, proc)
+    url = "http://127.0.0.1:%d" % workers["k1"][0]
+    sink_out = os.path.join(work, "k-out.txt")
+    for name, config in [
+        ("eos", {"connector.class": "FileStreamSource", "file": src, "topic": "eos-lines",
+                 "batch.size": "1000", "exactly.once.support": "required"}),
+        ("alo", {"connector.class": "FileStreamSource", "file": src, "topic": "alo-lines",
+                 "batch.size": "1000"}),
+        ("ksink", {"connector.class": "FileStreamSink", "file": sink_out, "topics": "eos-lines",
+                   "consumer.override.isolation.level": "read_committed"}),
+    ]:
+        status, body = http("POST", url + "/connectors", {"name": name, "config": config})
+        check("kill: create %s" % name, status == 201, repr(body))
+    # The worker running the exactly-once task, once it is part way through the file.
+    def eos_owner():
+        _, s = http("GET", url + "/connectors/eos/status")
+        _, o = http("GET", url + "/connectors/eos/offsets")
+        pos = o["offsets"][0]["offset"]["position"] if o and o.get("offsets") else 0
+        if s and s["tasks"] and s["tasks"][0]["state"] == "RUNNING" and 0 < pos:
+            return s["tasks"][0]["worker_id"], pos
+        return None
+    owner, pos_at_kill = wait_until("the eos task under way", eos_owner, 60)
+    victim = next(n for n, (port, _, _) in workers.items() if owner.endswith(":%d" % port))
+    workers[victim][2].p.send_signal(signal.SIGKILL)
+    workers[victim][2].p.wait()
+    killed_at = time.time()
+    check("kill: SIGKILLed mid-stream", pos_at_kill < size, "position %d of %d" % (pos_at_kill, size))
+    alive = next(n for n in workers if n != victim)
+    url = "http://127.0.0.1:%d" % workers[alive][0]
+
+    def moved():
+        _, s = http("GET", url + "/connectors/eos/status")
+        return s and s["tasks"] and s["tasks"][0]["state"] == "RUNNING" and s["tasks"][0]["worker_id"] != owner
+    wait_until("the eos task elsewhere", moved, 60)
+    took = time.time() - killed_at
+    # session.timeout.ms 6 s + scheduled delay 2 s + a heartbeat, and slack for a debug
+    # build on 2 cores.
+    check("kill: its work runs elsewhere within session + delay + heartbeat (%.1f s)" % took,
+          took < 6 + 2 + 1 + 6, "%.1f s" % took)
+    port, props, _ = workers[victim]
+    restarted = start_sluice(work, victim + "-again", props, sluice)
+    procs.append(restarted)
+    wait_rest("http://127.0.0.1:%d" % port, restarted)
+
+    def done():
+        for c in ("eos", "alo"):
+            _, o = http("GET", url + "/connectors/%s/offsets" % c)
+            if not (o and o.get("offsets") and o["offsets"][0]["offset"]["position"] == size):
+                return False
+        return True
+    wait_until("both sources through the file", done, 180)
+    eos = topic_values(sluice, broker, "eos-lines", lines, ["-X", "isolation.level=read_committed"])
+    check("kill: exactly-once source: every line once, in order (read_committed)", eos == expected,
+          "%d values, %d distinct, first difference at %s" % (
+              len(eos), len(set(eos)), next((i for i, (a, b) in enumerate(zip(eos, expected)) if a != b), None)))
+    alo = topic_values(sluice, broker, "alo-lines", lines)
+    check("kill: at-least-once source: every line (%d duplicates)" % (len(alo) - len(set(alo))),
+          set(alo) == set(expected), "%d values, %d distinct" % (len(alo), len(set(alo))))
+
+    def sink_done():
+        with open(sink_out) as f:
+            got = f.read().splitlines()
+        return got if set(got) >= set(expected) else None
+    try:
+        got = wait_until("the sink's file", sink_done, 120)
+        check("kill: file sink: every line (%d duplicates)" % (len(got) - len(set(got))),
+              set(got) == set(expected), "%d lines" % len(got))
+    except RuntimeError as e:
+        check("kill: file sink: every line", False, str(e))
+    for n, (_, _, proc) in workers.items():
+        if n != victim:
+            proc.stop()
+    restarted.stop()
 
 
 def start_sluice(work, name, props, sluice):
@@ -350,6 +449,9 @@ def main():
               and offsets["offsets"][0]["offset"]["position"] == len("".join("x line %d\n" % i for i in range(20))),
               repr(offsets))
         a_on_s.stop()
+
+        # 4. A worker SIGKILLed mid-stream.
+        kill_checks(args.sluice, work, broker, procs)
     except Exception as e:  # a harness failure is a failure, with the logs' tails
         check("harness", False, "%s\n%s" % (e, "\n".join("--- %s\n%s" % (p.name, p.tail(15)) for p in procs)))
     finally:
@@ -364,13 +466,13 @@ def main():
     return 1 if failed or not RESULTS else 0
 
 
-def topic_values(sluice, broker, topic, count):
-    out = subprocess.run([sluice, "consume", topic, "--bootstrap-server", broker, "-c", str(count), "-f", "%s\n"],
-                         capture_output=True, text=True, timeout=60)
+def topic_values(sluice, broker, topic, count, options=()):
+    out = subprocess.run([sluice, "consume", topic, "--bootstrap-server", broker, "-c", str(count), "-f", "%s\n",
+                          *options], capture_output=True, text=True, timeout=120)
     values = out.stdout.splitlines()
     # Anything past `count` (a line read twice) shows up in a second read to the end.
-    extra = subprocess.run([sluice, "consume", topic, "--bootstrap-server", broker, "-e", "-f", "%s\n"],
-                           capture_output=True, text=True, timeout=60)
+    extra = subprocess.run([sluice, "consume", topic, "--bootstrap-server", broker, "-e", "-f", "%s\n",
+                            *options], capture_output=True, text=True, timeout=120)
     return extra.stdout.splitlines() if len(extra.stdout.splitlines()) > len(values) else values
 
 

@@ -563,6 +563,17 @@ impl Admin {
         &self,
         specs: &BTreeMap<TopicPartition, OffsetSpec>,
     ) -> Result<PartitionResults<ListOffsetsResultInfo>, Error> {
+        self.list_offsets_isolated(specs, false).await
+    }
+
+    /// [`Admin::list_offsets`] with Java's `ListOffsetsOptions.isolationLevel`: with
+    /// `read_committed`, `Latest` is the last stable offset (what a read_committed
+    /// consumer can reach), not the high watermark.
+    pub async fn list_offsets_isolated(
+        &self,
+        specs: &BTreeMap<TopicPartition, OffsetSpec>,
+        read_committed: bool,
+    ) -> Result<PartitionResults<ListOffsetsResultInfo>, Error> {
         let topics: Vec<String> = specs
             .keys()
             .map(|partition| partition.topic.clone())
@@ -616,6 +627,7 @@ impl Admin {
             let response = send(&connection, |_| {
                 ListOffsetsRequest::default()
                     .with_replica_id(BrokerId(-1))
+                    .with_isolation_level(i8::from(read_committed))
                     .with_timeout_ms(timeout_ms)
                     .with_topics(
                         topics

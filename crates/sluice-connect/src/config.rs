@@ -40,6 +40,10 @@ pub struct WorkerConfig {
     /// `connect.protocol`: `compatible` (incremental cooperative; Kafka's default
     /// `sessioned` is served as it) or `eager`.
     pub protocol: crate::group::Protocol,
+    /// `exactly.once.source.support=enabled` (KIP-618; default `disabled`, and
+    /// `preparing` runs sources as disabled does): each source task writes its records
+    /// and their source offsets in one transaction.
+    pub exactly_once_source: bool,
     /// `scheduled.rebalance.max.delay.ms` (300000): how long a departed worker's work
     /// waits for it to come back before it is reassigned.
     pub scheduled_rebalance_max_delay: Duration,
@@ -115,6 +119,22 @@ impl WorkerConfig {
         let heartbeat_ms = number("heartbeat.interval.ms", 3_000, 1);
         let rebalance_ms = number("rebalance.timeout.ms", 60_000, 1);
         let scheduled_delay_ms = number("scheduled.rebalance.max.delay.ms", 300_000, 0);
+        let exactly_once_source = match props
+            .get("exactly.once.source.support")
+            .map(|v| v.trim().to_ascii_lowercase())
+        {
+            None => false,
+            Some(v) if v == "enabled" => true,
+            Some(v) if v == "disabled" || v == "preparing" => false,
+            Some(v) => {
+                errors.push(ConfigError::invalid(
+                    "exactly.once.source.support",
+                    &v,
+                    "String must be one of (case insensitive): DISABLED, PREPARING, ENABLED",
+                ));
+                false
+            }
+        };
         let protocol = match props.get("connect.protocol") {
             None => crate::group::Protocol::Compatible,
             Some(v) => crate::group::Protocol::from_config(v).unwrap_or_else(|| {
@@ -186,6 +206,7 @@ impl WorkerConfig {
             heartbeat_interval: Duration::from_millis(heartbeat_ms as u64),
             rebalance_timeout: Duration::from_millis(rebalance_ms as u64),
             protocol,
+            exactly_once_source,
             scheduled_rebalance_max_delay: Duration::from_millis(scheduled_delay_ms as u64),
             rest_host,
             rest_port,

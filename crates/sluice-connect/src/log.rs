@@ -298,7 +298,9 @@ async fn log_ends(
         .map(|p| (TopicPartition::new(topic, p), OffsetSpec::Latest))
         .collect();
     loop {
-        let error = match admin.list_offsets(&specs).await {
+        // The reader is read_committed: its end is the last stable offset (an open
+        // transaction of a killed EOS source task must not hold a sync up).
+        let error = match admin.list_offsets_isolated(&specs, true).await {
             Ok(results) => {
                 let mut ends = BTreeMap::new();
                 let mut error = None;

@@ -588,6 +588,9 @@ impl Worker {
             if let Err(e) = errors::Policy::from_config(config, plugin.kind()) {
                 errors.push(e);
             }
+            if plugin.kind() == Kind::Source && self.config.exactly_once_source {
+                errors.push(exactly_once_checks(config, plugin.as_ref()));
+            }
         }
         match plugin {
             Some(plugin) if errors.is_empty() => Ok(plugin),
@@ -1077,6 +1080,7 @@ async fn start_task(
                 run_source(
                     &w,
                     &n,
+                    task,
                     plugin.as_ref(),
                     &c,
                     &conn,
@@ -1156,6 +1160,7 @@ impl Drop for ActiveGuard {
 async fn run_source(
     worker: &Arc<Worker>,
     name: &str,
+    task_id: u32,
     plugin: &dyn ConnectorPlugin,
     config: &Props,
     connector: &Props,
@@ -1166,6 +1171,45 @@ async fn run_source(
     let mut task = plugin
         .source_task()
         .ok_or_else(|| ConnectError(format!("{} has no source task", plugin.class())))?;
+    let policy = errors::Policy::from_config(connector, Kind::Source)
+        .map_err(|e| ConnectError(e.message()))?;
+    let mut reporter =
+        Reporter::start(policy, &worker.config.bootstrap_servers, name, task_id).await?;
+    let (key_class, value_class) = worker.converter_classes(connector);
+    let data = "org.apache.kafka.connect.errors.DataException";
+    let kafka = |e: sluice_client::producer::ProducerError| ConnectError(e.to_string());
+    // KIP-618: records and their source offsets in one transaction per boundary, with
+    // Connect's transactional id; starting fences (and aborts) a zombie of this task.
+    let boundary = if worker.config.exactly_once_source {
+        Some(transaction_boundary(
+            connector,
+            worker.config.offset_flush_interval,
+        ))
+    } else {
+        None
+    };
+    let mut producer_config = ProducerConfig::builder(worker.config.bootstrap_servers.clone())
+        .client_id(&format!("connector-producer-{name}-{task_id}"))
+        .acks(Acks::All)
+        .enable_idempotence(true)
+        .linger_ms(5);
+    if boundary.is_some() {
+        producer_config = producer_config
+            .transactional_id(&format!("{}-{name}-{task_id}", worker.config.group_id));
+    }
+    let producer = Producer::connect(producer_config.build().map_err(kafka)?)
+        .await
+        .map_err(kafka)?;
+    if boundary.is_some() {
+        producer.init_transactions().await.map_err(kafka)?;
+        // Fenced and aborted: what a previous incarnation committed is all there is;
+        // read the offsets topic to its end before resuming from it.
+        worker
+            .offsets
+            .sync()
+            .await
+            .map_err(|e| ConnectError(e.to_string()))?;
+    }
     let snapshot = Snapshot(
         worker
             .connector_offsets(name)
@@ -1173,134 +1217,241 @@ async fn run_source(
             .map(|(p, o)| (Json::Object(p).to_string(), o))
             .collect(),
     );
-    let policy = errors::Policy::from_config(connector, Kind::Source)
-        .map_err(|e| ConnectError(e.message()))?;
-    let mut reporter = Reporter::start(policy, &worker.config.bootstrap_servers, name, 0).await?;
-    let (key_class, value_class) = worker.converter_classes(connector);
-    let data = "org.apache.kafka.connect.errors.DataException";
     task.start(config, &snapshot).await?;
-    let producer = Producer::connect(
-        ProducerConfig::builder(worker.config.bootstrap_servers.clone())
-            .client_id(&format!("connector-producer-{name}-0"))
-            .acks(Acks::All)
-            .enable_idempotence(true)
-            .linger_ms(5)
-            .build()
-            .map_err(|e| ConnectError(e.to_string()))?,
-    )
-    .await
-    .map_err(|e| ConnectError(e.to_string()))?;
     let mut pending = Positions::new();
     let mut last_flush = Instant::now();
-    loop {
-        if *stopped.borrow() {
-            break;
-        }
-        let records = tokio::select! {
-            records = task.poll() => records?,
-            _ = stopped.changed() => break,
-        };
-        let mut deliveries = Vec::new();
-        for record in records {
-            let position = record
-                .source_partition
-                .clone()
-                .zip(record.source_offset.clone());
-            // A record that fails a transform or a converter is skipped under
-            // `errors.tolerance=all`; its source offset still counts as processed.
-            // In order with the deliveries, so a later offset never gives way to an
-            // earlier one.
-            let skip = |deliveries: &mut Vec<_>| deliveries.push((None, position.clone()));
-            let record = match chain.apply_staged(record) {
-                Ok(Some(record)) => record,
-                Ok(None) => {
-                    skip(&mut deliveries);
-                    continue;
-                }
-                Err((class, e)) => {
-                    let class = class.to_string();
-                    reporter
-                        .report(Failure {
-                            stage: Stage::Transformation,
-                            class: &class,
-                            exception: data,
-                            message: &e.to_string(),
-                            original: None,
-                        })
-                        .await?;
-                    skip(&mut deliveries);
-                    continue;
-                }
+    let mut in_transaction = false;
+    let outcome: Result<(), ConnectError> = async {
+        loop {
+            if *stopped.borrow() {
+                break;
+            }
+            let records = tokio::select! {
+                records = task.poll() => records?,
+                _ = stopped.changed() => break,
             };
-            let converted = key_converter
-                .from_connect(&record.topic, record.key_schema.as_ref(), &record.key)
-                .map_err(|e| (Stage::KeyConverter, key_class.as_str(), e))
-                .and_then(|key| {
-                    value_converter
-                        .from_connect(&record.topic, record.value_schema.as_ref(), &record.value)
-                        .map(|value| (key, value))
-                        .map_err(|e| (Stage::ValueConverter, value_class.as_str(), e))
-                });
-            let (key, value) = match converted {
-                Ok(kv) => kv,
-                Err((stage, class, e)) => {
-                    reporter
-                        .report(Failure {
-                            stage,
-                            class,
-                            exception: data,
-                            message: &e.to_string(),
-                            original: None,
-                        })
-                        .await?;
-                    skip(&mut deliveries);
-                    continue;
+            if boundary.is_some() && !records.is_empty() && !in_transaction {
+                producer.begin_transaction().map_err(kafka)?;
+                in_transaction = true;
+                last_flush = Instant::now();
+            }
+            let mut deliveries = Vec::new();
+            for record in records {
+                let position = record
+                    .source_partition
+                    .clone()
+                    .zip(record.source_offset.clone());
+                // A record that fails a transform or a converter is skipped under
+                // `errors.tolerance=all`; its source offset still counts as processed.
+                // In order with the deliveries, so a later offset never gives way to an
+                // earlier one.
+                let skip = |deliveries: &mut Vec<_>| deliveries.push((None, position.clone()));
+                let record = match chain.apply_staged(record) {
+                    Ok(Some(record)) => record,
+                    Ok(None) => {
+                        skip(&mut deliveries);
+                        continue;
+                    }
+                    Err((class, e)) => {
+                        let class = class.to_string();
+                        reporter
+                            .report(Failure {
+                                stage: Stage::Transformation,
+                                class: &class,
+                                exception: data,
+                                message: &e.to_string(),
+                                original: None,
+                            })
+                            .await?;
+                        skip(&mut deliveries);
+                        continue;
+                    }
+                };
+                let converted = key_converter
+                    .from_connect(&record.topic, record.key_schema.as_ref(), &record.key)
+                    .map_err(|e| (Stage::KeyConverter, key_class.as_str(), e))
+                    .and_then(|key| {
+                        value_converter
+                            .from_connect(
+                                &record.topic,
+                                record.value_schema.as_ref(),
+                                &record.value,
+                            )
+                            .map(|value| (key, value))
+                            .map_err(|e| (Stage::ValueConverter, value_class.as_str(), e))
+                    });
+                let (key, value) = match converted {
+                    Ok(kv) => kv,
+                    Err((stage, class, e)) => {
+                        reporter
+                            .report(Failure {
+                                stage,
+                                class,
+                                exception: data,
+                                message: &e.to_string(),
+                                original: None,
+                            })
+                            .await?;
+                        skip(&mut deliveries);
+                        continue;
+                    }
+                };
+                let mut out = ProducerRecord::new(record.topic.clone(), Bytes::new());
+                out.key = key.map(Bytes::from);
+                out.value = value.map(Bytes::from);
+                if let Some(p) = record.partition {
+                    out = out.with_partition(p);
                 }
-            };
-            let mut out = ProducerRecord::new(record.topic.clone(), Bytes::new());
-            out.key = key.map(Bytes::from);
-            out.value = value.map(Bytes::from);
-            if let Some(p) = record.partition {
-                out = out.with_partition(p);
+                if let Some(ts) = record.timestamp {
+                    out = out.with_timestamp(ts);
+                }
+                for h in &record.headers {
+                    out = out.with_header(Bytes::from(h.key.clone().into_bytes()), h.value.clone());
+                }
+                let delivery = producer
+                    .send(out)
+                    .await
+                    .map_err(|e| ConnectError(e.to_string()))?;
+                deliveries.push((Some(delivery), position));
             }
-            if let Some(ts) = record.timestamp {
-                out = out.with_timestamp(ts);
+            for (delivery, position) in deliveries {
+                if let Some(delivery) = delivery {
+                    delivery.await.map_err(|e| ConnectError(e.to_string()))?;
+                }
+                if let Some((p, o)) = position {
+                    pending.insert(Json::Object(p.clone()).to_string(), (p, o));
+                }
             }
-            for h in &record.headers {
-                out = out.with_header(Bytes::from(h.key.clone().into_bytes()), h.value.clone());
+            match boundary {
+                Some(every) => {
+                    if in_transaction && every.is_none_or(|d| last_flush.elapsed() >= d) {
+                        commit_transaction(worker, name, &producer, &mut pending).await?;
+                        in_transaction = false;
+                    }
+                }
+                None => {
+                    if !pending.is_empty()
+                        && last_flush.elapsed() >= worker.config.offset_flush_interval
+                    {
+                        worker
+                            .commit_offsets(name, &pending)
+                            .await
+                            .map_err(|e| ConnectError(e.to_string()))?;
+                        pending.clear();
+                        last_flush = Instant::now();
+                    }
+                }
             }
-            let delivery = producer
-                .send(out)
-                .await
-                .map_err(|e| ConnectError(e.to_string()))?;
-            deliveries.push((Some(delivery), position));
         }
-        for (delivery, position) in deliveries {
-            if let Some(delivery) = delivery {
-                delivery.await.map_err(|e| ConnectError(e.to_string()))?;
-            }
-            if let Some((p, o)) = position {
-                pending.insert(Json::Object(p.clone()).to_string(), (p, o));
-            }
-        }
-        if !pending.is_empty() && last_flush.elapsed() >= worker.config.offset_flush_interval {
-            worker
-                .commit_offsets(name, &pending)
-                .await
-                .map_err(|e| ConnectError(e.to_string()))?;
-            pending.clear();
-            last_flush = Instant::now();
-        }
+        Ok(())
     }
+    .await;
     task.stop();
-    producer
-        .flush()
-        .await
-        .map_err(|e| ConnectError(e.to_string()))?;
-    worker
-        .commit_offsets(name, &pending)
-        .await
-        .map_err(|e| ConnectError(e.to_string()))?;
+    if let Err(e) = outcome {
+        if in_transaction {
+            let _ = producer.abort_transaction().await;
+        }
+        return Err(e);
+    }
+    if in_transaction {
+        commit_transaction(worker, name, &producer, &mut pending).await?;
+    }
+    producer.flush().await.map_err(kafka)?;
+    if boundary.is_none() {
+        worker
+            .commit_offsets(name, &pending)
+            .await
+            .map_err(|e| ConnectError(e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// KIP-618's checks of a source connector on a worker with exactly-once support
+/// (`DistributedHerder.validateSourceConnectorConfig`).
+fn exactly_once_checks(config: &Props, plugin: &dyn ConnectorPlugin) -> ConfigError {
+    let mut errors = ConfigError::default();
+    let one_of = |key: &str, value: &str, allowed: &[&str], errors: &mut ConfigError| {
+        let ok = allowed.iter().any(|a| a.eq_ignore_ascii_case(value.trim()));
+        if !ok {
+            errors.push(ConfigError::invalid(
+                key,
+                value,
+                &format!(
+                    "String must be one of (case insensitive): {}",
+                    allowed.join(", ")
+                ),
+            ));
+        }
+        ok
+    };
+    if let Some(v) = config.get("exactly.once.support")
+        && one_of(
+            "exactly.once.support",
+            v,
+            &["REQUESTED", "REQUIRED"],
+            &mut errors,
+        )
+        && v.trim().eq_ignore_ascii_case("required")
+        && !plugin.exactly_once_support()
+    {
+        errors.push(ConfigError::new(
+            "exactly.once.support",
+            "The connector does not support exactly-once semantics with the provided configuration.",
+        ));
+    }
+    if let Some(v) = config.get("transaction.boundary")
+        && one_of(
+            "transaction.boundary",
+            v,
+            &["POLL", "INTERVAL", "CONNECTOR"],
+            &mut errors,
+        )
+        && v.trim().eq_ignore_ascii_case("connector")
+    {
+        errors.push(ConfigError::new(
+            "transaction.boundary",
+            "The connector does not support connector-defined transaction boundaries with the given configuration. Please reconfigure it to use a different transaction boundary definition.",
+        ));
+    }
+    errors
+}
+
+/// `transaction.boundary`: `poll` (None: every poll's records are one transaction) or
+/// `interval` (every `transaction.boundary.interval.ms`, by default the worker's
+/// `offset.flush.interval.ms`).
+fn transaction_boundary(connector: &Props, flush: Duration) -> Option<Duration> {
+    match connector.get("transaction.boundary").map(|b| b.trim()) {
+        Some(b) if b.eq_ignore_ascii_case("interval") => Some(
+            connector
+                .get("transaction.boundary.interval.ms")
+                .and_then(|ms| ms.trim().parse::<u64>().ok())
+                .map_or(flush, Duration::from_millis),
+        ),
+        _ => None,
+    }
+}
+
+/// Writes the transaction's source offsets to the offsets topic inside it, and commits:
+/// the records and the offsets after them become visible together, or neither.
+async fn commit_transaction(
+    worker: &Worker,
+    name: &str,
+    producer: &Producer,
+    pending: &mut Positions,
+) -> Result<(), ConnectError> {
+    let kafka = |e: sluice_client::producer::ProducerError| ConnectError(e.to_string());
+    for (partition, offset) in pending.values() {
+        let record = ProducerRecord::new(
+            worker.offsets.topic().to_string(),
+            Bytes::from(serde_json::to_vec(offset).expect("json")),
+        )
+        .with_key(Bytes::from(offset_key(name, partition)));
+        producer.send(record).await.map_err(kafka)?;
+    }
+    producer.commit_transaction().await.map_err(kafka)?;
+    let mut state = lock(&worker.offset_state);
+    let entry = state.entry(name.to_string()).or_default();
+    entry.append(pending);
     Ok(())
 }
 
@@ -1336,6 +1487,24 @@ async fn run_sink(
         ("fetch.max.wait.ms", "200".into()),
     ] {
         consumer_config.set(k, &v).map_err(kafka)?;
+    }
+    // The worker's `consumer.*` settings, then the connector's `consumer.override.*`
+    // (Connect's default override policy, All, allows every key).
+    let overrides = worker
+        .config
+        .props
+        .iter()
+        .filter_map(|(k, v)| k.strip_prefix("consumer.").map(|k| (k, v)))
+        .chain(
+            connector
+                .iter()
+                .filter_map(|(k, v)| k.strip_prefix("consumer.override.").map(|k| (k, v))),
+        );
+    for (k, v) in overrides {
+        if k == "group.id" || k == "enable.auto.commit" {
+            continue;
+        }
+        consumer_config.set(k, v).map_err(kafka)?;
     }
     let mut consumer = Consumer::new(consumer_config).await.map_err(kafka)?;
     match (connector.get("topics"), connector.get("topics.regex")) {

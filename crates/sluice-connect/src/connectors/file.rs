@@ -37,6 +37,13 @@ impl ConnectorPlugin for FileStreamSource {
         Kind::Source
     }
 
+    fn exactly_once_support(&self) -> bool {
+        // Lines and positions come from the file alone: replaying from a committed
+        // position reads the same lines (Kafka's FileStreamSourceConnector says
+        // SUPPORTED).
+        true
+    }
+
     fn version(&self) -> &'static str {
         VERSION
     }

@@ -62,6 +62,11 @@ pub trait ConnectorPlugin: Send + Sync {
     fn source_task(&self) -> Option<Box<dyn SourceTask>> {
         None
     }
+    /// `SourceConnector.exactlyOnceSupport`: whether its tasks' records and offsets can
+    /// be written in one transaction (KIP-618).
+    fn exactly_once_support(&self) -> bool {
+        false
+    }
     fn sink_task(&self) -> Option<Box<dyn SinkTask>> {
         None
     }
