@@ -1472,7 +1472,8 @@ impl ToSql for Param<'_> {
                     .chars()
                     .filter(|c| *c != '-')
                     .collect();
-                if hex.len() != 32 {
+                // ASCII only: the slicing below is by byte.
+                if hex.len() != 32 || !hex.is_ascii() {
                     return Err(format!("'{hex}' is not a UUID").into());
                 }
                 for i in (0..32).step_by(2) {
@@ -2007,12 +2008,13 @@ impl JdbcSinkTask {
             return Ok(Vec::new());
         };
         let mut errant = Vec::new();
-        for row in run.rows.chunks(1) {
+        for row in &run.rows {
+            let index = row.0;
             client
                 .batch_execute("SAVEPOINT sluice_row")
                 .await
                 .map_err(db)?;
-            match Self::execute(client, &sql, run, row).await {
+            match Self::execute(client, &sql, run, std::slice::from_ref(row)).await {
                 Ok(()) => client
                     .batch_execute("RELEASE SAVEPOINT sluice_row")
                     .await
@@ -2023,10 +2025,7 @@ impl JdbcSinkTask {
                             .batch_execute("ROLLBACK TO SAVEPOINT sluice_row")
                             .await
                             .map_err(db)?;
-                        errant.push(Errant {
-                            index: row[0].0,
-                            error,
-                        });
+                        errant.push(Errant { index, error });
                     }
                     other => return Err(other),
                 },
