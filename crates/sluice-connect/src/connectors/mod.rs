@@ -11,6 +11,7 @@ use crate::data::Record;
 use crate::{ConfigError, Props};
 
 pub mod file;
+pub mod jdbc;
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -141,6 +142,7 @@ pub fn plugins() -> Vec<Box<dyn ConnectorPlugin>> {
     vec![
         Box::new(file::FileStreamSource),
         Box::new(file::FileStreamSink),
+        Box::new(jdbc::JdbcSinkConnector),
     ]
 }
 

@@ -1,0 +1,167 @@
+//! A throwaway PostgreSQL server for integration tests: `initdb` into a temporary
+//! directory, `pg_ctl start` on a free loopback port, `pg_ctl stop -m immediate` when
+//! dropped (a panicking test included). Binaries come from `$SLUICE_POSTGRES_BIN` or
+//! Debian's `/usr/lib/postgresql/15/bin`; without them the test fails and says how to
+//! install them. As root (CI), the server runs as the `postgres` user, since `initdb`
+//! refuses root.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const DEFAULT_BIN: &str = "/usr/lib/postgresql/15/bin";
+
+pub struct Postgres {
+    pub port: u16,
+    bin: PathBuf,
+    data: PathBuf,
+    as_postgres_user: bool,
+    // Dropped after `drop` stopped the server.
+    dir: tempfile::TempDir,
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false)
+}
+
+impl Postgres {
+    pub fn start() -> Postgres {
+        let bin = std::env::var_os("SLUICE_POSTGRES_BIN")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_BIN));
+        assert!(
+            bin.join("initdb").exists() && bin.join("pg_ctl").exists(),
+            "PostgreSQL server binaries not found in {} (set SLUICE_POSTGRES_BIN, or install them: \
+             apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15)",
+            bin.display()
+        );
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let data = dir.path().join("data");
+        let as_postgres_user = is_root();
+        if as_postgres_user {
+            let status = Command::new("chown")
+                .args(["-R", "postgres:postgres"])
+                .arg(dir.path())
+                .status()
+                .expect("chown runs");
+            assert!(
+                status.success(),
+                "chown of {} to postgres failed",
+                dir.path().display()
+            );
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let server = Postgres {
+            port,
+            bin,
+            data,
+            as_postgres_user,
+            dir,
+        };
+        server.run(
+            "initdb",
+            &[
+                "-D",
+                &server.data.display().to_string(),
+                "-A",
+                "trust",
+                "-U",
+                "postgres",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--no-sync",
+            ],
+        );
+        let options = format!(
+            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off",
+            server.dir.path().display()
+        );
+        server.run(
+            "pg_ctl",
+            &[
+                "-D",
+                &server.data.display().to_string(),
+                "-l",
+                &server.dir.path().join("postgres.log").display().to_string(),
+                "-o",
+                &options,
+                "-w",
+                "-t",
+                "30",
+                "start",
+            ],
+        );
+        server
+    }
+
+    fn command(&self, program: &str) -> Command {
+        let path = self.bin.join(program);
+        if self.as_postgres_user {
+            let mut command = Command::new("runuser");
+            command.args(["-u", "postgres", "--"]).arg(path);
+            command
+        } else {
+            Command::new(path)
+        }
+    }
+
+    fn run(&self, program: &str, args: &[&str]) {
+        let output = self
+            .command(program)
+            .args(args)
+            .current_dir(self.dir.path())
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {program}: {e}"));
+        assert!(
+            output.status.success(),
+            "{program} failed: {}\n{}\n{}\nserver log:\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr),
+            std::fs::read_to_string(self.dir.path().join("postgres.log")).unwrap_or_default()
+        );
+    }
+
+    /// `jdbc:postgresql://127.0.0.1:PORT/DATABASE` (the superuser needs no password).
+    pub fn jdbc_url(&self, database: &str) -> String {
+        format!("jdbc:postgresql://127.0.0.1:{}/{database}", self.port)
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        &self.data
+    }
+
+    /// A client on `database` as the superuser; its connection runs on a spawned task.
+    pub async fn client(&self, database: &str) -> tokio_postgres::Client {
+        let (client, connection) = tokio_postgres::Config::new()
+            .host("127.0.0.1")
+            .port(self.port)
+            .user("postgres")
+            .dbname(database)
+            .connect(tokio_postgres::NoTls)
+            .await
+            .expect("the test connects to its PostgreSQL");
+        tokio::spawn(connection);
+        client
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let _ = self
+            .command("pg_ctl")
+            .args(["-D"])
+            .arg(&self.data)
+            .args(["-m", "immediate", "-w", "stop"])
+            .output();
+    }
+}
