@@ -1524,6 +1524,9 @@ async fn run_sink(
     let data = "org.apache.kafka.connect.errors.DataException";
     let mut last_flush = Instant::now();
     let mut dirty = false;
+    // However the loop ends, the consumer leaves the group (a failed task's partitions
+    // must not wait out its session) and the task and the queue are closed.
+    let outcome: Result<(), ConnectError> = async {
     loop {
         if *stopped.borrow() {
             break;
@@ -1611,7 +1614,6 @@ async fn run_sink(
                     Err(SinkError::Retriable(m)) => {
                         tracing::warn!(connector = %name, task = task_id, "put failed, retrying: {m}");
                         if !backoff.wait(&mut stopped).await {
-                            task.stop();
                             return Ok(());
                         }
                     }
@@ -1632,7 +1634,6 @@ async fn run_sink(
         }
         if dirty && last_flush.elapsed() >= worker.config.offset_flush_interval {
             if !flush(task.as_mut(), &mut backoff, &mut stopped, name).await? {
-                task.stop();
                 return Ok(());
             }
             consumer.commit_sync().await.map_err(kafka)?;
@@ -1643,10 +1644,13 @@ async fn run_sink(
     if flush(task.as_mut(), &mut backoff, &mut stopped, name).await? && dirty {
         consumer.commit_sync().await.map_err(kafka)?;
     }
+    Ok(())
+    }
+    .await;
     task.stop();
     reporter.close().await;
     let _ = consumer.close().await;
-    Ok(())
+    outcome
 }
 
 /// Flushes a sink task, retrying a retriable failure after a backoff. `Ok(false)`: the
