@@ -10,6 +10,7 @@ use serde_json::{Map, Value as Json};
 use crate::data::Record;
 use crate::{ConfigError, Props};
 
+pub mod elasticsearch;
 pub mod file;
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -136,6 +137,7 @@ pub fn plugins() -> Vec<Box<dyn ConnectorPlugin>> {
     vec![
         Box::new(file::FileStreamSource),
         Box::new(file::FileStreamSink),
+        Box::new(elasticsearch::ElasticsearchSink),
     ]
 }
 
