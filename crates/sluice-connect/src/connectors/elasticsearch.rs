@@ -1541,7 +1541,7 @@ impl ElasticsearchSinkTask {
                 break;
             };
             let done = done.map_err(|e| ConnectError(format!("a bulk request failed: {e}")))?;
-            results.extend(done.map_err(|e| ConnectError(e))?);
+            results.extend(done.map_err(ConnectError)?);
         }
         let mut failure = None;
         for (action, outcome) in results {
