@@ -10,6 +10,7 @@ use serde_json::{Map, Value as Json};
 use crate::data::Record;
 use crate::{ConfigError, Props};
 
+pub mod elasticsearch;
 pub mod file;
 pub mod jdbc;
 
@@ -143,6 +144,7 @@ pub fn plugins() -> Vec<Box<dyn ConnectorPlugin>> {
         Box::new(file::FileStreamSource),
         Box::new(file::FileStreamSink),
         Box::new(jdbc::JdbcSinkConnector),
+        Box::new(elasticsearch::ElasticsearchSink),
     ]
 }
 

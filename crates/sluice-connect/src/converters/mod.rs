@@ -43,6 +43,8 @@ pub use avro::{AvroCodec, AvroConverter, AvroConverterConfig};
 pub use avro_data::{AvroData, AvroDataConfig};
 pub use avro_schema::AvroSchema;
 pub use byte_array::ByteArrayConverter;
+/// Connect's Decimal arithmetic, for connectors that write decimals as numbers.
+pub(crate) use decimal::{BigDecimal, BigInteger};
 pub use json::{DecimalFormat, JsonConverter, JsonConverterConfig};
 pub use number::{BooleanConverter, NumberConverter, NumberKind};
 pub use string::StringConverter;
