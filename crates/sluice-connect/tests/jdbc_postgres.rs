@@ -14,8 +14,9 @@ use bytes::Bytes;
 use common::TestNode;
 use postgres::Postgres;
 use serde_json::{Value, json};
+use sluice_client::consumer::{Consumer, ConsumerConfig};
 use sluice_client::producer::{Producer, ProducerConfig, ProducerRecord};
-use sluice_client::{Admin, ClientConfig, NewTopic};
+use sluice_client::{Admin, ClientConfig, NewTopic, TopicPartition};
 use sluice_connect::WorkerConfig;
 use tokio::sync::watch;
 
@@ -282,7 +283,7 @@ async fn debeziums_jdbc_sink_writes_postgres_rows() {
     let admin = Admin::connect(ClientConfig::new([node.address.to_string()]))
         .await
         .unwrap();
-    let topics: Vec<NewTopic> = ["ledger", "people", "unreachable"]
+    let topics: Vec<NewTopic> = ["ledger", "people", "unreachable", "tolerant", "outage"]
         .iter()
         .map(|name| NewTopic {
             name: name.to_string(),
@@ -327,7 +328,45 @@ async fn debeziums_jdbc_sink_writes_postgres_rows() {
             ),
         )
         .await;
-    for name in ["ledger-sink", "people-sink", "unreachable-sink"] {
+    // errors.tolerance=all with a dead letter queue: a refused row goes there, with
+    // Connect's context headers, and the task goes on.
+    worker
+        .create(
+            "tolerant-sink",
+            merge(
+                base("tolerant"),
+                json!({
+                    "collection.name.format": "ledger",
+                    "errors.tolerance": "all",
+                    "errors.deadletterqueue.topic.name": "tolerant-dlq",
+                    "errors.deadletterqueue.topic.replication.factor": "1",
+                    "errors.deadletterqueue.context.headers.enable": "true",
+                }),
+            ),
+        )
+        .await;
+    // A database that goes away for a while: retried (Connect's RetriableException)
+    // until it is back, nothing lost or skipped.
+    worker
+        .create(
+            "outage-sink",
+            merge(
+                base("outage"),
+                json!({
+                    "flush.max.retries": "1000",
+                    "flush.retry.delay.ms": "100",
+                    "schema.evolution": "basic",
+                }),
+            ),
+        )
+        .await;
+    for name in [
+        "ledger-sink",
+        "people-sink",
+        "unreachable-sink",
+        "tolerant-sink",
+        "outage-sink",
+    ] {
         worker
             .wait_task(name, "the task runs", |t| t["state"] == "RUNNING")
             .await;
@@ -426,6 +465,60 @@ async fn debeziums_jdbc_sink_writes_postgres_rows() {
         "{task}"
     );
 
+    produce(
+        &producer,
+        "tolerant",
+        vec![
+            (None, Some(flat(20, "t1"))),
+            (None, Some(flat(-5, "refused"))),
+            (None, Some(flat(21, "t2"))),
+        ],
+    )
+    .await;
+    wait_rows(
+        &db,
+        "SELECT id || ':' || name FROM ledger WHERE id >= 20 ORDER BY id",
+        &["20:t1", "21:t2"],
+    )
+    .await;
+    let mut dlq_config = ConsumerConfig::new([node.address.to_string()]);
+    dlq_config.set("auto.offset.reset", "earliest").unwrap();
+    let mut dlq = Consumer::new(dlq_config).await.unwrap();
+    let tp = TopicPartition::new("tolerant-dlq", 0);
+    dlq.assign([tp.clone()]).unwrap();
+    dlq.seek(&tp, 0).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut dead = Vec::new();
+    while dead.is_empty() && Instant::now() < deadline {
+        dead.extend(dlq.poll(Duration::from_millis(200)).await.unwrap());
+    }
+    assert_eq!(dead.len(), 1, "the refused row is dead-lettered");
+    assert_eq!(dead[0].value.as_ref(), Some(&flat(-5, "refused")));
+    let header = |k: &str| {
+        dead[0]
+            .headers
+            .iter()
+            .find(|h| h.key.as_ref() == k.as_bytes())
+            .and_then(|h| h.value.as_ref())
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .unwrap_or_else(|| panic!("no header {k}"))
+    };
+    assert_eq!(header("__connect.errors.stage"), "TASK_PUT");
+    assert_eq!(header("__connect.errors.offset"), "1");
+    assert_eq!(
+        header("__connect.errors.class.name"),
+        "io.debezium.connector.jdbc.JdbcSinkConnectorTask"
+    );
+    assert!(
+        header("__connect.errors.exception.message").contains("ledger_id_check"),
+        "{}",
+        header("__connect.errors.exception.message")
+    );
+    let (_, status) = worker
+        .call("GET", "/connectors/tolerant-sink/status", None)
+        .await;
+    assert_eq!(status["tasks"][0]["state"], "RUNNING", "{status}");
+
     // A database that cannot be reached: retried, then the task fails saying why.
     produce(&producer, "unreachable", vec![(None, Some(flat(1, "x")))]).await;
     let task = worker
@@ -440,6 +533,33 @@ async fn debeziums_jdbc_sink_writes_postgres_rows() {
             .contains("Cannot connect to PostgreSQL"),
         "{task}"
     );
+
+    // The database goes down with records arriving: the task retries (still RUNNING)
+    // and writes them all once it is back.
+    pg.stop();
+    produce(
+        &producer,
+        "outage",
+        vec![
+            (None, Some(flat(1, "during"))),
+            (None, Some(flat(2, "the"))),
+            (None, Some(flat(3, "outage"))),
+        ],
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let (_, status) = worker
+        .call("GET", "/connectors/outage-sink/status", None)
+        .await;
+    assert_eq!(status["tasks"][0]["state"], "RUNNING", "{status}");
+    pg.restart();
+    let db = pg.client("postgres").await;
+    wait_rows(
+        &db,
+        "SELECT id || ':' || name FROM outage ORDER BY id",
+        &["1:during", "2:the", "3:outage"],
+    )
+    .await;
 
     worker.stop().await;
     node.stop().await;

@@ -81,17 +81,23 @@ impl Postgres {
                 "--no-sync",
             ],
         );
+        server.pg_start();
+        server
+    }
+
+    fn pg_start(&self) {
         let options = format!(
-            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off",
-            server.dir.path().display()
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off",
+            self.port,
+            self.dir.path().display()
         );
-        server.run(
+        self.run(
             "pg_ctl",
             &[
                 "-D",
-                &server.data.display().to_string(),
+                &self.data.display().to_string(),
                 "-l",
-                &server.dir.path().join("postgres.log").display().to_string(),
+                &self.dir.path().join("postgres.log").display().to_string(),
                 "-o",
                 &options,
                 "-w",
@@ -100,7 +106,26 @@ impl Postgres {
                 "start",
             ],
         );
-        server
+    }
+
+    /// Stops the server (fast shutdown: clients are disconnected), for an outage.
+    pub fn stop(&self) {
+        self.run(
+            "pg_ctl",
+            &[
+                "-D",
+                &self.data.display().to_string(),
+                "-m",
+                "fast",
+                "-w",
+                "stop",
+            ],
+        );
+    }
+
+    /// Starts it again after [`Postgres::stop`], on the same port and data.
+    pub fn restart(&self) {
+        self.pg_start();
     }
 
     fn command(&self, program: &str) -> Command {
