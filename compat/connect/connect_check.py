@@ -22,6 +22,13 @@ worker, on one Sluice broker.
           restarted, it rejoins. Then: the exactly-once topic (read_committed) holds
           every line once, in order; the at-least-once topic every line (duplicates
           counted); the sink's file every line.
+5. pipeline: the guide's flow with real targets, configured by POSTing JSON to two
+          Sluice workers: a file source (lines hoisted into a struct, keyed by
+          ValueToKey) writes Avro through Sluice's schema registry; Debezium's JDBC sink
+          upserts into PostgreSQL 15 and Confluent's Elasticsearch sink into OpenSearch
+          2.19.6. The worker running the source is SIGKILLed mid-stream and restarted:
+          every line arrives, one row and one document per key (at-least-once
+          duplicates collapse on the key), and the registry holds the subjects.
 
 Prints "PASS connect: <check>" / "FAIL connect: <check>: <reason>" and
 "connect: N passed, M failed"; exits 1 on a failure. Usage:
@@ -41,6 +48,7 @@ import urllib.error
 import urllib.request
 
 RESULTS = []
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
 def check(name, ok, reason=""):
@@ -235,6 +243,160 @@ def kill_checks(sluice, work, broker, procs):
     restarted.stop()
 
 
+PG_BIN = "/usr/lib/postgresql/15/bin"
+
+
+class Postgres:
+    """PostgreSQL 15 from Debian's packages on a free port (initdb/pg_ctl as the
+    postgres user when run as root, which initdb refuses)."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="sluice-connect-pg-")
+        os.chmod(self.dir, 0o755)
+        self.pre = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        if self.pre:
+            subprocess.run(["chown", "-R", "postgres:postgres", self.dir], check=True)
+        self.data = os.path.join(self.dir, "data")
+        self.port = free_port()
+        self.run("initdb", "-D", self.data, "-A", "trust", "-U", "postgres", "-E", "UTF8",
+                 "--locale=C", "--no-sync")
+        self.run("pg_ctl", "-D", self.data, "-l", os.path.join(self.dir, "log"), "-o",
+                 "-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off" % (self.port, self.dir),
+                 "-w", "start")
+
+    def run(self, program, *args):
+        subprocess.run(self.pre + [os.path.join(PG_BIN, program), *args], check=True,
+                       capture_output=True, cwd=self.dir)
+
+    def query(self, sql):
+        out = subprocess.run(["psql", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres",
+                              "-At", "-c", sql], capture_output=True, text=True, timeout=30)
+        if out.returncode != 0:
+            raise ValueError(out.stderr.strip())
+        return out.stdout.strip()
+
+    def stop(self):
+        subprocess.run(self.pre + [os.path.join(PG_BIN, "pg_ctl"), "-D", self.data, "-m",
+                                   "immediate", "-w", "stop"], capture_output=True)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def pipeline_checks(sluice, work, broker, registry, procs):
+    pg = Postgres()
+    try:
+        pipeline(sluice, work, broker, registry, procs, pg)
+    finally:
+        pg.stop()
+
+
+def pipeline(sluice, work, broker, registry, procs, pg):
+    os_port = free_port()
+    opensearch = Proc("opensearch", ["bash", os.path.join(ROOT, "compat/opensearch/start.sh"), str(os_port),
+                                     os.path.join(work, "opensearch")], work)
+    procs.append(opensearch)
+    lines = 20000
+    src = os.path.join(work, "orders.txt")
+    with open(src, "w") as f:
+        f.write("".join("order-%05d\n" % i for i in range(lines)))
+    size = os.path.getsize(src)
+    extra = ("scheduled.rebalance.max.delay.ms=2000\nsession.timeout.ms=6000\n"
+             "heartbeat.interval.ms=1000\n")
+    workers = {}
+    for n in ("p1", "p2"):
+        port = free_port()
+        props = worker_props(work, n, broker, port, "p", "connect-p", extra)
+        workers[n] = (port, props, start_sluice(work, n, props, sluice))
+        procs.append(workers[n][2])
+    for n, (port, _, proc) in workers.items():
+        wait_rest("http://127.0.0.1:%d" % port, proc)
+    wait_until("OpenSearch", lambda: "opensearch ready" in open(opensearch.log).read(), 120)
+    url = "http://127.0.0.1:%d" % workers["p1"][0]
+    avro = {"key.converter": "io.confluent.connect.avro.AvroConverter",
+            "key.converter.schema.registry.url": registry,
+            "value.converter": "io.confluent.connect.avro.AvroConverter",
+            "value.converter.schema.registry.url": registry}
+    connectors = [
+        ("orders-src", dict(avro, **{
+            "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
+            "file": src, "topic": "orders", "batch.size": "200",
+            "transforms": "hoist,key",
+            "transforms.hoist.type": "org.apache.kafka.connect.transforms.HoistField$Value",
+            "transforms.hoist.field": "line",
+            "transforms.key.type": "org.apache.kafka.connect.transforms.ValueToKey",
+            "transforms.key.fields": "line"})),
+        ("orders-pg", dict(avro, **{
+            "connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector",
+            "topics": "orders",
+            "connection.url": "jdbc:postgresql://127.0.0.1:%d/postgres" % pg.port,
+            "connection.username": "postgres",
+            "insert.mode": "upsert", "primary.key.mode": "record_key",
+            "schema.evolution": "basic", "collection.name.format": "orders"})),
+        ("orders-os", dict(avro, **{
+            "connector.class": "io.confluent.connect.elasticsearch.ElasticsearchSinkConnector",
+            "topics": "orders", "connection.url": "http://127.0.0.1:%d" % os_port,
+            "key.ignore": "false", "schema.ignore": "false",
+            "transforms": "id",
+            "transforms.id.type": "org.apache.kafka.connect.transforms.ExtractField$Key",
+            "transforms.id.field": "line"})),
+    ]
+    for name, config in connectors:
+        status, body = http("POST", url + "/connectors", {"name": name, "config": config})
+        check("pipeline: POST %s" % name, status == 201, repr(body))
+
+    def source_owner():
+        _, s = http("GET", url + "/connectors/orders-src/status")
+        _, o = http("GET", url + "/connectors/orders-src/offsets")
+        pos = o["offsets"][0]["offset"]["position"] if o and o.get("offsets") else 0
+        if s and s["tasks"] and s["tasks"][0]["state"] == "RUNNING" and pos > 0:
+            return s["tasks"][0]["worker_id"], pos
+        return None
+    owner, pos = wait_until("the source under way", source_owner, 90)
+    victim = next(n for n, (port, _, _) in workers.items() if owner.endswith(":%d" % port))
+    workers[victim][2].p.send_signal(signal.SIGKILL)
+    workers[victim][2].p.wait()
+    check("pipeline: source's worker SIGKILLed mid-stream", pos < size, "position %d of %d" % (pos, size))
+    port, props, _ = workers[victim]
+    restarted = start_sluice(work, victim + "-again", props, sluice)
+    procs.append(restarted)
+    wait_rest("http://127.0.0.1:%d" % port, restarted)
+    alive = "http://127.0.0.1:%d" % workers[next(n for n in workers if n != victim)][0]
+
+    def rows():
+        got = pg.query("SELECT count(*), count(DISTINCT line) FROM orders")
+        return got if got == "%d|%d" % (lines, lines) else None
+    try:
+        wait_until("every row in PostgreSQL", rows, 180)
+        check("pipeline: PostgreSQL has one row per key, every key", True)
+    except RuntimeError as e:
+        check("pipeline: PostgreSQL has one row per key, every key", False, str(e))
+
+    os_url = "http://127.0.0.1:%d" % os_port
+
+    def docs():
+        http("POST", os_url + "/orders/_refresh")
+        _, c = http("GET", os_url + "/orders/_count")
+        return c if c and c.get("count") == lines else None
+    try:
+        wait_until("every document in OpenSearch", docs, 180)
+        _, doc = http("GET", os_url + "/orders/_doc/order-00042")
+        check("pipeline: OpenSearch has one document per key, _id from the key",
+              doc.get("found") and doc["_source"] == {"line": "order-00042"}, repr(doc))
+    except RuntimeError as e:
+        check("pipeline: OpenSearch has one document per key, _id from the key", False, str(e))
+    _, subjects = http("GET", registry + "/subjects")
+    check("pipeline: Avro schemas registered in Sluice's registry",
+          sorted(subjects or []) == ["orders-key", "orders-value"], repr(subjects))
+    _, statuses = http("GET", alive + "/connectors?expand=status")
+    states = {n: [t["state"] for t in s["status"]["tasks"]] for n, s in (statuses or {}).items()}
+    check("pipeline: every task RUNNING after the kill", all(st == ["RUNNING"] for st in states.values())
+          and len(states) == 3, repr(states))
+    for n, (_, _, proc) in workers.items():
+        if n != victim:
+            proc.stop()
+    restarted.stop()
+    opensearch.stop()
+
+
 def start_sluice(work, name, props, sluice):
     return Proc(name, [sluice, "connect", props], work)
 
@@ -358,13 +520,14 @@ def main():
     work = tempfile.mkdtemp(prefix="sluice-connect-compat-")
     procs = []
     try:
-        broker_port, ctl_port = free_port(), free_port()
+        broker_port, ctl_port, registry_port = free_port(), free_port(), free_port()
         server = Proc("server", [args.sluice, "server",
                                  "--set", "log.dirs=" + os.path.join(work, "logs"),
                                  "--set", "listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d" % (broker_port, ctl_port),
                                  "--set", "advertised.listeners=PLAINTEXT://127.0.0.1:%d" % broker_port,
                                  "--set", "controller.quorum.voters=1@127.0.0.1:%d" % ctl_port,
-                                 "--set", "group.initial.rebalance.delay.ms=0"], work)
+                                 "--set", "group.initial.rebalance.delay.ms=0",
+                                 "--with-registry", "--registry-listen", "127.0.0.1:%d" % registry_port], work)
         procs.append(server)
         broker = "127.0.0.1:%d" % broker_port
         wait_until("the broker", lambda: "listening on PLAINTEXT" in open(server.log).read(), 60)
@@ -452,6 +615,8 @@ def main():
 
         # 4. A worker SIGKILLed mid-stream.
         kill_checks(args.sluice, work, broker, procs)
+        # 5. file -> Avro topic -> PostgreSQL and OpenSearch, through a kill.
+        pipeline_checks(args.sluice, work, broker, "http://127.0.0.1:%d" % registry_port, procs)
     except Exception as e:  # a harness failure is a failure, with the logs' tails
         check("harness", False, "%s\n%s" % (e, "\n".join("--- %s\n%s" % (p.name, p.tail(15)) for p in procs)))
     finally:
