@@ -164,6 +164,10 @@ pub struct Consumer {
     partition_counts: BTreeMap<String, i32>,
     metadata_refreshed: Option<Instant>,
     metadata_stale: bool,
+    /// As the group's leader: every subscribed topic's partition count (None: it did not
+    /// exist) when it assigned. Metadata that says otherwise later (a topic created or
+    /// grown since) makes it rejoin, as Java's `assignmentSnapshot` does.
+    assignment_snapshot: Option<BTreeMap<String, Option<i32>>>,
     /// Refreshes in a row that found a subscribed topic missing (it is asked for again
     /// after `retry.backoff.ms` doubling per miss up to 1 s, as Java's metadata backoff).
     unknown_topic_refreshes: u32,
@@ -255,6 +259,7 @@ impl Consumer {
             partition_counts: BTreeMap::new(),
             metadata_refreshed: None,
             unknown_topic_refreshes: 0,
+            assignment_snapshot: None,
             metadata_stale: true,
             in_flight: HashSet::new(),
             fetch_results,
@@ -723,6 +728,7 @@ impl Consumer {
             let assignments = if joined.leader {
                 self.leader_assign(&joined).await?
             } else {
+                self.assignment_snapshot = None;
                 Vec::new()
             };
             let assignment = match group.sync(&joined, assignments).await {
@@ -741,6 +747,11 @@ impl Consumer {
             };
             self.joined_topics = topics;
             self.complete_join(&group, joined.generation, &assignment);
+            if self.assignment_snapshot.is_some() {
+                // The leader looks again: a topic created (or grown) while the group
+                // assigned would otherwise wait for `metadata.max.age.ms`.
+                self.refresh_metadata().await?;
+            }
             if self.heartbeat.is_none() {
                 let max_poll_interval = Duration::from_millis(self.config.max_poll_interval_ms);
                 self.heartbeat = Some(tokio::spawn(coordinator::heartbeat_loop(
@@ -1027,6 +1038,12 @@ impl Consumer {
         }
         let assignment = assignor.assign(&partitions_per_topic, &members);
         tracing::debug!(assignor = assignor.name(), ?assignment, "leader assigned");
+        self.assignment_snapshot = Some(
+            topics
+                .iter()
+                .map(|t| (t.clone(), partitions_per_topic.get(t).copied()))
+                .collect(),
+        );
         Ok(assignment
             .into_iter()
             .map(|(member, partitions)| {
@@ -1249,6 +1266,16 @@ impl Consumer {
                     self.leaders.remove(&key);
                 }
             }
+        }
+        // Only the topics this member's own metadata covers (its subscription): others'
+        // topics are not refreshed here.
+        let subscribed = self.subscribed_topics();
+        if let Some(snapshot) = &self.assignment_snapshot
+            && snapshot.iter().any(|(topic, count)| {
+                subscribed.contains(topic) && self.partition_counts.get(topic).copied() != *count
+            })
+        {
+            counts_changed = true;
         }
         if counts_changed
             && self.is_group_member()
