@@ -44,6 +44,9 @@ pub struct WorkerConfig {
     /// `preparing` runs sources as disabled does): each source task writes its records
     /// and their source offsets in one transaction.
     pub exactly_once_source: bool,
+    /// `topic.tracking.enable` (true) and `topic.tracking.allow.reset` (true), KIP-558.
+    pub topic_tracking: bool,
+    pub topic_tracking_allow_reset: bool,
     /// `scheduled.rebalance.max.delay.ms` (300000): how long a departed worker's work
     /// waits for it to come back before it is reassigned.
     pub scheduled_rebalance_max_delay: Duration,
@@ -135,6 +138,21 @@ impl WorkerConfig {
                 false
             }
         };
+        let mut flag = |key: &str| match props.get(key).map(|v| v.trim().to_ascii_lowercase()) {
+            None => true,
+            Some(v) if v == "true" => true,
+            Some(v) if v == "false" => false,
+            Some(v) => {
+                errors.push(ConfigError::invalid(
+                    key,
+                    &v,
+                    "Expected value to be either true or false",
+                ));
+                true
+            }
+        };
+        let topic_tracking = flag("topic.tracking.enable");
+        let topic_tracking_allow_reset = flag("topic.tracking.allow.reset");
         let protocol = match props.get("connect.protocol") {
             None => crate::group::Protocol::Compatible,
             Some(v) => crate::group::Protocol::from_config(v).unwrap_or_else(|| {
@@ -207,6 +225,8 @@ impl WorkerConfig {
             rebalance_timeout: Duration::from_millis(rebalance_ms as u64),
             protocol,
             exactly_once_source,
+            topic_tracking,
+            topic_tracking_allow_reset,
             scheduled_rebalance_max_delay: Duration::from_millis(scheduled_delay_ms as u64),
             rest_host,
             rest_port,

@@ -120,7 +120,7 @@ impl Policy {
                 errors.push(ConfigError::invalid(
                     TOLERANCE,
                     v,
-                    "String must be one of (case insensitive): NONE, ALL",
+                    "String must be one of: none, all",
                 ));
                 false
             }
@@ -177,9 +177,10 @@ impl Policy {
             if consumed.contains(&topic.as_str()) {
                 errors.push(ConfigError::new(
                     DLQ_TOPIC,
+                    // The list as Java prints it (`List.toString`).
                     format!(
-                        "The DLQ topic '{topic}' may not be included in the list of topics ('topics={}') consumed by the connector",
-                        config.get("topics").map(String::as_str).unwrap_or("")
+                        "The DLQ topic '{topic}' may not be included in the list of topics ('topics=[{}]') consumed by the connector",
+                        consumed.join(", ")
                     ),
                 ));
             } else if let Some(regex) = config.get("topics.regex")

@@ -12,6 +12,7 @@ pub mod data;
 pub mod errors;
 pub mod group;
 pub mod log;
+pub mod loggers;
 pub mod records;
 pub mod rest;
 pub mod transforms;

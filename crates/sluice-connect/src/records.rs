@@ -341,6 +341,49 @@ impl StatusKey {
     }
 }
 
+/// KIP-558: a topic a connector's task produced to or consumed from, in the status topic
+/// under `topic-<topic>-connector-<connector>`, valued `{"topic":{"name","connector",
+/// "task","discoverTimestamp"}}` (Connect's `TOPIC_STATUS` struct, schemaless JSON).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicStatus {
+    pub topic: String,
+    pub connector: String,
+    pub task: i32,
+    pub discover_timestamp: i64,
+}
+
+impl TopicStatus {
+    pub const PREFIX: &str = "topic-";
+
+    pub fn key(topic: &str, connector: &str) -> String {
+        format!("topic-{topic}-connector-{connector}")
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec(&json!({"topic": {
+            "name": self.topic,
+            "connector": self.connector,
+            "task": self.task,
+            "discoverTimestamp": self.discover_timestamp,
+        }}))
+        .expect("json")
+    }
+
+    pub fn decode(value: &[u8]) -> Option<TopicStatus> {
+        let v: Json = serde_json::from_slice(value).ok()?;
+        let t = v.get("topic")?;
+        Some(TopicStatus {
+            topic: t.get("name")?.as_str()?.to_string(),
+            connector: t.get("connector")?.as_str()?.to_string(),
+            task: t.get("task").and_then(Json::as_i64).unwrap_or(0) as i32,
+            discover_timestamp: t
+                .get("discoverTimestamp")
+                .and_then(Json::as_i64)
+                .unwrap_or(0),
+        })
+    }
+}
+
 /// An offsets topic key: `["<connector>",{partition}]`, as Connect's schemaless
 /// JsonConverter writes it (compact JSON, the partition's keys in the connector's
 /// order).

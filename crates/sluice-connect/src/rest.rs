@@ -15,7 +15,7 @@ use serde_json::{Map, Value as Json, json};
 use crate::records::{StatusKey, TargetState};
 use crate::worker::{HerderError, Worker, connector_type};
 use crate::{ConfigError, Props};
-use crate::{connectors, errors};
+use crate::{connectors, errors, loggers};
 
 /// The version `GET /` reports: the Kafka Connect release whose API this is.
 pub const CONNECT_VERSION: &str = "4.1.1";
@@ -48,6 +48,9 @@ pub fn router(worker: Arc<Worker>) -> Router {
             get(offsets).patch(alter_offsets).delete(reset_offsets),
         )
         .route("/connectors/{name}/topics", get(topics))
+        .route("/connectors/{name}/topics/reset", put(reset_topics))
+        .route("/admin/loggers", get(all_loggers))
+        .route("/admin/loggers/{logger}", get(get_logger).put(set_logger))
         .route("/connector-plugins", get(plugins))
         .route("/connector-plugins/{plugin}/config", get(plugin_config))
         .route("/connector-plugins/{plugin}/config/validate", put(validate))
@@ -664,27 +667,100 @@ async fn reset_offsets(State(worker): Shared, Path(name): Path<String>) -> Respo
     }
 }
 
+/// `GET /connectors/{c}/topics` (KIP-558): the topics its tasks produced to or consumed
+/// from since the last reset.
 async fn topics(State(worker): Shared, Path(name): Path<String>) -> Response {
+    if !worker.config.topic_tracking {
+        return error(StatusCode::FORBIDDEN, "Topic tracking is disabled.");
+    }
     if let Err(e) = worker.sync().await {
         return herder_error(e);
     }
-    let state = worker.state();
-    let Some(config) = state.connectors.get(&name) else {
-        return herder_error(HerderError::NotFound(name));
-    };
-    // The topics a connector uses, as far as its config names them (Connect tracks the
-    // topics its records actually went to, KIP-558).
-    let topics: Vec<String> = config
-        .get("topics")
-        .or_else(|| config.get("topic"))
-        .map(|t| {
-            t.split(',')
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty())
-                .collect()
-        })
-        .unwrap_or_default();
+    // An unknown connector has no active topics (Connect answers 200, not 404).
+    let topics = worker.active_topics(&name);
     json_response(StatusCode::OK, json!({ name: { "topics": topics } }))
+}
+
+async fn reset_topics(State(worker): Shared, Path(name): Path<String>) -> Response {
+    if !worker.config.topic_tracking {
+        return error(StatusCode::FORBIDDEN, "Topic tracking is disabled.");
+    }
+    if !worker.config.topic_tracking_allow_reset {
+        return error(StatusCode::FORBIDDEN, "Topic tracking reset is disabled.");
+    }
+    match worker.reset_topics(&name).await {
+        Ok(()) => StatusCode::ACCEPTED.into_response(),
+        Err(e) => herder_error(e),
+    }
+}
+
+/// `GET /admin/loggers`: every logger with a level set, and the root.
+async fn all_loggers() -> Response {
+    let all: Map<String, Json> = loggers::all()
+        .into_iter()
+        .map(|(name, (level, modified))| (name, json!({"level": level, "last_modified": modified})))
+        .collect();
+    json_response(StatusCode::OK, Json::Object(all))
+}
+
+async fn get_logger(Path(logger): Path<String>) -> Response {
+    match loggers::level(&logger) {
+        Some((level, modified)) => json_response(
+            StatusCode::OK,
+            json!({"level": level, "last_modified": modified}),
+        ),
+        None => error(
+            StatusCode::NOT_FOUND,
+            &format!("Logger {logger} not found."),
+        ),
+    }
+}
+
+/// `PUT /admin/loggers/{name}` with `{"level": ...}`: this worker's level (answering
+/// the loggers changed), or with `?scope=cluster` every worker's (204), through the
+/// config topic's `logger-cluster-<name>` record as Connect does.
+async fn set_logger(
+    State(worker): Shared,
+    Path(logger): Path<String>,
+    Query(params): Query<HashMap<String, String>>,
+    body: Bytes,
+) -> Response {
+    let body = match parse_body(&body) {
+        Ok(b) => b,
+        Err(r) => return *r,
+    };
+    let Some(level) = body.get("level").and_then(Json::as_str) else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "Desired 'level' parameter was not specified in request.",
+        );
+    };
+    let Some(level) = loggers::parse_level(level) else {
+        return error(
+            StatusCode::NOT_FOUND,
+            &format!("invalid log level '{level}'."),
+        );
+    };
+    // Any other scope is the worker's, as Connect has it (with a warning).
+    if params
+        .get("scope")
+        .is_some_and(|s| s.eq_ignore_ascii_case("cluster"))
+    {
+        return match worker.set_cluster_logger(&logger, level).await {
+            Ok(()) => StatusCode::NO_CONTENT.into_response(),
+            Err(e) => herder_error(e),
+        };
+    }
+    match loggers::set(&logger, level, now_ms()) {
+        Ok(changed) => json_response(StatusCode::OK, json!(changed)),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &e),
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 async fn plugins(Query(params): Query<HashMap<String, String>>) -> Response {

@@ -12,7 +12,7 @@
 //! consumer offsets are committed only after the task flushed what it was given. A
 //! worker killed in between repeats records on restart; it never skips one.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -33,10 +33,20 @@ use crate::errors::{self, Failure, Reporter, Stage};
 use crate::group::{self, Assignment, GroupConfig, Members};
 use crate::log::{LogError, TopicLog, TopicSpec};
 use crate::records::{
-    self, ConfigRecord, ConfigState, Status, StatusKey, TargetState, decode_offset_key, offset_key,
+    self, ConfigRecord, ConfigState, Status, StatusKey, TargetState, TopicStatus,
+    decode_offset_key, offset_key,
 };
 use crate::transforms::Chain;
 use crate::{ConfigError, Props};
+
+/// The config topic's key prefix for a cluster-wide log level (KIP-976).
+const LOGGER_CLUSTER_PREFIX: &str = "logger-cluster-";
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
 
 /// How long a write to an internal topic, or a read to its end, may take.
 const STORE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -63,6 +73,8 @@ pub struct Worker {
     /// connector -> (source partition as JSON text) -> (partition, offset).
     offset_state: Arc<Mutex<Offsets>>,
     running: Mutex<BTreeMap<(String, Option<u32>), Running>>,
+    /// KIP-558's active topics, by status-topic key.
+    topic_state: Arc<Mutex<BTreeMap<String, TopicStatus>>>,
     /// Tasks whose future has not ended (running, or stopping after removal from
     /// `running`): a revocation waits for them before the group moves them.
     active: Active,
@@ -148,6 +160,19 @@ impl Worker {
                     .as_deref()
                     .map(|k| String::from_utf8_lossy(k).into_owned())
                     .unwrap_or_default();
+                // KIP-976: a cluster-wide log level, applied by every worker.
+                if let (Some(namespace), Some(value)) =
+                    (key.strip_prefix(LOGGER_CLUSTER_PREFIX), r.value.as_deref())
+                {
+                    let level = serde_json::from_slice::<Json>(value)
+                        .ok()
+                        .and_then(|v| v.get("level").and_then(Json::as_str).map(str::to_string));
+                    if let Some(level) = level
+                        && let Err(e) = crate::loggers::set(namespace, &level, now_ms())
+                    {
+                        tracing::warn!("cluster log level for {namespace}: {e}");
+                    }
+                }
                 match ConfigRecord::decode(&key, r.value.as_deref()) {
                     Ok(record) => lock(&state).apply(record, r.offset),
                     Err(e) => {
@@ -206,14 +231,28 @@ impl Worker {
         )
         .await?;
         let status_state: Arc<Mutex<BTreeMap<StatusKey, Status>>> = Arc::default();
+        let topic_state: Arc<Mutex<BTreeMap<String, TopicStatus>>> = Arc::default();
         let apply_status = {
             let state = status_state.clone();
+            let topics = topic_state.clone();
             Box::new(move |r: crate::log::LogRecord| {
                 let key = r
                     .key
                     .as_deref()
                     .map(|k| String::from_utf8_lossy(k).into_owned())
                     .unwrap_or_default();
+                if key.starts_with(TopicStatus::PREFIX) {
+                    let mut topics = lock(&topics);
+                    match r.value.as_deref().and_then(TopicStatus::decode) {
+                        Some(status) => {
+                            topics.insert(key, status);
+                        }
+                        None => {
+                            topics.remove(&key);
+                        }
+                    }
+                    return;
+                }
                 let Some(key) = StatusKey::decode(&key) else {
                     return;
                 };
@@ -270,6 +309,7 @@ impl Worker {
             offsets,
             offset_state,
             running: Mutex::new(BTreeMap::new()),
+            topic_state,
             active,
             kick,
             generation: 1,
@@ -522,6 +562,78 @@ impl Worker {
         .await
         .map_err(|e| HerderError::Store(e.to_string()))?
         .map_err(|e| HerderError::Store(e.to_string()))
+    }
+
+    /// KIP-976: sets a logger's level on every worker, through the config topic.
+    pub async fn set_cluster_logger(
+        &self,
+        namespace: &str,
+        level: &str,
+    ) -> Result<(), HerderError> {
+        let value = serde_json::to_vec(&serde_json::json!({ "level": level })).expect("json");
+        self.configs
+            .write_and_apply(
+                format!("{LOGGER_CLUSTER_PREFIX}{namespace}").as_bytes(),
+                Some(value),
+                Some(0),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// KIP-558: the topics a connector's tasks used, by name.
+    pub fn active_topics(&self, connector: &str) -> Vec<String> {
+        let mut topics: Vec<String> = lock(&self.topic_state)
+            .values()
+            .filter(|t| t.connector == connector)
+            .map(|t| t.topic.clone())
+            .collect();
+        topics.sort();
+        topics.dedup();
+        topics
+    }
+
+    /// Records that a task used `topic` (once per topic per connector, as Connect's
+    /// `recordActiveTopic`), when topic tracking is on.
+    async fn track_topic(&self, connector: &str, task: u32, topic: &str) {
+        if !self.config.topic_tracking {
+            return;
+        }
+        let key = TopicStatus::key(topic, connector);
+        if lock(&self.topic_state).contains_key(&key) {
+            return;
+        }
+        let status = TopicStatus {
+            topic: topic.to_string(),
+            connector: connector.to_string(),
+            task: task as i32,
+            discover_timestamp: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64),
+        };
+        lock(&self.topic_state).insert(key.clone(), status.clone());
+        if let Err(e) = self
+            .statuses
+            .write(key.as_bytes(), Some(status.encode()), None)
+            .await
+        {
+            tracing::warn!("recording an active topic: {e}");
+        }
+    }
+
+    /// `PUT /connectors/{c}/topics/reset`: forgets the connector's active topics.
+    pub async fn reset_topics(&self, connector: &str) -> Result<(), HerderError> {
+        self.require(connector).await?;
+        let keys: Vec<String> = lock(&self.topic_state)
+            .iter()
+            .filter(|(_, t)| t.connector == connector)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in keys {
+            self.statuses.write(key.as_bytes(), None, None).await?;
+            lock(&self.topic_state).remove(&key);
+        }
+        Ok(())
     }
 
     /// Reads the config topic to its end (a write's effects are then visible here).
@@ -1221,6 +1333,7 @@ async fn run_source(
     let mut pending = Positions::new();
     let mut last_flush = Instant::now();
     let mut in_transaction = false;
+    let mut outstanding: VecDeque<Outstanding> = VecDeque::new();
     let outcome: Result<(), ConnectError> = async {
         loop {
             if *stopped.borrow() {
@@ -1308,31 +1421,30 @@ async fn run_source(
                 for h in &record.headers {
                     out = out.with_header(Bytes::from(h.key.clone().into_bytes()), h.value.clone());
                 }
+                worker.track_topic(name, task_id, &record.topic).await;
                 let delivery = producer
                     .send(out)
                     .await
                     .map_err(|e| ConnectError(e.to_string()))?;
                 deliveries.push((Some(delivery), position));
             }
-            for (delivery, position) in deliveries {
-                if let Some(delivery) = delivery {
-                    delivery.await.map_err(|e| ConnectError(e.to_string()))?;
-                }
-                if let Some((p, o)) = position {
-                    pending.insert(Json::Object(p.clone()).to_string(), (p, o));
-                }
-            }
+            // The next poll does not wait for these acknowledgements (only for the
+            // oldest, past a bound): positions count once acknowledged, in order.
+            outstanding.extend(deliveries);
+            settle(&mut outstanding, &mut pending, MAX_OUTSTANDING).await?;
             match boundary {
                 Some(every) => {
                     if in_transaction && every.is_none_or(|d| last_flush.elapsed() >= d) {
+                        settle(&mut outstanding, &mut pending, 0).await?;
                         commit_transaction(worker, name, &producer, &mut pending).await?;
                         in_transaction = false;
                     }
                 }
                 None => {
-                    if !pending.is_empty()
+                    if (!pending.is_empty() || !outstanding.is_empty())
                         && last_flush.elapsed() >= worker.config.offset_flush_interval
                     {
+                        settle(&mut outstanding, &mut pending, 0).await?;
                         worker
                             .commit_offsets(name, &pending)
                             .await
@@ -1353,6 +1465,7 @@ async fn run_source(
         }
         return Err(e);
     }
+    settle(&mut outstanding, &mut pending, 0).await?;
     if in_transaction {
         commit_transaction(worker, name, &producer, &mut pending).await?;
     }
@@ -1414,6 +1527,39 @@ fn exactly_once_checks(config: &Props, plugin: &dyn ConnectorPlugin) -> ConfigEr
         ));
     }
     errors
+}
+
+/// A sent record's acknowledgement (None: a record skipped, never sent) and the source
+/// position it completes.
+type Outstanding = (
+    Option<sluice_client::producer::DeliveryFuture>,
+    Option<(Map<String, Json>, Map<String, Json>)>,
+);
+
+/// How many sent records a source task leaves unacknowledged before it waits for the
+/// oldest (the producer batches and pipelines them meanwhile).
+const MAX_OUTSTANDING: usize = 10_000;
+
+/// Awaits the oldest acknowledgements until at most `keep` are outstanding, taking each
+/// acknowledged record's source position (in send order, so a later position never
+/// gives way to an earlier one).
+async fn settle(
+    outstanding: &mut VecDeque<Outstanding>,
+    pending: &mut Positions,
+    keep: usize,
+) -> Result<(), ConnectError> {
+    while outstanding.len() > keep {
+        let Some((delivery, position)) = outstanding.pop_front() else {
+            break;
+        };
+        if let Some(delivery) = delivery {
+            delivery.await.map_err(|e| ConnectError(e.to_string()))?;
+        }
+        if let Some((p, o)) = position {
+            pending.insert(Json::Object(p.clone()).to_string(), (p, o));
+        }
+    }
+    Ok(())
 }
 
 /// `transaction.boundary`: `poll` (None: every poll's records are one transaction) or
@@ -1540,6 +1686,7 @@ async fn run_sink(
         let mut originals = Vec::new();
         for r in polled {
             dirty = true;
+            worker.track_topic(name, task_id, &r.topic).await;
             let (key_schema, key) = match key_converter.to_connect(&r.topic, r.key.as_deref()) {
                 Ok(k) => k,
                 Err(e) => {

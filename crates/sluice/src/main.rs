@@ -139,14 +139,28 @@ enum Command {
     },
 }
 
-fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
+/// Logs to stderr, filtered by `RUST_LOG` (default `warn`); the filter can be changed at
+/// runtime through Connect's `/admin/loggers` (`sluice_connect::loggers`).
+fn init_tracing() {
+    use tracing_subscriber::prelude::*;
+    use tracing_subscriber::{EnvFilter, reload};
+    let base = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|f| EnvFilter::try_new(f).is_ok())
+        .unwrap_or_else(|| "warn".to_string());
+    let (filter, handle) = reload::Layer::new(EnvFilter::new(&base));
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
         .init();
+    sluice_connect::loggers::install(&base, move |directives| {
+        let filter = EnvFilter::try_new(directives).map_err(|e| e.to_string())?;
+        handle.reload(filter).map_err(|e| e.to_string())
+    });
+}
+
+fn main() -> anyhow::Result<()> {
+    init_tracing();
     match Cli::parse().command {
         Command::Server {
             config,
