@@ -18,7 +18,7 @@ set -uo pipefail
 FUZZ_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$FUZZ_DIR"
 
-ALL_TARGETS=(varint decompress record_batch builder_roundtrip checkpoints log_recovery request_frame consumer_protocol offsets_records txn_records txn_index registry_schemas registry_records)
+ALL_TARGETS=(varint decompress record_batch builder_roundtrip checkpoints log_recovery request_frame consumer_protocol offsets_records txn_records txn_index registry_schemas registry_records connect_records)
 
 mode=run
 seconds=30

@@ -10,6 +10,8 @@ pub mod connectors;
 pub mod converters;
 pub mod data;
 pub mod errors;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod group;
 pub mod log;
 pub mod loggers;
