@@ -599,10 +599,14 @@ impl Worker {
         if !self.config.topic_tracking {
             return;
         }
-        let key = TopicStatus::key(topic, connector);
-        if lock(&self.topic_state).contains_key(&key) {
+        // Called for every record: the common case (known) allocates nothing.
+        let known = lock(&self.topic_state)
+            .values()
+            .any(|t| t.connector == connector && t.topic == topic);
+        if known {
             return;
         }
+        let key = TopicStatus::key(topic, connector);
         let status = TopicStatus {
             topic: topic.to_string(),
             connector: connector.to_string(),
@@ -1548,18 +1552,35 @@ async fn settle(
     pending: &mut Positions,
     keep: usize,
 ) -> Result<(), ConnectError> {
+    // Consecutive records of one source partition: only the last position counts, so
+    // the partition's key (its JSON text) is made once per run of them.
+    let mut last: Option<(Map<String, Json>, Map<String, Json>)> = None;
+    let mut outcome = Ok(());
     while outstanding.len() > keep {
         let Some((delivery, position)) = outstanding.pop_front() else {
             break;
         };
-        if let Some(delivery) = delivery {
-            delivery.await.map_err(|e| ConnectError(e.to_string()))?;
+        if let Some(delivery) = delivery
+            && let Err(e) = delivery.await
+        {
+            outcome = Err(ConnectError(e.to_string()));
+            break;
         }
         if let Some((p, o)) = position {
-            pending.insert(Json::Object(p.clone()).to_string(), (p, o));
+            match &mut last {
+                Some((lp, lo)) if *lp == p => *lo = o,
+                _ => {
+                    if let Some((lp, lo)) = last.replace((p, o)) {
+                        pending.insert(Json::Object(lp.clone()).to_string(), (lp, lo));
+                    }
+                }
+            }
         }
     }
-    Ok(())
+    if let Some((p, o)) = last {
+        pending.insert(Json::Object(p.clone()).to_string(), (p, o));
+    }
+    outcome
 }
 
 /// `transaction.boundary`: `poll` (None: every poll's records are one transaction) or
