@@ -1309,6 +1309,26 @@ async fn run_source(
         .acks(Acks::All)
         .enable_idempotence(true)
         .linger_ms(5);
+    // The worker's `producer.*` settings, then the connector's `producer.override.*`
+    // (Connect's default override policy, All); what exactly-once delivery needs stays.
+    let overrides = worker
+        .config
+        .props
+        .iter()
+        .filter_map(|(k, v)| k.strip_prefix("producer.").map(|k| (k, v)))
+        .filter(|(k, _)| !k.starts_with("override."))
+        .chain(
+            connector
+                .iter()
+                .filter_map(|(k, v)| k.strip_prefix("producer.override.").map(|k| (k, v))),
+        );
+    for (k, v) in overrides {
+        let fixed = k == "transactional.id"
+            || (boundary.is_some() && (k == "enable.idempotence" || k == "acks"));
+        if !fixed {
+            producer_config = producer_config.set(k, v);
+        }
+    }
     if boundary.is_some() {
         producer_config = producer_config
             .transactional_id(&format!("{}-{name}-{task_id}", worker.config.group_id));

@@ -747,6 +747,37 @@ async fn records_that_fail_conversion_go_to_the_dead_letter_queue_with_connects_
             .contains("Converting byte[] to Kafka Connect data failed due to serialization error"),
         "{headers:?}"
     );
+    // A connector's producer.override.* reaches its producer: a line longer than the
+    // max.request.size it sets fails the task, naming the setting.
+    let big = dir.path().join("big.txt");
+    std::fs::write(&big, format!("short\n{}\n", "x".repeat(500))).unwrap();
+    let (status, body) = worker
+        .call(
+            "POST",
+            "/connectors",
+            Some(json!({"name": "small-requests", "config": {
+                "connector.class": "FileStreamSource",
+                "file": big.display().to_string(),
+                "topic": "big",
+                "producer.override.max.request.size": "300",
+            }})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let failed = worker
+        .wait_for(
+            "/connectors/small-requests/status",
+            "the override fails the task",
+            |s| s["tasks"][0]["state"] == "FAILED",
+        )
+        .await;
+    assert!(
+        failed["tasks"][0]["trace"]
+            .as_str()
+            .unwrap_or("")
+            .contains("max.request.size=300"),
+        "{failed}"
+    );
     worker.stop().await;
     node.stop().await;
 }
