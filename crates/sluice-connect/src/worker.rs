@@ -1311,18 +1311,7 @@ async fn run_source(
         .linger_ms(5);
     // The worker's `producer.*` settings, then the connector's `producer.override.*`
     // (Connect's default override policy, All); what exactly-once delivery needs stays.
-    let overrides = worker
-        .config
-        .props
-        .iter()
-        .filter_map(|(k, v)| k.strip_prefix("producer.").map(|k| (k, v)))
-        .filter(|(k, _)| !k.starts_with("override."))
-        .chain(
-            connector
-                .iter()
-                .filter_map(|(k, v)| k.strip_prefix("producer.override.").map(|k| (k, v))),
-        );
-    for (k, v) in overrides {
+    for (k, v) in client_overrides(&worker.config.props, connector, "producer") {
         let fixed = k == "transactional.id"
             || (boundary.is_some() && (k == "enable.idempotence" || k == "acks"));
         if !fixed {
@@ -1553,6 +1542,26 @@ fn exactly_once_checks(config: &Props, plugin: &dyn ConnectorPlugin) -> ConfigEr
     errors
 }
 
+/// A task's client settings, as Connect layers them: the worker's `<client>.*`, then the
+/// connector's `<client>.override.*` (the default override policy, All).
+fn client_overrides<'a>(
+    worker: &'a Props,
+    connector: &'a Props,
+    client: &str,
+) -> Vec<(&'a str, &'a str)> {
+    let prefix = format!("{client}.");
+    let override_prefix = format!("{client}.override.");
+    worker
+        .iter()
+        .filter_map(|(k, v)| k.strip_prefix(prefix.as_str()).map(|k| (k, v.as_str())))
+        .filter(|(k, _)| !k.starts_with("override."))
+        .chain(connector.iter().filter_map(|(k, v)| {
+            k.strip_prefix(override_prefix.as_str())
+                .map(|k| (k, v.as_str()))
+        }))
+        .collect()
+}
+
 /// A sent record's acknowledgement (None: a record skipped, never sent) and the source
 /// position it completes.
 type Outstanding = (
@@ -1677,17 +1686,7 @@ async fn run_sink(
     }
     // The worker's `consumer.*` settings, then the connector's `consumer.override.*`
     // (Connect's default override policy, All, allows every key).
-    let overrides = worker
-        .config
-        .props
-        .iter()
-        .filter_map(|(k, v)| k.strip_prefix("consumer.").map(|k| (k, v)))
-        .chain(
-            connector
-                .iter()
-                .filter_map(|(k, v)| k.strip_prefix("consumer.override.").map(|k| (k, v))),
-        );
-    for (k, v) in overrides {
+    for (k, v) in client_overrides(&worker.config.props, connector, "consumer") {
         if k == "group.id" || k == "enable.auto.commit" {
             continue;
         }
