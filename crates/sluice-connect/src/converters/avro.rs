@@ -18,88 +18,32 @@
 //! As in Confluent's serializer, a top-level `bytes` schema is written as the raw bytes
 //! after the frame, not as an Avro `bytes` datum.
 //!
-//! Blocking: [`Converter`] is synchronous and the registry client is not. Registry calls
-//! run on a small runtime of their own (one thread, shared by every Avro converter), and
-//! the caller waits: inside the worker's multi-threaded Tokio runtime the wait is wrapped
-//! in `block_in_place`, so the worker's other tasks keep running; on a current-thread
-//! runtime the wait blocks that runtime until the registry answers (the worker runs its
-//! tasks on the multi-threaded runtime). The registry is asked once per schema: ids,
+//! Blocking: as every registry-backed converter's (see [`super::registry`]). The
+//! registry is asked once per schema: ids,
 //! schemas and versions are cached (bounded by `max.schemas.per.subject`), and a record
 //! with the same Connect schema as the previous one reuses its Avro schema.
 
-use std::future::Future;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use sluice_registry::client::{
-    ClientConfig, ClientError, RegisteredSchema, Schema as RegistrySchema, SchemaRegistryClient,
-    SchemaType,
+    ClientError, RegisteredSchema, Schema as RegistrySchema, SchemaRegistryClient, SchemaType,
 };
 use sluice_registry::schema::ParsedSchema as _;
-use sluice_registry::serde::strategy::{
-    RecordNameStrategy, SubjectNameStrategy, TopicNameStrategy, TopicRecordNameStrategy,
-};
 use sluice_registry::serde::wire::{read_header, write_header};
 
 use super::avro_binary::{self, AvroValue};
 use super::avro_data::{AvroData, AvroDataConfig};
 use super::avro_schema::{AvroKind, AvroSchema};
+use super::registry::{RegistryConverterConfig, lock, run_blocking};
 use super::{BoundedCache, Converter, Settings, with_cause};
 use crate::ConfigError;
 use crate::data::{DataError, Schema, SchemaRef, Value};
 
-pub const SCHEMA_REGISTRY_URL_CONFIG: &str = "schema.registry.url";
-pub const AUTO_REGISTER_SCHEMAS_CONFIG: &str = "auto.register.schemas";
-pub const USE_LATEST_VERSION_CONFIG: &str = "use.latest.version";
-pub const LATEST_COMPATIBILITY_STRICT_CONFIG: &str = "latest.compatibility.strict";
-pub const NORMALIZE_SCHEMAS_CONFIG: &str = "normalize.schemas";
-pub const MAX_SCHEMAS_PER_SUBJECT_CONFIG: &str = "max.schemas.per.subject";
-pub const KEY_SUBJECT_NAME_STRATEGY_CONFIG: &str = "key.subject.name.strategy";
-pub const VALUE_SUBJECT_NAME_STRATEGY_CONFIG: &str = "value.subject.name.strategy";
-
-const TOPIC_NAME_STRATEGY: &str = "io.confluent.kafka.serializers.subject.TopicNameStrategy";
-const RECORD_NAME_STRATEGY: &str = "io.confluent.kafka.serializers.subject.RecordNameStrategy";
-const TOPIC_RECORD_NAME_STRATEGY: &str =
-    "io.confluent.kafka.serializers.subject.TopicRecordNameStrategy";
-
-/// Which subject a schema goes under (Confluent's `*.subject.name.strategy`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SubjectStrategy {
-    #[default]
-    Topic,
-    Record,
-    TopicRecord,
-}
-
-impl SubjectStrategy {
-    fn subject(
-        self,
-        topic: &str,
-        is_key: bool,
-        record_name: Option<&str>,
-    ) -> Result<String, DataError> {
-        let subject = match self {
-            SubjectStrategy::Topic => TopicNameStrategy.subject(topic, is_key, record_name),
-            SubjectStrategy::Record => RecordNameStrategy.subject(topic, is_key, record_name),
-            SubjectStrategy::TopicRecord => {
-                TopicRecordNameStrategy.subject(topic, is_key, record_name)
-            }
-        };
-        subject.map_err(|e| DataError(e.to_string()))
-    }
-}
-
-/// The Avro converter's settings (Confluent's `AvroConverterConfig`, the serializer's and
-/// `AvroDataConfig`'s).
+/// The Avro converter's settings (Confluent's `AvroConverterConfig`: the serializer's,
+/// shared by every registry-backed converter, and `AvroDataConfig`'s).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AvroConverterConfig {
-    pub schema_registry_urls: Vec<String>,
-    pub auto_register_schemas: bool,
-    pub use_latest_version: bool,
-    pub latest_compatibility_strict: bool,
-    pub normalize_schemas: bool,
-    pub max_schemas_per_subject: usize,
-    pub key_subject_strategy: SubjectStrategy,
-    pub value_subject_strategy: SubjectStrategy,
+    pub registry: RegistryConverterConfig,
     pub data: AvroDataConfig,
 }
 
@@ -107,90 +51,25 @@ impl AvroConverterConfig {
     /// A configuration with Confluent's defaults for a registry at `urls`.
     pub fn new(urls: &str) -> AvroConverterConfig {
         AvroConverterConfig {
-            schema_registry_urls: split_urls(urls),
-            auto_register_schemas: true,
-            use_latest_version: false,
-            latest_compatibility_strict: true,
-            normalize_schemas: false,
-            max_schemas_per_subject: 1000,
-            key_subject_strategy: SubjectStrategy::Topic,
-            value_subject_strategy: SubjectStrategy::Topic,
+            registry: RegistryConverterConfig::new(urls),
             data: AvroDataConfig::default(),
         }
     }
 
     pub fn parse(settings: &Settings<'_>) -> Result<AvroConverterConfig, ConfigError> {
-        let mut errors = ConfigError::default();
-        let urls = settings
-            .string(SCHEMA_REGISTRY_URL_CONFIG)
-            .map(split_urls)
-            .unwrap_or_default();
-        if urls.is_empty() {
-            errors.push(settings.missing(SCHEMA_REGISTRY_URL_CONFIG));
-        } else if let Err(e) = SchemaRegistryClient::new(ClientConfig::new(&urls.join(","))) {
-            errors.push(settings.invalid(
-                SCHEMA_REGISTRY_URL_CONFIG,
-                &urls.join(","),
-                &e.to_string(),
-            ));
-        }
-        let mut config = AvroConverterConfig::new("");
-        config.schema_registry_urls = urls;
-        let mut boolean = |name: &str, default: bool| match settings.boolean(name, default) {
-            Ok(v) => v,
-            Err(e) => {
-                errors.push(e);
-                default
+        let registry = RegistryConverterConfig::parse(settings);
+        let data = AvroDataConfig::parse(settings);
+        match (registry, data) {
+            (Ok(registry), Ok(data)) => Ok(AvroConverterConfig { registry, data }),
+            (registry, data) => {
+                let mut errors = ConfigError::default();
+                for e in [registry.err(), data.err()].into_iter().flatten() {
+                    errors.push(e);
+                }
+                Err(errors)
             }
-        };
-        config.auto_register_schemas = boolean(AUTO_REGISTER_SCHEMAS_CONFIG, true);
-        config.use_latest_version = boolean(USE_LATEST_VERSION_CONFIG, false);
-        config.latest_compatibility_strict = boolean(LATEST_COMPATIBILITY_STRICT_CONFIG, true);
-        config.normalize_schemas = boolean(NORMALIZE_SCHEMAS_CONFIG, false);
-        match settings.int(MAX_SCHEMAS_PER_SUBJECT_CONFIG, 1000) {
-            Ok(v) => config.max_schemas_per_subject = usize::try_from(v).unwrap_or(0),
-            Err(e) => errors.push(e),
-        }
-        for (name, strategy) in [
-            (
-                KEY_SUBJECT_NAME_STRATEGY_CONFIG,
-                &mut config.key_subject_strategy,
-            ),
-            (
-                VALUE_SUBJECT_NAME_STRATEGY_CONFIG,
-                &mut config.value_subject_strategy,
-            ),
-        ] {
-            match settings.string(name) {
-                None => {}
-                Some(TOPIC_NAME_STRATEGY) => *strategy = SubjectStrategy::Topic,
-                Some(RECORD_NAME_STRATEGY) => *strategy = SubjectStrategy::Record,
-                Some(TOPIC_RECORD_NAME_STRATEGY) => *strategy = SubjectStrategy::TopicRecord,
-                Some(other) => errors.push(settings.invalid(
-                    name,
-                    other,
-                    &format!("Class {other} could not be found."),
-                )),
-            }
-        }
-        match AvroDataConfig::parse(settings) {
-            Ok(data) => config.data = data,
-            Err(e) => errors.push(e),
-        }
-        if errors.is_empty() {
-            Ok(config)
-        } else {
-            Err(errors)
         }
     }
-}
-
-fn split_urls(urls: &str) -> Vec<String> {
-    urls.split(',')
-        .map(str::trim)
-        .filter(|u| !u.is_empty())
-        .map(str::to_string)
-        .collect()
 }
 
 /// The registry-free half of the Avro converter: Connect ↔ Avro schemas and data, and
@@ -296,43 +175,6 @@ fn decode_datum(writer: &AvroSchema, payload: &[u8]) -> Result<AvroValue, String
     avro_binary::decode(writer, payload).map(|(datum, _)| datum)
 }
 
-/// The registry's runtime: one thread, for every Avro converter in the process.
-fn registry_runtime() -> Result<&'static tokio::runtime::Runtime, DataError> {
-    static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
-    RUNTIME
-        .get_or_init(|| {
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .thread_name("sluice-connect-registry")
-                .enable_all()
-                .build()
-                .map_err(|e| format!("cannot start the schema registry client's runtime: {e}"))
-        })
-        .as_ref()
-        .map_err(|e| DataError(e.clone()))
-}
-
-/// Runs a registry call to completion from synchronous code (see the module's notes on
-/// blocking).
-fn run_blocking<T: Send + 'static>(
-    future: impl Future<Output = T> + Send + 'static,
-) -> Result<T, DataError> {
-    let runtime = registry_runtime()?;
-    let (sender, receiver) = std::sync::mpsc::sync_channel(1);
-    runtime.spawn(async move {
-        // The caller may have gone (a panic); nobody is left to tell.
-        let _ = sender.send(future.await);
-    });
-    let wait = move || receiver.recv();
-    let answer = match tokio::runtime::Handle::try_current() {
-        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(wait)
-        }
-        _ => wait(),
-    };
-    answer.map_err(|_| DataError("the schema registry request was abandoned".into()))
-}
-
 /// A schema read by id: the writer's Avro schema and its version under the subject.
 #[derive(Debug)]
 struct ReadSchema {
@@ -365,20 +207,10 @@ pub struct AvroConverter {
     readers: Mutex<BoundedCache<(String, i32), Arc<ReadSchema>>>,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // Entries are whole values: a panic elsewhere cannot leave one half-written.
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 impl AvroConverter {
     pub fn new(config: AvroConverterConfig, is_key: bool) -> Result<AvroConverter, ConfigError> {
-        let mut client_config = ClientConfig::new(&config.schema_registry_urls.join(","));
-        client_config.cache_capacity = config.max_schemas_per_subject;
-        let client = SchemaRegistryClient::new(client_config)
-            .map_err(|e| ConfigError::new(SCHEMA_REGISTRY_URL_CONFIG, e.to_string()))?;
-        let capacity = config.max_schemas_per_subject;
+        let client = config.registry.client()?;
+        let capacity = config.registry.max_schemas_per_subject;
         Ok(AvroConverter {
             codec: AvroCodec::new(config.data.clone()),
             config,
@@ -395,11 +227,7 @@ impl AvroConverter {
     }
 
     fn subject(&self, topic: &str, avro: &AvroSchema) -> Result<String, DataError> {
-        let strategy = if self.is_key {
-            self.config.key_subject_strategy
-        } else {
-            self.config.value_subject_strategy
-        };
+        let strategy = self.config.registry.strategy(self.is_key);
         let record_name = match &avro.root.kind {
             AvroKind::Record(record) => Some(record.name.full()),
             _ => None,
@@ -449,10 +277,10 @@ impl AvroConverter {
         let registry_schema = RegistrySchema::new(SchemaType::Avro, text.to_string());
         let client = self.client.clone();
         let subject_owned = subject.to_string();
-        let normalize = self.config.normalize_schemas;
+        let normalize = self.config.registry.normalize_schemas;
         let registry_error =
             |message: &str, e: ClientError| registry_failure(topic, &format!("{message}{text}"), e);
-        let found = if self.config.auto_register_schemas {
+        let found = if self.config.registry.auto_register_schemas {
             let id = run_blocking(async move {
                 client
                     .register(&subject_owned, &registry_schema, normalize)
@@ -460,14 +288,14 @@ impl AvroConverter {
             })?
             .map_err(|e| registry_error("Error registering Avro schema", e))?;
             (id, Arc::clone(generated))
-        } else if self.config.use_latest_version {
+        } else if self.config.registry.use_latest_version {
             let latest: RegisteredSchema =
                 run_blocking(async move { client.get_latest(&subject_owned).await })?.map_err(
                     |e| registry_error("Error retrieving latest version of Avro schema", e),
                 )?;
             let writer = AvroSchema::parse(&latest.schema.schema)
                 .map_err(|e| serialize_failure(topic, e))?;
-            if self.config.latest_compatibility_strict {
+            if self.config.registry.latest_compatibility_strict {
                 self.check_latest_reads(&latest, text)
                     .map_err(|e| serialize_failure(topic, e))?;
             }

@@ -37,6 +37,7 @@ mod decimal;
 mod jackson;
 mod json;
 mod number;
+pub mod registry;
 mod string;
 
 pub use avro::{AvroCodec, AvroConverter, AvroConverterConfig};

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::*;
 use crate::Props;
+use crate::converters::registry::*;
 use crate::data::{Struct, Type};
 
 fn prim(ty: Type) -> Schema {
@@ -174,11 +175,14 @@ fn settings_are_checked_with_confluent_texts() {
     ])
     .unwrap();
     assert_eq!(
-        config.schema_registry_urls,
+        config.registry.schema_registry_urls,
         ["http://a:8081", "http://b:8081"]
     );
-    assert!(config.use_latest_version && config.auto_register_schemas);
-    assert_eq!(config.value_subject_strategy, SubjectStrategy::Record);
+    assert!(config.registry.use_latest_version && config.registry.auto_register_schemas);
+    assert_eq!(
+        config.registry.value_subject_strategy,
+        SubjectStrategy::Record
+    );
     // Through the factory too.
     let props: Props = [(
         "schema.registry.url".to_string(),
