@@ -6,14 +6,15 @@
 
 #[path = "../../sluice-broker/tests/common/mod.rs"]
 mod common;
+#[path = "support/registry.rs"]
+mod registry;
 
 use std::sync::Arc;
 
-use common::TestNode;
+use registry::{registry, versions};
 use sluice_connect::Props;
 use sluice_connect::converters::{Converter, converter};
 use sluice_connect::data::{DataError, Schema, SchemaRef, Struct, Type, Value};
-use sluice_registry::server::{RegistryConfig, start};
 
 fn order() -> SchemaRef {
     Arc::new(
@@ -38,33 +39,6 @@ fn an_order(note: Option<&str>) -> Value {
     Value::Struct(value)
 }
 
-/// A broker and the registry over it, on a runtime thread of their own (the converter
-/// is synchronous and may be called from any runtime, or none); answers the URL.
-fn registry() -> String {
-    let (sender, url) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move {
-            let node = TestNode::start(&[("group.initial.rebalance.delay.ms", "0")]).await;
-            let mut config = RegistryConfig::new(
-                vec![node.address.to_string()],
-                "127.0.0.1:0".parse().unwrap(),
-            );
-            config.store.replication_factor = 1;
-            let registry = start(config).await.expect("the registry starts");
-            sender.send(registry.url()).unwrap();
-            // Serve until the test process ends.
-            std::future::pending::<()>().await;
-            drop((registry, node));
-        });
-    });
-    url.recv().unwrap()
-}
-
 fn avro(url: &str, extra: &[(&str, &str)], is_key: bool) -> Box<dyn Converter> {
     let mut props: Props = [("schema.registry.url".to_string(), url.to_string())].into();
     for (k, v) in extra {
@@ -80,19 +54,6 @@ fn avro(url: &str, extra: &[(&str, &str)], is_key: bool) -> Box<dyn Converter> {
             "value.converter"
         },
     )
-    .unwrap()
-}
-
-fn versions(url: &str, subject: &str) -> String {
-    let url = format!("{url}/subjects/{subject}/versions");
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move { reqwest::get(url).await.unwrap().text().await.unwrap() })
-    })
-    .join()
     .unwrap()
 }
 
