@@ -12,7 +12,7 @@
 //! "RUNNING","trace":null,"worker_id":"host:port","generation":5}`). Offset topic: key
 //! `["<connector>",{<source partition>}]`, value the source offset object.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value as Json, json};
 
@@ -67,8 +67,15 @@ pub enum ConfigRecord {
         connector: String,
         state: Option<TargetState>,
     },
-    /// Records this worker does not act on (`session-key`, task counts for exactly-once
-    /// sources, keys from newer workers): kept out of the state, not an error.
+    /// KIP-618's task count record (`tasks-fencing-<name>`): the producers of the
+    /// connector's first `count` tasks were fenced out, so tasks of its latest committed
+    /// configs may start.
+    TaskCount {
+        connector: String,
+        count: u32,
+    },
+    /// Records this worker does not act on (`session-key`, restart requests, keys from
+    /// newer workers): kept out of the state, not an error.
     Other {
         key: String,
     },
@@ -105,6 +112,10 @@ impl ConfigRecord {
                     serde_json::to_vec(&json!({ "state": legacy.name(), "state.v2": state.name() }))
                         .expect("json")
                 }),
+            ),
+            ConfigRecord::TaskCount { connector, count } => (
+                format!("tasks-fencing-{connector}"),
+                Some(serde_json::to_vec(&json!({ "task-count": count })).expect("json")),
             ),
             ConfigRecord::Other { key } => (key.clone(), None),
         }
@@ -176,6 +187,19 @@ impl ConfigRecord {
                 tasks: u32::try_from(tasks).map_err(|e| format!("{key}: {e}"))?,
             });
         }
+        if let Some(name) = key.strip_prefix("tasks-fencing-") {
+            let Some(value) = value else {
+                return Ok(ConfigRecord::Other { key: key.into() });
+            };
+            let count = object(value)?
+                .get("task-count")
+                .and_then(Json::as_u64)
+                .ok_or_else(|| format!("{key}: no task count"))?;
+            return Ok(ConfigRecord::TaskCount {
+                connector: name.to_string(),
+                count: u32::try_from(count).map_err(|e| format!("{key}: {e}"))?,
+            });
+        }
         if let Some(rest) = key.strip_prefix("task-")
             && let Some((connector, task)) = rest.rsplit_once('-')
             && let Ok(task) = task.parse::<u32>()
@@ -200,6 +224,13 @@ pub struct ConfigState {
     pub target_states: BTreeMap<String, TargetState>,
     /// Committed task configs (a `commit-` record publishes the staged ones).
     pub tasks: BTreeMap<String, Vec<Props>>,
+    /// The latest task count record of each connector (KIP-618): how many task producers
+    /// the next round of zombie fencing fences out. Kept when a connector is deleted, as
+    /// Connect keeps it, so a connector re-created under the name fences the old tasks.
+    pub task_count_records: BTreeMap<String, u32>,
+    /// Connectors whose latest task configs were committed after their latest task count
+    /// record: their exactly-once source tasks wait for a round of zombie fencing.
+    pub pending_fencing: BTreeSet<String>,
     staged: BTreeMap<String, BTreeMap<u32, Props>>,
 }
 
@@ -237,6 +268,9 @@ impl ConfigState {
                     .insert(task, config);
             }
             ConfigRecord::Commit { connector, tasks } => {
+                // Fencing is pending after every commit, a dropped one included, as in
+                // Connect.
+                self.pending_fencing.insert(connector.clone());
                 let staged = self.staged.remove(&connector).unwrap_or_default();
                 let previous = self.tasks.remove(&connector).unwrap_or_default();
                 // A commit publishes tasks 0..N: each from this round's staged configs,
@@ -262,6 +296,10 @@ impl ConfigState {
                     }
                 }
                 self.tasks.insert(connector, committed);
+            }
+            ConfigRecord::TaskCount { connector, count } => {
+                self.pending_fencing.remove(&connector);
+                self.task_count_records.insert(connector, count);
             }
             ConfigRecord::Other { .. } => {}
         }
@@ -520,6 +558,56 @@ mod tests {
             5,
         );
         assert!(state.connectors.is_empty() && state.tasks.is_empty());
+    }
+
+    #[test]
+    fn task_count_records_clear_the_fencing_a_commit_makes_pending() {
+        // As Apache Kafka Connect 4.1.1 writes it (KafkaConfigBackingStore's
+        // TASK_COUNT_RECORD_V0).
+        let record = ConfigRecord::TaskCount {
+            connector: "my-conn".into(),
+            count: 3,
+        };
+        let (key, value) = record.encode();
+        assert_eq!(key, "tasks-fencing-my-conn");
+        assert_eq!(value.as_deref(), Some(&br#"{"task-count":3}"#[..]));
+        assert_eq!(ConfigRecord::decode(&key, value.as_deref()), Ok(record));
+        assert!(ConfigRecord::decode("tasks-fencing-x", Some(b"{}")).is_err());
+
+        let mut state = ConfigState::default();
+        let task = |task| ConfigRecord::Task {
+            connector: "a".into(),
+            task,
+            config: props(&[]),
+        };
+        let commit = |tasks| ConfigRecord::Commit {
+            connector: "a".into(),
+            tasks,
+        };
+        let count = |count| ConfigRecord::TaskCount {
+            connector: "a".into(),
+            count,
+        };
+        state.apply(task(0), 0);
+        state.apply(commit(1), 1);
+        assert!(state.pending_fencing.contains("a"));
+        state.apply(count(1), 2);
+        assert!(state.pending_fencing.is_empty());
+        assert_eq!(state.task_count_records["a"], 1);
+        // A new generation waits again, an inconsistent commit included.
+        state.apply(commit(4), 3);
+        assert!(state.pending_fencing.contains("a"));
+        assert_eq!(state.task_count_records["a"], 1, "until the next record");
+        state.apply(count(4), 4);
+        // Deleting the connector keeps its record, as Connect does.
+        state.apply(
+            ConfigRecord::Connector {
+                name: "a".into(),
+                config: None,
+            },
+            5,
+        );
+        assert_eq!(state.task_count_records["a"], 4);
     }
 
     #[test]

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use serde_json::{Map, Value as Json};
 use sluice_client::consumer::{Consumer, ConsumerConfig};
-use sluice_client::producer::{Acks, Producer, ProducerConfig, ProducerRecord};
+use sluice_client::producer::{Acks, Producer, ProducerConfig, ProducerError, ProducerRecord};
 use sluice_client::{Admin, ClientConfig, ErrorCode, TopicPartition};
 use tokio::sync::watch;
 
@@ -86,6 +86,9 @@ pub struct Worker {
     assignment: watch::Receiver<Option<Assignment>>,
     stop_group: watch::Sender<bool>,
     group: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Held through a round of zombie fencing, so this worker's tasks fence once per
+    /// generation of task configs.
+    fencing: tokio::sync::Mutex<()>,
 }
 
 /// The tasks running or still stopping on this worker, with how many futures each has
@@ -317,6 +320,7 @@ impl Worker {
             assignment,
             stop_group,
             group: Mutex::new(Some(group)),
+            fencing: tokio::sync::Mutex::new(()),
         });
         tokio::spawn(reconcile_loop(worker.clone()));
         Ok(worker)
@@ -893,6 +897,105 @@ impl Worker {
         Ok(())
     }
 
+    /// The transactional id of an exactly-once source task (KIP-618).
+    fn transactional_id(&self, connector: &str, task: u32) -> String {
+        format!("{}-{connector}-{task}", self.config.group_id)
+    }
+
+    /// Waits until no zombie fencing is pending for `connector`'s latest task configs
+    /// (KIP-618), fencing them when this worker leads the group; false when the task was
+    /// stopped meanwhile.
+    ///
+    /// A commit of new task configs makes fencing pending; a task count record
+    /// (`tasks-fencing-<name>`) clears it. The leader fences: it bumps the producer epoch
+    /// of every transactional id the previous generation used (`0..count` of the latest
+    /// task count record, as Connect's `Admin.fenceProducers` does), which aborts their
+    /// open transactions and fails their next write, then records the new task count.
+    /// Only after that record may a task of the new generation start its producer, so a
+    /// task that moved or went away while its old worker still runs cannot commit beside
+    /// its successor. The other workers wait for the record.
+    async fn await_fencing(
+        &self,
+        connector: &str,
+        stopped: &mut watch::Receiver<bool>,
+    ) -> Result<bool, ConnectError> {
+        let mut changed = self.config_changed.clone();
+        loop {
+            if !lock(&self.config_state).pending_fencing.contains(connector) {
+                return Ok(true);
+            }
+            let leading = self
+                .assignment
+                .borrow()
+                .as_ref()
+                .is_some_and(|a| a.leading());
+            if leading {
+                self.fence_zombies(connector).await?;
+                continue;
+            }
+            tokio::select! {
+                _ = changed.changed() => {}
+                _ = stopped.changed() => return Ok(false),
+                _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+            }
+        }
+    }
+
+    /// One round of zombie fencing for `connector`, unless another task on this worker
+    /// did it meanwhile.
+    async fn fence_zombies(&self, connector: &str) -> Result<(), ConnectError> {
+        let _round = self.fencing.lock().await;
+        let (pending, previous, count) = {
+            let state = lock(&self.config_state);
+            (
+                state.pending_fencing.contains(connector),
+                state
+                    .task_count_records
+                    .get(connector)
+                    .copied()
+                    .unwrap_or(0),
+                state.tasks.get(connector).map_or(0, |t| t.len() as u32),
+            )
+        };
+        if !pending {
+            return Ok(());
+        }
+        for task in 0..previous {
+            let id = self.transactional_id(connector, task);
+            self.fence_producer(&id).await.map_err(|e| {
+                ConnectError(format!(
+                    "Failed to fence out the producer with transactional id {id} of a previous \
+                     generation of connector {connector}'s tasks: {e}"
+                ))
+            })?;
+        }
+        tracing::info!(
+            connector,
+            fenced = previous,
+            tasks = count,
+            "zombie fencing done"
+        );
+        self.write_config(ConfigRecord::TaskCount {
+            connector: connector.to_string(),
+            count,
+        })
+        .await
+        .map_err(|e| ConnectError(format!("Failed to write the task count record: {e}")))
+    }
+
+    /// Fences out whoever holds `transactional_id`: InitProducerId bumps its epoch and
+    /// aborts its open transaction.
+    async fn fence_producer(&self, transactional_id: &str) -> Result<(), ProducerError> {
+        let config = ProducerConfig::builder(self.config.bootstrap_servers.clone())
+            .client_id(&format!("{}-fencer", self.config.group_id))
+            .transactional_id(transactional_id)
+            .build()?;
+        let producer = Producer::connect(config).await?;
+        let fenced = producer.init_transactions().await;
+        producer.close().await?;
+        fenced
+    }
+
     async fn write_status(&self, key: StatusKey, state: &str, trace: Option<String>) {
         let connector = match &key {
             StatusKey::Connector(c) | StatusKey::Task(c, _) => c,
@@ -1046,6 +1149,21 @@ async fn reconcile(worker: &Arc<Worker>) {
             .is_some_and(|s| s.worker_id == worker.config.worker_id());
         if gone && ours {
             worker.remove_status(key).await;
+        }
+    }
+    // KIP-618: the leader fences the zombies of exactly-once source connectors whose task
+    // configs changed, so that their tasks may start wherever they run.
+    if worker.config.exactly_once_source && assignment.leading() {
+        for name in &state.pending_fencing {
+            let fence = state
+                .connectors
+                .get(name)
+                .is_some_and(|c| connector_type(c) == Some("source"))
+                && state.target_state(name) == TargetState::Started
+                && state.tasks.contains_key(name);
+            if fence && let Err(e) = worker.fence_zombies(name).await {
+                tracing::warn!(connector = %name, "zombie fencing failed; retried: {e}");
+            }
         }
     }
     for (name, config) in &state.connectors {
@@ -1319,8 +1437,10 @@ async fn run_source(
         }
     }
     if boundary.is_some() {
-        producer_config = producer_config
-            .transactional_id(&format!("{}-{name}-{task_id}", worker.config.group_id));
+        if !worker.await_fencing(name, &mut stopped).await? {
+            return Ok(());
+        }
+        producer_config = producer_config.transactional_id(&worker.transactional_id(name, task_id));
     }
     let producer = Producer::connect(producer_config.build().map_err(kafka)?)
         .await

@@ -909,3 +909,131 @@ async fn offsets_are_read_altered_and_reset_only_while_stopped_as_in_kip_875() {
     worker.stop().await;
     node.stop().await;
 }
+
+/// Every record of `topic`'s partition 0 as (key, value) text, read as `isolation`
+/// (`read_committed` or `read_uncommitted`) up to the end the broker reports then.
+async fn read_all(node: &TestNode, topic: &str, isolation: &str) -> Vec<(String, String)> {
+    let mut config = ConsumerConfig::new([node.address.to_string()]);
+    config.set("auto.offset.reset", "earliest").unwrap();
+    config.set("isolation.level", isolation).unwrap();
+    let mut consumer = Consumer::new(config).await.unwrap();
+    let tp = TopicPartition::new(topic, 0);
+    consumer.assign([tp.clone()]).unwrap();
+    consumer.seek(&tp, 0).unwrap();
+    let text = |b: Option<bytes::Bytes>| String::from_utf8_lossy(&b.unwrap_or_default()).into();
+    let mut records = Vec::new();
+    let mut quiet = 0;
+    while quiet < 3 {
+        let batch = consumer.poll(Duration::from_millis(300)).await.unwrap();
+        quiet = if batch.is_empty() { quiet + 1 } else { 0 };
+        records.extend(batch.into_iter().map(|r| (text(r.key), text(r.value))));
+    }
+    records
+}
+
+/// KIP-618 zombie fencing: a previous generation of an exactly-once source connector ran
+/// two tasks (its task count record says 2) and task 1's producer is still alive with a
+/// transaction open. When the connector's new task configs (one task) are committed, the
+/// leader fences the producers of tasks 0 and 1 before any new task starts, and records
+/// the new count: the zombie's transaction is aborted and its commit fails as fenced.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_exactly_once_source_fences_the_previous_generations_producers_before_starting() {
+    use sluice_client::producer::{Producer, ProducerConfig, ProducerRecord};
+    let node = TestNode::start(&[
+        ("group.initial.rebalance.delay.ms", "0"),
+        ("transaction.state.log.num.partitions", "3"),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.txt");
+    append_lines(&input, 0..20);
+    let worker = RunningWorker::start_with(&node, "exactly.once.source.support=enabled\n").await;
+
+    // The zombie: task 1 of the previous generation, mid-transaction.
+    let zombie = Producer::connect(
+        ProducerConfig::builder(vec![node.address.to_string()])
+            .transactional_id("connect-test-eos-1")
+            .build()
+            .unwrap(),
+    )
+    .await
+    .unwrap();
+    zombie.init_transactions().await.unwrap();
+    zombie.begin_transaction().unwrap();
+    zombie
+        .send(ProducerRecord::new("eos-out", "zombie").with_partition(0))
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+    // The previous generation's task count record, as a Connect worker wrote it.
+    let writer = Producer::connect(
+        ProducerConfig::builder(vec![node.address.to_string()])
+            .build()
+            .unwrap(),
+    )
+    .await
+    .unwrap();
+    writer
+        .send(
+            ProducerRecord::new("connect-configs", r#"{"task-count":2}"#)
+                .with_key("tasks-fencing-eos")
+                .with_partition(0),
+        )
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+
+    let config = json!({"name": "eos", "config": {
+        "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
+        "file": input.to_str().unwrap(),
+        "topic": "eos-out",
+    }});
+    let (status, body) = worker.call("POST", "/connectors", Some(config)).await;
+    assert_eq!(status, 201, "{body}");
+    worker
+        .wait_for("/connectors/eos/status", "the task running", |s| {
+            s["tasks"][0]["state"] == "RUNNING"
+        })
+        .await;
+
+    // The zombie was fenced: its transaction aborted, its commit refused.
+    let error = zombie.commit_transaction().await.unwrap_err();
+    let code = error.code().map(|code| code.name());
+    assert!(
+        matches!(
+            code.as_deref(),
+            Some("PRODUCER_FENCED" | "INVALID_PRODUCER_EPOCH")
+        ),
+        "{error}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let committed = loop {
+        let values: Vec<String> = read_all(&node, "eos-out", "read_committed")
+            .await
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect();
+        if values.len() >= 20 || Instant::now() > deadline {
+            break values;
+        }
+    };
+    let expected: Vec<String> = (0..20).map(|i| format!("line {i}")).collect();
+    assert_eq!(
+        committed, expected,
+        "every line once, nothing of the zombie's"
+    );
+    // The new generation's count is recorded after the commit of its task configs.
+    let records = read_all(&node, "connect-configs", "read_uncommitted").await;
+    let keys: Vec<&str> = records.iter().map(|(k, _)| k.as_str()).collect();
+    let commit = keys.iter().rposition(|k| *k == "commit-eos").unwrap();
+    let count = keys
+        .iter()
+        .rposition(|k| *k == "tasks-fencing-eos")
+        .unwrap();
+    assert!(commit < count, "{keys:?}");
+    assert_eq!(records[count].1, r#"{"task-count":1}"#);
+    worker.stop().await;
+    node.stop().await;
+}
