@@ -7,18 +7,18 @@
 
 #[path = "../../sluice-broker/tests/common/mod.rs"]
 mod common;
+#[path = "support/worker.rs"]
+mod harness;
 
 use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::TestNode;
+use harness::RunningWorker;
 use serde_json::{Value, json};
 use sluice_client::producer::{Producer, ProducerConfig, ProducerRecord};
-use sluice_connect::WorkerConfig;
-use tokio::sync::watch;
 
 const OPENSEARCH_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../compat/opensearch");
 
@@ -145,90 +145,6 @@ impl Drop for OpenSearch {
     }
 }
 
-struct RunningWorker {
-    url: String,
-    stop: watch::Sender<bool>,
-    task: tokio::task::JoinHandle<Result<(), String>>,
-}
-
-impl RunningWorker {
-    async fn start(node: &TestNode) -> RunningWorker {
-        let text = format!(
-            "bootstrap.servers={}\n\
-             group.id=connect-es-test\n\
-             key.converter=org.apache.kafka.connect.storage.StringConverter\n\
-             value.converter=org.apache.kafka.connect.json.JsonConverter\n\
-             config.storage.topic=connect-configs\n\
-             offset.storage.topic=connect-offsets\n\
-             status.storage.topic=connect-status\n\
-             config.storage.replication.factor=1\n\
-             offset.storage.replication.factor=1\n\
-             status.storage.replication.factor=1\n\
-             offset.storage.partitions=5\n\
-             status.storage.partitions=2\n\
-             offset.flush.interval.ms=200\n\
-             listeners=http://127.0.0.1:0\n",
-            node.address
-        );
-        let config = WorkerConfig::from_props(WorkerConfig::parse_properties(&text)).unwrap();
-        let (stop, stopped) = watch::channel(false);
-        let (bound, address) = tokio::sync::oneshot::channel::<SocketAddr>();
-        let task = tokio::spawn(sluice_connect::serve(config, stopped, Some(bound)));
-        let address = tokio::time::timeout(Duration::from_secs(60), address)
-            .await
-            .expect("the worker starts within 60 s")
-            .expect("the worker binds its listener");
-        RunningWorker {
-            url: format!("http://{address}"),
-            stop,
-            task,
-        }
-    }
-
-    async fn stop(self) {
-        self.stop.send(true).unwrap();
-        tokio::time::timeout(Duration::from_secs(30), self.task)
-            .await
-            .expect("the worker stops within 30 s")
-            .unwrap()
-            .unwrap();
-    }
-
-    async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
-        let mut request =
-            reqwest::Client::new().request(method.parse().unwrap(), format!("{}{path}", self.url));
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        let response = request.send().await.unwrap();
-        let status = response.status().as_u16();
-        let text = response.text().await.unwrap();
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
-    }
-
-    async fn create(&self, name: &str, config: Value) {
-        let (status, body) = self
-            .call(
-                "POST",
-                "/connectors",
-                Some(json!({"name": name, "config": config})),
-            )
-            .await;
-        assert_eq!(status, 201, "{body}");
-    }
-
-    async fn task_state(&self, name: &str) -> Value {
-        let (status, body) = self
-            .call("GET", &format!("/connectors/{name}/status"), None)
-            .await;
-        assert_eq!(status, 200, "{body}");
-        body["tasks"][0].clone()
-    }
-}
-
 /// A JsonConverter envelope of a person: `age` an int32, or (to break the index's
 /// mapping) a string.
 fn person(name: &str, age: Value) -> String {
@@ -266,7 +182,12 @@ async fn documents_follow_the_topics_keys_updates_deletes_and_malformed_records(
         .await
         .unwrap();
     let node = TestNode::start(&[("group.initial.rebalance.delay.ms", "0")]).await;
-    let worker = RunningWorker::start(&node).await;
+    let worker = RunningWorker::start(
+        &node,
+        "connect-es-test",
+        "value.converter=org.apache.kafka.connect.json.JsonConverter\n",
+    )
+    .await;
 
     // People, keyed: an update, a delete, and a record whose age is a string where the
     // index's mapping (made from the first record's schema) has an integer.

@@ -4,117 +4,23 @@
 
 #[path = "../../sluice-broker/tests/common/mod.rs"]
 mod common;
+#[path = "support/worker.rs"]
+mod harness;
 #[path = "support/postgres.rs"]
 mod postgres;
 
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use common::TestNode;
+use harness::RunningWorker;
 use postgres::Postgres;
 use serde_json::{Value, json};
 use sluice_client::consumer::{Consumer, ConsumerConfig};
 use sluice_client::producer::{Producer, ProducerConfig, ProducerRecord};
 use sluice_client::{Admin, ClientConfig, NewTopic, TopicPartition};
-use sluice_connect::WorkerConfig;
-use tokio::sync::watch;
 
 const JSON_CONVERTER: &str = "org.apache.kafka.connect.json.JsonConverter";
-
-struct RunningWorker {
-    url: String,
-    stop: watch::Sender<bool>,
-    task: tokio::task::JoinHandle<Result<(), String>>,
-}
-
-impl RunningWorker {
-    async fn start(node: &TestNode) -> RunningWorker {
-        let text = format!(
-            "bootstrap.servers={}\n\
-             group.id=connect-jdbc-test\n\
-             key.converter={JSON_CONVERTER}\n\
-             value.converter={JSON_CONVERTER}\n\
-             key.converter.schemas.enable=true\n\
-             value.converter.schemas.enable=true\n\
-             config.storage.topic=connect-configs\n\
-             offset.storage.topic=connect-offsets\n\
-             status.storage.topic=connect-status\n\
-             config.storage.replication.factor=1\n\
-             offset.storage.replication.factor=1\n\
-             status.storage.replication.factor=1\n\
-             offset.storage.partitions=2\n\
-             status.storage.partitions=2\n\
-             offset.flush.interval.ms=200\n\
-             listeners=http://127.0.0.1:0\n",
-            node.address
-        );
-        let config = WorkerConfig::from_props(WorkerConfig::parse_properties(&text)).unwrap();
-        let (stop, stopped) = watch::channel(false);
-        let (bound, address) = tokio::sync::oneshot::channel::<SocketAddr>();
-        let task = tokio::spawn(sluice_connect::serve(config, stopped, Some(bound)));
-        let address = tokio::time::timeout(Duration::from_secs(30), address)
-            .await
-            .expect("the worker starts within 30 s")
-            .expect("the worker binds its listener");
-        RunningWorker {
-            url: format!("http://{address}"),
-            stop,
-            task,
-        }
-    }
-
-    async fn stop(self) {
-        self.stop.send(true).unwrap();
-        tokio::time::timeout(Duration::from_secs(30), self.task)
-            .await
-            .expect("the worker stops within 30 s")
-            .unwrap()
-            .unwrap();
-    }
-
-    async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
-        let http = reqwest::Client::new();
-        let mut request = http.request(method.parse().unwrap(), format!("{}{path}", self.url));
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        let response = request.send().await.unwrap();
-        let status = response.status().as_u16();
-        let text = response.text().await.unwrap();
-        let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
-        (status, value)
-    }
-
-    async fn create(&self, name: &str, config: Value) {
-        let (status, body) = self
-            .call(
-                "POST",
-                "/connectors",
-                Some(json!({"name": name, "config": config})),
-            )
-            .await;
-        assert_eq!(status, 201, "creating {name}: {body}");
-    }
-
-    /// The first task's status, once `check` holds.
-    async fn wait_task(&self, name: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let (status, body) = self
-                .call("GET", &format!("/connectors/{name}/status"), None)
-                .await;
-            if status == 200 && check(&body["tasks"][0]) {
-                return body["tasks"][0].clone();
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{what}: last answer {status} {body}"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-}
 
 /// Connect's JSON with schema: `{"schema":..., "payload":...}`.
 fn with_schema(schema: Value, payload: Value) -> Bytes {
@@ -216,7 +122,17 @@ async fn debeziums_jdbc_sink_writes_postgres_rows() {
     )
     .await
     .unwrap();
-    let worker = RunningWorker::start(&node).await;
+    let worker = RunningWorker::start(
+        &node,
+        "connect-jdbc-test",
+        &format!(
+            "key.converter={JSON_CONVERTER}\n\
+             value.converter={JSON_CONVERTER}\n\
+             key.converter.schemas.enable=true\n\
+             value.converter.schemas.enable=true\n"
+        ),
+    )
+    .await;
     let base = |topics: &str| {
         json!({
             "connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector",

@@ -5,104 +5,17 @@
 
 #[path = "../../sluice-broker/tests/common/mod.rs"]
 mod common;
+#[path = "support/worker.rs"]
+mod harness;
 
-use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::TestNode;
+use harness::RunningWorker;
 use serde_json::{Value, json};
 use sluice_client::TopicPartition;
 use sluice_client::consumer::{Consumer, ConsumerConfig};
-use sluice_connect::WorkerConfig;
-use tokio::sync::watch;
-
-struct RunningWorker {
-    url: String,
-    stop: watch::Sender<bool>,
-    task: tokio::task::JoinHandle<Result<(), String>>,
-}
-
-impl RunningWorker {
-    async fn start(node: &TestNode) -> RunningWorker {
-        Self::start_with(node, "").await
-    }
-
-    async fn start_with(node: &TestNode, extra: &str) -> RunningWorker {
-        let text = format!(
-            "bootstrap.servers={}\n\
-             group.id=connect-test\n\
-             key.converter=org.apache.kafka.connect.storage.StringConverter\n\
-             value.converter=org.apache.kafka.connect.storage.StringConverter\n\
-             config.storage.topic=connect-configs\n\
-             offset.storage.topic=connect-offsets\n\
-             status.storage.topic=connect-status\n\
-             config.storage.replication.factor=1\n\
-             offset.storage.replication.factor=1\n\
-             status.storage.replication.factor=1\n\
-             offset.storage.partitions=5\n\
-             status.storage.partitions=2\n\
-             offset.flush.interval.ms=200\n\
-             listeners=http://127.0.0.1:0\n{extra}",
-            node.address
-        );
-        let config = WorkerConfig::from_props(WorkerConfig::parse_properties(&text)).unwrap();
-        let (stop, stopped) = watch::channel(false);
-        let (bound, address) = tokio::sync::oneshot::channel::<SocketAddr>();
-        let task = tokio::spawn(sluice_connect::serve(config, stopped, Some(bound)));
-        let address = tokio::time::timeout(Duration::from_secs(60), address)
-            .await
-            .expect("the worker starts within 60 s")
-            .expect("the worker binds its listener");
-        RunningWorker {
-            url: format!("http://{address}"),
-            stop,
-            task,
-        }
-    }
-
-    async fn stop(self) {
-        self.stop.send(true).unwrap();
-        tokio::time::timeout(Duration::from_secs(30), self.task)
-            .await
-            .expect("the worker stops within 30 s")
-            .unwrap()
-            .unwrap();
-    }
-
-    async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
-        let http = reqwest::Client::new();
-        let mut request = http.request(method.parse().unwrap(), format!("{}{path}", self.url));
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        let response = request.send().await.unwrap();
-        let status = response.status().as_u16();
-        let text = response.text().await.unwrap();
-        let value = if text.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_str(&text).unwrap_or(Value::String(text))
-        };
-        (status, value)
-    }
-
-    /// Polls `path` until `check` holds (statuses are written asynchronously).
-    async fn wait_for(&self, path: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let (status, body) = self.call("GET", path, None).await;
-            if status == 200 && check(&body) {
-                return body;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{what}: last answer {status} {body}"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-}
 
 async fn read_topic(node: &TestNode, topic: &str, expected: usize) -> Vec<String> {
     let mut config = ConsumerConfig::new([node.address.to_string()]);
@@ -157,7 +70,7 @@ async fn a_file_pipeline_through_connects_rest_api_survives_a_worker_restart() {
     let output = dir.path().join("out.txt");
     append_lines(&input, 0..100);
 
-    let worker = RunningWorker::start(&node).await;
+    let worker = RunningWorker::start(&node, "connect-test", "").await;
     let (status, root) = worker.call("GET", "/", None).await;
     assert_eq!(status, 200);
     assert_eq!(root["version"], "4.1.1");
@@ -347,7 +260,7 @@ async fn a_file_pipeline_through_connects_rest_api_survives_a_worker_restart() {
     // read by the next worker on the same topics, from the committed position.
     worker.stop().await;
     append_lines(&input, 100..150);
-    let worker = RunningWorker::start(&node).await;
+    let worker = RunningWorker::start(&node, "connect-test", "").await;
     let (_, names) = worker.call("GET", "/connectors", None).await;
     assert_eq!(names, json!(["file-sink", "file-source"]));
     let expected: Vec<String> = (0..150).map(|i| format!("line {i}")).collect();
@@ -382,7 +295,7 @@ async fn a_failed_task_reports_its_trace_and_runs_again_once_restarted() {
     append_lines(&input, 0..10);
     let missing = dir.path().join("not-yet");
     let output = missing.join("out.txt");
-    let worker = RunningWorker::start(&node).await;
+    let worker = RunningWorker::start(&node, "connect-test", "").await;
     for (name, config) in [
         (
             "src",
@@ -474,8 +387,8 @@ async fn two_workers_share_the_work_and_one_takes_it_all_when_the_other_leaves()
     // Incremental cooperative (the default protocol): b's work waits 1 s for it to
     // come back before a takes it.
     let timers = "heartbeat.interval.ms=300\nsession.timeout.ms=6000\nscheduled.rebalance.max.delay.ms=1000\n";
-    let a = RunningWorker::start_with(&node, timers).await;
-    let b = RunningWorker::start_with(&node, timers).await;
+    let a = RunningWorker::start(&node, "connect-test", timers).await;
+    let b = RunningWorker::start(&node, "connect-test", timers).await;
     let names = ["s0", "s1", "s2"];
     for (i, name) in names.iter().enumerate() {
         let input = dir.path().join(format!("{name}.txt"));
@@ -587,7 +500,7 @@ async fn records_that_fail_conversion_go_to_the_dead_letter_queue_with_connects_
         &[Some(r#"{"n":1}"#), Some("not json"), Some(r#"{"n":3}"#)],
     )
     .await;
-    let worker = RunningWorker::start(&node).await;
+    let worker = RunningWorker::start(&node, "connect-test", "").await;
     let sink = |file: &str, extra: Value| {
         let mut config = json!({
             "connector.class": "FileStreamSink",
@@ -790,7 +703,7 @@ async fn offsets_are_read_altered_and_reset_only_while_stopped_as_in_kip_875() {
     let output = dir.path().join("out.txt");
     append_lines(&input, 0..10);
     let size = std::fs::metadata(&input).unwrap().len();
-    let worker = RunningWorker::start(&node).await;
+    let worker = RunningWorker::start(&node, "connect-test", "").await;
     for (name, config) in [
         (
             "src",
@@ -947,7 +860,12 @@ async fn an_exactly_once_source_fences_the_previous_generations_producers_before
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("in.txt");
     append_lines(&input, 0..20);
-    let worker = RunningWorker::start_with(&node, "exactly.once.source.support=enabled\n").await;
+    let worker = RunningWorker::start(
+        &node,
+        "connect-test",
+        "exactly.once.source.support=enabled\n",
+    )
+    .await;
 
     // The zombie: task 1 of the previous generation, mid-transaction.
     let zombie = Producer::connect(
