@@ -42,6 +42,11 @@ async fn pass(broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>, backoff:
             tracing::error!(%error, "log cleaner pass failed");
             false
         }
+        // The runtime shutting down cancels a pass that had not started: not a failure.
+        Err(error) if error.is_cancelled() => {
+            tracing::debug!("log cleaner pass cancelled at shutdown");
+            false
+        }
         Err(error) => {
             tracing::error!(%error, "log cleaner pass panicked");
             false
