@@ -101,6 +101,12 @@ struct ReadType {
     schema: SchemaRef,
 }
 
+/// (subject, schema text) → the id and message indexes to frame with.
+type Writers = BoundedCache<(String, Arc<str>), (i32, Vec<i32>)>;
+
+/// (topic, id, message indexes) → the message type and its Connect schema.
+type Readers = BoundedCache<(String, i32, Vec<i32>), Arc<ReadType>>;
+
 /// Confluent's `ProtobufConverter`.
 #[derive(Debug)]
 pub struct ProtobufConverter {
@@ -112,11 +118,11 @@ pub struct ProtobufConverter {
     files: Arc<ProtobufDeserializer>,
     last_written: Mutex<Option<LastWritten>>,
     /// (subject, schema text) → the id and message indexes to frame with.
-    writers: Mutex<BoundedCache<(String, Arc<str>), (i32, Vec<i32>)>>,
+    writers: Mutex<Writers>,
     /// (topic, id) → the schema's version under the subject.
     versions: Mutex<BoundedCache<(String, i32), Option<i32>>>,
     /// (topic, id, indexes) → the message type and its Connect schema.
-    readers: Mutex<BoundedCache<(String, i32, Vec<i32>), Arc<ReadType>>>,
+    readers: Mutex<Readers>,
 }
 
 impl ProtobufConverter {

@@ -1159,13 +1159,14 @@ impl Generator<'_> {
                 message.items.push(Item::Oneof(union_name, members));
                 return Ok(None);
             }
-            Type::Struct => {
-                if ty != message.name && !message.declared.contains(&ty) {
-                    message.declared.insert(ty.clone());
-                    let nested = self.message(&ty, element)?;
-                    message.items.push(Item::Message(nested));
-                }
+            // A struct named as the message it is in refers to that message (Confluent's
+            // `FromConnectContext.contains`); one declared already is reused.
+            Type::Struct if ty != message.name && !message.declared.contains(&ty) => {
+                message.declared.insert(ty.clone());
+                let nested = self.message(&ty, element)?;
+                message.items.push(Item::Message(nested));
             }
+            Type::Struct => {}
             Type::Map => {
                 let mut entry = MessageText {
                     name: ty.clone(),
