@@ -228,6 +228,39 @@ fn round_trip_through_the_registry() {
         .unwrap_err()
         .0;
     assert!(error.contains("has no message shop.Other"), "{error}");
+    // latest.compatibility.strict: an Order whose id turned from int64 into string is one
+    // the latest schema cannot read; without the check it is framed with the latest id.
+    let changed: SchemaRef = Arc::new(
+        Schema::new(Type::Struct)
+            .named("shop.Order")
+            .field("id", Schema::new(Type::String)),
+    );
+    let changed_value = Value::Struct(
+        Struct::new(changed.clone())
+            .with("id", Value::String("seven".into()))
+            .unwrap(),
+    );
+    assert_eq!(
+        latest
+            .from_connect("orders", Some(&changed), &changed_value)
+            .unwrap_err()
+            .0,
+        "Failed to serialize Protobuf data from topic orders: Incompatible schema of type 'PROTOBUF'. Set latest.compatibility.strict=false to disable this check. See log file for more details."
+    );
+    let lenient = protobuf(
+        &url,
+        &[
+            ("auto.register.schemas", "false"),
+            ("use.latest.version", "true"),
+            ("latest.compatibility.strict", "false"),
+        ],
+        false,
+    );
+    let framed = lenient
+        .from_connect("orders", Some(&changed), &changed_value)
+        .unwrap()
+        .unwrap();
+    assert_eq!(&framed[..6], [0, 0, 0, 0, 1, 0]);
 
     // A record another serializer wrote: a base64 descriptor (what Confluent's Python
     // client registers), a nested message type (indexes [0, 0]).

@@ -8,8 +8,9 @@
 //!
 //! - writing, the generated `.proto` text is registered under the subject with
 //!   `auto.register.schemas` (default true); otherwise with `use.latest.version` the
-//!   subject's latest schema's id is used (it must be PROTOBUF and hold the record's
-//!   message, whose indexes in it frame the record); otherwise the text must already be
+//!   subject's latest schema's id is used (it must be PROTOBUF, hold the record's message,
+//!   whose indexes in it frame the record, and, unless `latest.compatibility.strict=false`,
+//!   read ours by the registry's compatibility rules); otherwise the text must already be
 //!   registered. Imports of the files every registry knows (`confluent/meta.proto`,
 //!   `google/protobuf/*.proto`, ...) are not registered as references, as Confluent's
 //!   `skip.known.types` (default true) does.
@@ -31,8 +32,13 @@ use prost_reflect::{DynamicMessage, MessageDescriptor};
 use sluice_registry::client::{
     ClientError, Schema as RegistrySchema, SchemaRegistryClient, SchemaType,
 };
+use sluice_registry::known_types;
+use sluice_registry::protobuf::ProtobufSchema;
+use sluice_registry::schema::{ParsedSchema as _, ResolvedReference};
 use sluice_registry::serde::SerdeError;
-use sluice_registry::serde::protobuf::{ProtobufDeserializer, message_at, message_indexes};
+use sluice_registry::serde::protobuf::{
+    ProtobufDeserializer, message_at, message_indexes, serialized_file,
+};
 use sluice_registry::serde::wire::{
     read_header, read_message_indexes, write_header, write_message_indexes,
 };
@@ -199,14 +205,17 @@ impl ProtobufConverter {
         } else if self.config.registry.use_latest_version {
             let latest = run_blocking(async move { client.get_latest(&subject_owned).await })?
                 .map_err(|e| registry_error("Error retrieving latest version: ", e))?;
-            if latest.schema.schema_type != SchemaType::Protobuf {
-                return Err(serialize_failure(
+            let incompatible = || {
+                serialize_failure(
                     topic,
                     format_args!(
                         "Incompatible schema of type '{}'. Set latest.compatibility.strict=false to disable this check. See log file for more details.",
                         latest.schema.schema_type.name()
                     ),
-                ));
+                )
+            };
+            if latest.schema.schema_type != SchemaType::Protobuf {
+                return Err(incompatible());
             }
             let file = self
                 .file(latest.id)
@@ -221,6 +230,11 @@ impl ProtobufConverter {
                     ),
                 )
             })?;
+            if self.config.registry.latest_compatibility_strict
+                && !latest_reads(&file, &generated.text)
+            {
+                return Err(incompatible());
+            }
             (latest.id, message_indexes(&message))
         } else {
             let found = run_blocking(async move {
@@ -320,6 +334,45 @@ impl ProtobufConverter {
         lock(&self.versions).insert(key, Some(version));
         Ok(Some(version))
     }
+}
+
+/// `latest.compatibility.strict`: whether the latest schema (`latest`, built with its
+/// imports) reads what ours writes, by the registry's compatibility rules.
+fn latest_reads(latest: &prost_reflect::FileDescriptor, ours: &str) -> bool {
+    // Each import the registry does not know goes in as a reference, by its path.
+    let mut references = Vec::new();
+    let mut pending: Vec<prost_reflect::FileDescriptor> = latest.dependencies().collect();
+    while let Some(file) = pending.pop() {
+        if known_types::is_known(file.name())
+            || references
+                .iter()
+                .any(|r: &ResolvedReference| r.name == file.name())
+        {
+            continue;
+        }
+        pending.extend(file.dependencies());
+        references.push(ResolvedReference {
+            name: file.name().to_string(),
+            subject: file.name().to_string(),
+            version: 1,
+            schema: serialized_file(&file),
+        });
+    }
+    let parsed = (
+        ProtobufSchema::parse(&serialized_file(latest), &references),
+        ProtobufSchema::parse(ours, &[]),
+    );
+    let (Ok(reader), Ok(writer)) = parsed else {
+        return false;
+    };
+    let problems = reader.incompatibilities_as_reader(&writer, "new", "old");
+    if !problems.is_empty() {
+        tracing::error!(
+            problems = %problems.join(","),
+            "Incompatible schema of type 'PROTOBUF'. Set latest.compatibility.strict=false to disable this check."
+        );
+    }
+    problems.is_empty()
 }
 
 fn serialize_failure(topic: &str, cause: impl std::fmt::Display) -> DataError {
