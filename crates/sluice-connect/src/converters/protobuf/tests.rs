@@ -1026,6 +1026,73 @@ fn confluents_test_message_converts_to_its_bytes_and_back() {
     );
 }
 
+/// ProtobufConverterTest.testComplex: a schema with Confluent's tags (as read schemas
+/// carry them) reads back equal, named ConnectDefault1 with the registry's version; its
+/// map named `connect_default2` goes through `ConnectDefault2Entry` and back.
+#[test]
+fn confluents_complex_schema_reads_back_equal() {
+    let optional = |ty: Type, n: u32| tag(Schema::new(ty).optional(), n);
+    let builder = || {
+        Schema::new(Type::Struct)
+            .field("int32", optional(Type::Int32, 1))
+            .field("int64", optional(Type::Int64, 2))
+            .field("float32", optional(Type::Float32, 3))
+            .field("float64", optional(Type::Float64, 4))
+            .field("boolean", optional(Type::Boolean, 5))
+            .field("string", optional(Type::String, 6))
+            .field("bytes", optional(Type::Bytes, 7))
+            .field(
+                "array",
+                tag(
+                    Schema::array(Schema::new(Type::String).optional()).optional(),
+                    8,
+                ),
+            )
+            .field(
+                "map",
+                tag(
+                    Schema::map(optional(Type::String, 1), optional(Type::Int32, 2))
+                        .named("connect_default2")
+                        .optional(),
+                    9,
+                ),
+            )
+    };
+    let schema: SchemaRef = builder().into();
+    let value = Struct::new(schema.clone())
+        .with("int32", Value::Int32(12))
+        .unwrap()
+        .with("int64", Value::Int64(12))
+        .unwrap()
+        .with("float32", Value::Float32(12.2))
+        .unwrap()
+        .with("float64", Value::Float64(12.2))
+        .unwrap()
+        .with("boolean", Value::Boolean(true))
+        .unwrap()
+        .with("string", Value::String("foo".into()))
+        .unwrap()
+        .with("bytes", Value::Bytes(b"foo".to_vec()))
+        .unwrap()
+        .with(
+            "array",
+            Value::Array(vec![Value::String("a".into()), Value::String("b".into())]),
+        )
+        .unwrap()
+        .with(
+            "map",
+            Value::Map(vec![(Value::String("field".into()), Value::Int32(1))]),
+        )
+        .unwrap();
+    let (read_schema, read_value) = round_trip(&data(), &schema, &Value::Struct(value.clone()));
+    let expected: SchemaRef = builder().named("ConnectDefault1").with_version(1).into();
+    assert_eq!(read_schema, expected);
+    let Value::Struct(read) = read_value else {
+        panic!("a struct")
+    };
+    assert_eq!(read.values, value.values);
+}
+
 mod properties {
     use proptest::prelude::*;
 
