@@ -21,6 +21,7 @@ pub mod fuzzing;
 pub mod http;
 pub mod json_schema;
 pub mod kafka_store;
+pub mod known_types;
 pub mod leader;
 pub mod protobuf;
 pub mod records;

@@ -42,9 +42,10 @@
 //! fields and every enum change are compatible.
 //!
 //! Known differences from Confluent:
-//! - Only Google's `google/protobuf/*.proto` files are built in; Confluent also bundles
-//!   `confluent/meta.proto`, `confluent/type/decimal.proto` and `google/type/*.proto`, which
-//!   must be given as references here.
+//! - Built in are Google's `google/protobuf/*.proto` files and, from Confluent's bundle,
+//!   `confluent/meta.proto`, `confluent/type/decimal.proto`, `google/type/date.proto` and
+//!   `google/type/timeofday.proto` ([`crate::known_types`]); Confluent's other bundled files
+//!   (`confluent/type/variant.proto`, the rest of `google/type/`) must be given as references.
 //! - The canonical text of a `.proto` schema names types fully qualified where Confluent keeps
 //!   them as written, so such a schema gets another canonical string than in Confluent. For a
 //!   descriptor Confluent prints map entries as nested messages (`option map_entry = true`),
@@ -80,7 +81,7 @@ use prost_reflect::{
 };
 use prost_types::FieldDescriptorProto;
 use prost_types::field_descriptor_proto::Label as ProtoLabel;
-use protox::file::{ChainFileResolver, File, FileResolver, GoogleFileResolver};
+use protox::file::{ChainFileResolver, File, FileResolver};
 
 use crate::schema::{InvalidSchema, ParsedSchema, ResolvedReference, SchemaType};
 
@@ -178,7 +179,7 @@ impl ProtobufSchema {
                 .map(|reference| (reference.name.clone(), reference.schema.clone()))
                 .collect(),
         });
-        resolver.add(GoogleFileResolver::new());
+        resolver.add(crate::known_types::KnownTypesResolver::new());
         let mut compiler = protox::Compiler::with_file_resolver(resolver);
         compiler.open_file(&file_name).map_err(compile_error)?;
         let pool = compiler.descriptor_pool();

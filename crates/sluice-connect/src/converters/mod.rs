@@ -14,6 +14,9 @@
 //!   big-endian bytes.
 //! - [`AvroConverter`] (`io.confluent.connect.avro.AvroConverter`): Avro in Confluent's
 //!   wire format against a schema registry; [`AvroCodec`] is its registry-free half.
+//! - [`ProtobufConverter`] (`io.confluent.connect.protobuf.ProtobufConverter`): Protobuf
+//!   in Confluent's wire format against a schema registry; [`ProtobufData`] is its
+//!   registry-free half.
 //!
 //! What it is not: header converters (headers travel as bytes, see
 //! [`crate::data::Header`]).
@@ -37,6 +40,8 @@ mod decimal;
 mod jackson;
 mod json;
 mod number;
+mod protobuf;
+mod protobuf_data;
 pub mod registry;
 mod string;
 
@@ -48,6 +53,8 @@ pub use byte_array::ByteArrayConverter;
 pub(crate) use decimal::{BigDecimal, BigInteger};
 pub use json::{DecimalFormat, JsonConverter, JsonConverterConfig};
 pub use number::{BooleanConverter, NumberConverter, NumberKind};
+pub use protobuf::{ProtobufConverter, ProtobufConverterConfig};
+pub use protobuf_data::{GeneratedSchema, ProtobufData, ProtobufDataConfig};
 pub use string::StringConverter;
 
 /// A converter of one side (key or value) of a connector's records: Connect's
@@ -81,9 +88,10 @@ pub const FLOAT_CONVERTER: &str = "org.apache.kafka.connect.converters.FloatConv
 pub const DOUBLE_CONVERTER: &str = "org.apache.kafka.connect.converters.DoubleConverter";
 pub const BOOLEAN_CONVERTER: &str = "org.apache.kafka.connect.converters.BooleanConverter";
 pub const AVRO_CONVERTER: &str = "io.confluent.connect.avro.AvroConverter";
+pub const PROTOBUF_CONVERTER: &str = "io.confluent.connect.protobuf.ProtobufConverter";
 
 /// Every converter class this runtime has, by full class name.
-pub const CONVERTER_CLASSES: [&str; 10] = [
+pub const CONVERTER_CLASSES: [&str; 11] = [
     JSON_CONVERTER,
     STRING_CONVERTER,
     BYTE_ARRAY_CONVERTER,
@@ -94,6 +102,7 @@ pub const CONVERTER_CLASSES: [&str; 10] = [
     DOUBLE_CONVERTER,
     BOOLEAN_CONVERTER,
     AVRO_CONVERTER,
+    PROTOBUF_CONVERTER,
 ];
 
 /// The full class name `class` names: the name itself, or one of the aliases Connect's
@@ -138,6 +147,10 @@ pub fn converter(
         BOOLEAN_CONVERTER => Box::new(BooleanConverter),
         AVRO_CONVERTER => Box::new(AvroConverter::new(
             AvroConverterConfig::parse(&settings)?,
+            is_key,
+        )?),
+        PROTOBUF_CONVERTER => Box::new(ProtobufConverter::new(
+            ProtobufConverterConfig::parse(&settings)?,
             is_key,
         )?),
         _ => unreachable!("resolve_class answers one of CONVERTER_CLASSES"),
@@ -305,6 +318,7 @@ mod tests {
         assert_eq!(resolve_class("Json"), Some(JSON_CONVERTER));
         assert_eq!(resolve_class("ByteArray"), Some(BYTE_ARRAY_CONVERTER));
         assert_eq!(resolve_class("AvroConverter"), Some(AVRO_CONVERTER));
+        assert_eq!(resolve_class("Protobuf"), Some(PROTOBUF_CONVERTER));
         assert_eq!(resolve_class("org.example.Nope"), None);
         assert_eq!(resolve_class("jsonconverter"), None);
     }

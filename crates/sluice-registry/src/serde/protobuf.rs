@@ -7,8 +7,8 @@
 //! `FileDescriptorProto`, the form Confluent's Python serializer registers and every
 //! Confluent-compatible registry accepts for PROTOBUF (no `.proto` printer needed). Each
 //! imported file is registered first under a subject named by its path, and referenced
-//! by that path (Confluent's default reference subject name strategy); Google's
-//! well-known types are skipped when `skip.known.types` (every reader has them).
+//! by that path (Confluent's default reference subject name strategy); the files every
+//! reader has ([`crate::known_types`]) are skipped when `skip.known.types`.
 //!
 //! What the deserializer asks for: the schema by id with `format=serialized` (base64
 //! `FileDescriptorProto`) and each reference likewise; a registry that answers `.proto`
@@ -22,7 +22,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use prost::Message;
 use prost_reflect::{DynamicMessage, FileDescriptor, MessageDescriptor, ReflectMessage};
-use protox::file::{ChainFileResolver, File, FileResolver, GoogleFileResolver};
+use protox::file::{ChainFileResolver, File, FileResolver};
 
 use super::strategy::SubjectNameStrategy;
 use super::wire::{
@@ -36,9 +36,6 @@ use crate::client::{BoundedCache, Schema, SchemaReference, SchemaRegistryClient,
 
 /// The `format` of `GET /schemas/ids/{id}` that answers a base64 `FileDescriptorProto`.
 pub const SERIALIZED_FORMAT: &str = "serialized";
-
-/// The import path prefix of Google's well-known types.
-const WELL_KNOWN_PREFIX: &str = "google/protobuf/";
 
 /// The message indexes of `message` in its file: its position among the file's top-level
 /// messages, then among each enclosing message's nested ones.
@@ -211,7 +208,7 @@ impl ProtobufSerializer {
     }
 
     fn skipped(&self, file: &FileDescriptor) -> bool {
-        self.config.skip_known_types && file.name().starts_with(WELL_KNOWN_PREFIX)
+        self.config.skip_known_types && crate::known_types::is_known(file.name())
     }
 
     /// The references of `file` to its (already registered) imports.
@@ -315,7 +312,7 @@ pub fn build_file(
 
     let mut resolver = ChainFileResolver::new();
     resolver.add(InMemoryFiles(files));
-    resolver.add(GoogleFileResolver::new());
+    resolver.add(crate::known_types::KnownTypesResolver::new());
     let mut compiler = protox::Compiler::with_file_resolver(resolver);
     compiler
         .open_file(&root_name)
