@@ -14,6 +14,8 @@
 //!   big-endian bytes.
 //! - [`AvroConverter`] (`io.confluent.connect.avro.AvroConverter`): Avro in Confluent's
 //!   wire format against a schema registry; [`AvroCodec`] is its registry-free half.
+//! - [`JsonSchemaConverter`] (`io.confluent.connect.json.JsonSchemaConverter`): JSON with
+//!   a JSON Schema in Confluent's wire format; [`JsonSchemaData`] is its registry-free half.
 //!
 //! What it is not: header converters (headers travel as bytes, see
 //! [`crate::data::Header`]).
@@ -36,6 +38,8 @@ mod byte_array;
 mod decimal;
 mod jackson;
 mod json;
+mod json_schema;
+mod json_schema_data;
 mod number;
 pub mod registry;
 mod string;
@@ -47,6 +51,8 @@ pub use byte_array::ByteArrayConverter;
 /// Connect's Decimal arithmetic, for connectors that write decimals as numbers.
 pub(crate) use decimal::{BigDecimal, BigInteger};
 pub use json::{DecimalFormat, JsonConverter, JsonConverterConfig};
+pub use json_schema::{JsonSchemaConverter, JsonSchemaConverterConfig};
+pub use json_schema_data::{JsonSchemaData, JsonSchemaDataConfig};
 pub use number::{BooleanConverter, NumberConverter, NumberKind};
 pub use string::StringConverter;
 
@@ -81,9 +87,10 @@ pub const FLOAT_CONVERTER: &str = "org.apache.kafka.connect.converters.FloatConv
 pub const DOUBLE_CONVERTER: &str = "org.apache.kafka.connect.converters.DoubleConverter";
 pub const BOOLEAN_CONVERTER: &str = "org.apache.kafka.connect.converters.BooleanConverter";
 pub const AVRO_CONVERTER: &str = "io.confluent.connect.avro.AvroConverter";
+pub const JSON_SCHEMA_CONVERTER: &str = "io.confluent.connect.json.JsonSchemaConverter";
 
 /// Every converter class this runtime has, by full class name.
-pub const CONVERTER_CLASSES: [&str; 10] = [
+pub const CONVERTER_CLASSES: [&str; 11] = [
     JSON_CONVERTER,
     STRING_CONVERTER,
     BYTE_ARRAY_CONVERTER,
@@ -94,6 +101,7 @@ pub const CONVERTER_CLASSES: [&str; 10] = [
     DOUBLE_CONVERTER,
     BOOLEAN_CONVERTER,
     AVRO_CONVERTER,
+    JSON_SCHEMA_CONVERTER,
 ];
 
 /// The full class name `class` names: the name itself, or one of the aliases Connect's
@@ -138,6 +146,10 @@ pub fn converter(
         BOOLEAN_CONVERTER => Box::new(BooleanConverter),
         AVRO_CONVERTER => Box::new(AvroConverter::new(
             AvroConverterConfig::parse(&settings)?,
+            is_key,
+        )?),
+        JSON_SCHEMA_CONVERTER => Box::new(JsonSchemaConverter::new(
+            JsonSchemaConverterConfig::parse(&settings)?,
             is_key,
         )?),
         _ => unreachable!("resolve_class answers one of CONVERTER_CLASSES"),
@@ -305,6 +317,8 @@ mod tests {
         assert_eq!(resolve_class("Json"), Some(JSON_CONVERTER));
         assert_eq!(resolve_class("ByteArray"), Some(BYTE_ARRAY_CONVERTER));
         assert_eq!(resolve_class("AvroConverter"), Some(AVRO_CONVERTER));
+        assert_eq!(resolve_class("JsonSchemaConverter"), Some(JSON_SCHEMA_CONVERTER));
+        assert_eq!(resolve_class("JsonSchema"), Some(JSON_SCHEMA_CONVERTER));
         assert_eq!(resolve_class("org.example.Nope"), None);
         assert_eq!(resolve_class("jsonconverter"), None);
     }
