@@ -194,7 +194,10 @@ fn round_trip_through_the_registry() {
     // Without it, the value is read as Confluent's converter reads it (a string's
     // longValue() is 0).
     let (_, lenient) = reader.to_connect("orders", Some(&frame)).unwrap();
-    assert_eq!(lenient.as_struct().unwrap().get("id"), Some(&Value::Int64(0)));
+    assert_eq!(
+        lenient.as_struct().unwrap().get("id"),
+        Some(&Value::Int64(0))
+    );
 
     // An Avro schema's id is refused, as is an unknown id and bytes without the magic
     // byte.

@@ -184,8 +184,9 @@ impl JsonSchemaConverter {
         let client = self.client.clone();
         let subject_owned = subject.to_string();
         let normalize = self.config.registry.normalize_schemas;
-        let registry_error =
-            |message: &str, e: ClientError| write_registry_failure(topic, &format!("{message}{text}"), e);
+        let registry_error = |message: &str, e: ClientError| {
+            write_registry_failure(topic, &format!("{message}{text}"), e)
+        };
         let (id, written_as) = if self.config.registry.auto_register_schemas {
             let id = run_blocking(async move {
                 client
@@ -195,11 +196,11 @@ impl JsonSchemaConverter {
             .map_err(|e| registry_error("Error registering JSON schema: ", e))?;
             (id, text.to_string())
         } else if self.config.registry.use_latest_version {
-            let latest =
-                run_blocking(async move { client.get_latest(&subject_owned).await })?
-                    .map_err(|e| registry_error("Error retrieving latest version: ", e))?;
+            let latest = run_blocking(async move { client.get_latest(&subject_owned).await })?
+                .map_err(|e| registry_error("Error retrieving latest version: ", e))?;
             if self.config.registry.latest_compatibility_strict {
-                check_latest_reads(&latest.schema, text).map_err(|e| serialize_failure(topic, e))?;
+                check_latest_reads(&latest.schema, text)
+                    .map_err(|e| serialize_failure(topic, e))?;
             }
             (latest.id, latest.schema.schema)
         } else {
@@ -230,14 +231,21 @@ impl JsonSchemaConverter {
             return Ok(found);
         }
         let client = self.client.clone();
-        let fetched = run_blocking(async move { client.get_schema_by_id(id).await })?
-            .map_err(|e| {
-                read_registry_failure(topic, &format!("Error retrieving JSON schema for id {id}"), e)
+        let fetched =
+            run_blocking(async move { client.get_schema_by_id(id).await })?.map_err(|e| {
+                read_registry_failure(
+                    topic,
+                    &format!("Error retrieving JSON schema for id {id}"),
+                    e,
+                )
             })?;
         let failure = |cause: String| {
             deserialize_failure(
                 topic,
-                with_cause(&format!("Error deserializing JSON message for id {id}"), cause),
+                with_cause(
+                    &format!("Error deserializing JSON message for id {id}"),
+                    cause,
+                ),
             )
         };
         if fetched.schema_type != SchemaType::Json {
@@ -264,9 +272,14 @@ impl JsonSchemaConverter {
                 )
             })?
             .version;
-        let connect = self.data.to_connect_schema(&fetched.schema, Some(version))?;
+        let connect = self
+            .data
+            .to_connect_schema(&fetched.schema, Some(version))?;
         let validator = if self.config.fail_invalid_schema {
-            Some(RegistryJsonSchema::parse(&fetched.schema, &[]).map_err(|e| failure(e.to_string()))?)
+            Some(
+                RegistryJsonSchema::parse(&fetched.schema, &[])
+                    .map_err(|e| failure(e.to_string()))?,
+            )
         } else {
             None
         };
@@ -419,7 +432,10 @@ impl Converter for JsonSchemaConverter {
         let failure = |cause: String| {
             deserialize_failure(
                 topic,
-                with_cause(&format!("Error deserializing JSON message for id {id}"), cause),
+                with_cause(
+                    &format!("Error deserializing JSON message for id {id}"),
+                    cause,
+                ),
             )
         };
         let node = match jackson::read_tree(payload) {
@@ -430,9 +446,8 @@ impl Converter for JsonSchemaConverter {
             Err(e) => return Err(failure(e.0)),
         };
         if let Some(validator) = &read.validator {
-            validate(validator, &node).map_err(|e| {
-                failure(format!("JSON does not match schema of type JSON: {e}"))
-            })?;
+            validate(validator, &node)
+                .map_err(|e| failure(format!("JSON does not match schema of type JSON: {e}")))?;
         }
         // A JSON null keeps its schema, as Confluent's converter answers it.
         let value = self.data.to_connect_data(Some(&read.schema), Some(&node))?;

@@ -170,6 +170,7 @@ pub struct JsonSchemaData {
     config: JsonSchemaDataConfig,
 }
 
+#[allow(clippy::wrong_self_convention)] // Confluent's method names, kept on purpose.
 impl JsonSchemaData {
     pub fn new(config: JsonSchemaDataConfig) -> JsonSchemaData {
         JsonSchemaData { config }
@@ -435,7 +436,11 @@ impl JsonSchemaData {
         })
     }
 
-    fn struct_to_json(&self, schema: &Schema, value: &Struct) -> Result<Option<JsonNode>, DataError> {
+    fn struct_to_json(
+        &self,
+        schema: &Schema,
+        value: &Struct,
+    ) -> Result<Option<JsonNode>, DataError> {
         let field_value = |index: usize| -> &Value {
             let raw = &value.values[index];
             let field = &schema.fields[index];
@@ -455,7 +460,9 @@ impl JsonSchemaData {
         }
         let mut members = Vec::with_capacity(schema.fields.len());
         for field in &schema.fields {
-            if let Some(node) = self.from_connect_data(Some(&field.schema), field_value(field.index))? {
+            if let Some(node) =
+                self.from_connect_data(Some(&field.schema), field_value(field.index))?
+            {
                 members.push((field.name.clone(), node));
             }
         }
@@ -464,7 +471,11 @@ impl JsonSchemaData {
 
     /// `toConnectSchema` of a schema's text; `version` is the registry's version of it,
     /// the Connect version when the schema carries no `connect.version`.
-    pub fn to_connect_schema(&self, text: &str, version: Option<i32>) -> Result<SchemaRef, DataError> {
+    pub fn to_connect_schema(
+        &self,
+        text: &str,
+        version: Option<i32>,
+    ) -> Result<SchemaRef, DataError> {
         let root = jackson::read_tree(text.as_bytes())
             .map_err(|e| with_cause("Invalid JSON schema", &e.0))?;
         let reader = SchemaReader {
@@ -552,7 +563,11 @@ impl JsonSchemaData {
         })
     }
 
-    fn map_to_connect(&self, schema: Option<&SchemaRef>, node: &JsonNode) -> Result<Value, DataError> {
+    fn map_to_connect(
+        &self,
+        schema: Option<&SchemaRef>,
+        node: &JsonNode,
+    ) -> Result<Value, DataError> {
         let key_schema = schema.and_then(|s| s.key_schema.as_ref());
         let value_schema = schema.and_then(|s| s.value_schema.as_ref());
         let object_mode = key_schema.is_none_or(|k| k.ty == Type::String && !k.optional);
@@ -623,7 +638,9 @@ impl JsonSchemaData {
                 }
             }
             let Some((index, _)) = best else {
-                return Err(DataError("Did not find matching oneof field for data".into()));
+                return Err(DataError(
+                    "Did not find matching oneof field for data".into(),
+                ));
             };
             let field = &schema.fields[index];
             let value = self.to_connect_data(Some(&field.schema), Some(node))?;
@@ -914,7 +931,13 @@ impl SchemaReader<'_> {
         }
         for criterion in ["oneOf", "anyOf"] {
             if let Some(JsonNode::Array(choices)) = get(criterion) {
-                return self.read_union(choices, node, version, force_optional, references_followed);
+                return self.read_union(
+                    choices,
+                    node,
+                    version,
+                    force_optional,
+                    references_followed,
+                );
             }
         }
         if get("allOf").is_some() {
@@ -1015,9 +1038,13 @@ impl SchemaReader<'_> {
     }
 
     fn read_array(&self, node: &JsonNode, references_followed: usize) -> Result<Schema, DataError> {
-        let Some(items) = node.get("items").filter(|items| matches!(items, JsonNode::Object(_)))
+        let Some(items) = node
+            .get("items")
+            .filter(|items| matches!(items, JsonNode::Object(_)))
         else {
-            return Err(DataError("Array schema did not specify the items type".into()));
+            return Err(DataError(
+                "Array schema did not specify the items type".into(),
+            ));
         };
         let items = self.dereference(items, references_followed)?;
         let is_map = node.get(CONNECT_TYPE).and_then(JsonNode::text_value) == Some("map");
@@ -1032,7 +1059,12 @@ impl SchemaReader<'_> {
             let value = self.read(entry(VALUE_FIELD)?, None, false, references_followed)?;
             return Ok(Schema::map(key, value));
         }
-        Ok(Schema::array(self.read(items, None, false, references_followed)?))
+        Ok(Schema::array(self.read(
+            items,
+            None,
+            false,
+            references_followed,
+        )?))
     }
 
     fn read_object(
@@ -1054,14 +1086,20 @@ impl SchemaReader<'_> {
             return Ok(Schema::map(Schema::new(Type::String), values));
         }
         let properties: Vec<(String, &JsonNode)> = match node.get("properties") {
-            Some(JsonNode::Object(members)) => {
-                members.iter().map(|(name, schema)| (name.clone(), schema)).collect()
-            }
+            Some(JsonNode::Object(members)) => members
+                .iter()
+                .map(|(name, schema)| (name.clone(), schema))
+                .collect(),
             _ => Vec::new(),
         };
         let required: Vec<&str> = node
             .get("required")
-            .map(|r| r.elements().into_iter().filter_map(JsonNode::text_value).collect())
+            .map(|r| {
+                r.elements()
+                    .into_iter()
+                    .filter_map(JsonNode::text_value)
+                    .collect()
+            })
             .unwrap_or_default();
         // everit keeps properties in a HashMap; Confluent numbers them in its order unless
         // a property carries its connect.index.
@@ -1119,7 +1157,9 @@ impl SchemaReader<'_> {
             let token = token.replace("~1", "/").replace("~0", "~");
             node = match node {
                 JsonNode::Object(_) => node.get(&token),
-                JsonNode::Array(elements) => token.parse::<usize>().ok().and_then(|i| elements.get(i)),
+                JsonNode::Array(elements) => {
+                    token.parse::<usize>().ok().and_then(|i| elements.get(i))
+                }
                 _ => None,
             }
             .ok_or_else(unresolved)?;
@@ -1230,14 +1270,18 @@ fn sized_capacity(entries: usize) -> usize {
 
 /// Java's `String.hashCode`, over UTF-16 code units.
 fn java_string_hash(text: &str) -> i32 {
-    text.encode_utf16()
-        .fold(0i32, |hash, unit| hash.wrapping_mul(31).wrapping_add(i32::from(unit)))
+    text.encode_utf16().fold(0i32, |hash, unit| {
+        hash.wrapping_mul(31).wrapping_add(i32::from(unit))
+    })
 }
 
 /// The order a `java.util.HashMap` with a table of `capacity` buckets iterates entries
 /// put in the given order: by bucket (the spread hash's low bits), in put order within a
 /// bucket. Confluent's output order comes from such maps, so matching its text needs it.
-pub(crate) fn java_hash_map_order<T>(entries: Vec<(String, T)>, capacity: usize) -> Vec<(String, T)> {
+pub(crate) fn java_hash_map_order<T>(
+    entries: Vec<(String, T)>,
+    capacity: usize,
+) -> Vec<(String, T)> {
     debug_assert!(capacity.is_power_of_two());
     let mask = (capacity - 1) as u32;
     let mut keyed: Vec<(u32, (String, T))> = entries

@@ -317,7 +317,10 @@ mod tests {
         assert_eq!(resolve_class("Json"), Some(JSON_CONVERTER));
         assert_eq!(resolve_class("ByteArray"), Some(BYTE_ARRAY_CONVERTER));
         assert_eq!(resolve_class("AvroConverter"), Some(AVRO_CONVERTER));
-        assert_eq!(resolve_class("JsonSchemaConverter"), Some(JSON_SCHEMA_CONVERTER));
+        assert_eq!(
+            resolve_class("JsonSchemaConverter"),
+            Some(JSON_SCHEMA_CONVERTER)
+        );
         assert_eq!(resolve_class("JsonSchema"), Some(JSON_SCHEMA_CONVERTER));
         assert_eq!(resolve_class("org.example.Nope"), None);
         assert_eq!(resolve_class("jsonconverter"), None);

@@ -235,7 +235,11 @@ fn generated_schemas_and_values_are_confluents() {
             expected_schema,
             "schema of {name}"
         );
-        assert_eq!(json(&data, &schema, &value), expected_json, "value of {name}");
+        assert_eq!(
+            json(&data, &schema, &value),
+            expected_json,
+            "value of {name}"
+        );
     }
 }
 
@@ -276,7 +280,10 @@ fn numeric_decimals_are_json_numbers() {
     assert_eq!(value, Value::Bytes(vec![0, 0x9c]));
     let four = Schema::decimal(4);
     // 1.5600: unscaled 15600 = 0x3cf0.
-    assert_eq!(json(&data, &four, &Value::Bytes(vec![0x3c, 0xf0])), "1.5600");
+    assert_eq!(
+        json(&data, &four, &Value::Bytes(vec![0x3c, 0xf0])),
+        "1.5600"
+    );
 }
 
 /// Every Connect type in one struct, nested and optional, with defaults and docs: the
@@ -392,8 +399,14 @@ fn a_struct_of_every_type_round_trips() {
     let Value::Struct(read_struct) = &read_value else {
         panic!("a struct: {read_value:?}");
     };
-    assert_eq!(read_struct.get("string"), Some(&Value::String("none".into())));
-    assert_eq!(read_struct.get("decimal"), Some(&Value::Bytes(vec![0x30, 0x39])));
+    assert_eq!(
+        read_struct.get("string"),
+        Some(&Value::String("none".into()))
+    );
+    assert_eq!(
+        read_struct.get("decimal"),
+        Some(&Value::Bytes(vec![0x30, 0x39]))
+    );
     assert_eq!(
         json(&data, &read_schema, &read_value),
         written,
@@ -441,17 +454,25 @@ fn the_struct_of_confluents_schema_values_test_prints_in_its_order() {
 fn java_hash_map_order_matches_javas() {
     // java.util.HashMap<String, _> of 16 buckets iterates "connect.version" (bucket 1),
     // "connect.index" (8), "connect.type" (13), "connect.parameters" (15).
-    let keys = ["connect.type", "connect.index", "connect.version", "connect.parameters"];
-    let ordered: Vec<String> = java_hash_map_order(
-        keys.iter().map(|k| (k.to_string(), ())).collect(),
-        16,
-    )
-    .into_iter()
-    .map(|(k, _)| k)
-    .collect();
+    let keys = [
+        "connect.type",
+        "connect.index",
+        "connect.version",
+        "connect.parameters",
+    ];
+    let ordered: Vec<String> =
+        java_hash_map_order(keys.iter().map(|k| (k.to_string(), ())).collect(), 16)
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
     assert_eq!(
         ordered,
-        ["connect.version", "connect.index", "connect.type", "connect.parameters"]
+        [
+            "connect.version",
+            "connect.index",
+            "connect.type",
+            "connect.parameters"
+        ]
     );
 }
 
@@ -461,7 +482,9 @@ fn additional_properties_false_is_written_when_configured() {
         object_additional_properties: false,
         ..JsonSchemaDataConfig::default()
     });
-    let schema = Schema::new(Type::Struct).named("R").field("a", prim(Type::String));
+    let schema = Schema::new(Type::Struct)
+        .named("R")
+        .field("a", prim(Type::String));
     assert_eq!(
         data.schema_text(&schema).unwrap(),
         r#"{"type":"object","additionalProperties":false,"title":"R","properties":{"a":{"type":"string","connect.index":0}}}"#
@@ -559,7 +582,10 @@ fn enums_and_unions_read_as_confluent_names_them() {
         .to_connect_schema(r#"{"type":"string","enum":["red","green"]}"#, None)
         .unwrap();
     assert_eq!(schema.ty, Type::String);
-    assert_eq!(schema.parameters.get(JSON_TYPE_ENUM).map(String::as_str), Some(""));
+    assert_eq!(
+        schema.parameters.get(JSON_TYPE_ENUM).map(String::as_str),
+        Some("")
+    );
     assert_eq!(
         schema
             .parameters
@@ -609,7 +635,10 @@ fn unreadable_schemas_and_values_are_data_errors() {
     let data = data();
     for (text, expected) in [
         ("{", "Invalid JSON schema: "),
-        (r#"{"type":"array"}"#, "Array schema did not specify the items type"),
+        (
+            r#"{"type":"array"}"#,
+            "Array schema did not specify the items type",
+        ),
         (
             r##"{"$ref":"#/definitions/Nope"}"##,
             "Unsupported JSON schema reference \"#/definitions/Nope\"",
@@ -618,20 +647,34 @@ fn unreadable_schemas_and_values_are_data_errors() {
             r##"{"type":"object","properties":{"next":{"$ref":"#"}}}"##,
             "JSON schema references nest deeper than 64",
         ),
-        (r#"{"allOf":[{"type":"string"}]}"#, "Unsupported criterion allOf"),
-        (r#"{"type":"null"}"#, "Unsupported schema type org.everit.json.schema.NullSchema"),
-        (r#"{"type":"integer","connect.type":"int128"}"#, "Unsupported type int128"),
+        (
+            r#"{"allOf":[{"type":"string"}]}"#,
+            "Unsupported criterion allOf",
+        ),
+        (
+            r#"{"type":"null"}"#,
+            "Unsupported schema type org.everit.json.schema.NullSchema",
+        ),
+        (
+            r#"{"type":"integer","connect.type":"int128"}"#,
+            "Unsupported type int128",
+        ),
     ] {
         let error = data.to_connect_schema(text, None).unwrap_err();
         assert!(error.0.starts_with(expected), "{text}: {error}");
     }
     let schema = Arc::new(Schema::new(Type::Struct).field("a", prim(Type::Int32)));
     for (value, expected) in [
-        ("[1]", "Structs should be encoded as JSON objects, but found ARRAY"),
+        (
+            "[1]",
+            "Structs should be encoded as JSON objects, but found ARRAY",
+        ),
         ("null", "Invalid null value for required STRUCT field"),
     ] {
         let node = jackson::read_tree(value.as_bytes()).unwrap();
-        let error = data.to_connect_data(Some(&schema), Some(&node)).unwrap_err();
+        let error = data
+            .to_connect_data(Some(&schema), Some(&node))
+            .unwrap_err();
         assert_eq!(error.0, expected);
     }
     let map = Arc::new(Schema::map(prim(Type::Int32), prim(Type::Int32)));
@@ -731,7 +774,10 @@ fn bad_bytes_are_data_errors_before_the_registry_is_asked() {
              orders: Unknown magic byte!"
         );
     }
-    assert_eq!(converter.to_connect("orders", None), Ok((None, Value::Null)));
+    assert_eq!(
+        converter.to_connect("orders", None),
+        Ok((None, Value::Null))
+    );
     assert_eq!(
         converter.from_connect("orders", None, &Value::Null),
         Ok(None)
