@@ -27,9 +27,10 @@
 //! (Connect schemas here are immutable trees), `generalized.sum.type.support` and
 //! `preserve.additional.properties` (refused when configured; see [`JsonSchemaDataConfig`]).
 //!
-//! Limits: `$ref` chains are followed at most [`REFERENCE_DEPTH_MAX`] deep, so a schema
-//! referring to itself is refused rather than followed forever; JSON nesting is bounded by
-//! the Jackson reader ([`super::jackson::NESTING_DEPTH_MAX`]).
+//! Limits: schemas are read at most [`SCHEMA_DEPTH_MAX`] deep, `$ref`s followed included,
+//! so a schema referring to itself is refused rather than followed forever and no
+//! document exhausts the stack; JSON nesting is bounded by the Jackson reader
+//! ([`super::jackson::NESTING_DEPTH_MAX`]). Data follows its schema, so it nests no deeper.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -69,8 +70,10 @@ const CONNECT_INDEX: &str = "connect.index";
 const KEY_FIELD: &str = "key";
 const VALUE_FIELD: &str = "value";
 
-/// How deep `$ref`s are followed (a self-referring schema hits it).
-pub const REFERENCE_DEPTH_MAX: usize = 64;
+/// How deep schemas nest when read, `$ref`s followed included: a self-referring schema
+/// hits it, and so does a document nested deep enough to exhaust a thread's stack
+/// (each level is a few recursive calls).
+pub const SCHEMA_DEPTH_MAX: usize = 128;
 
 /// `JsonSchemaDataConfig`'s settings (with `AbstractDataConfig`'s).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -890,8 +893,13 @@ impl SchemaReader<'_> {
         node: &JsonNode,
         version: Option<i32>,
         force_optional: bool,
-        references_followed: usize,
+        depth: usize,
     ) -> Result<Schema, DataError> {
+        if depth >= SCHEMA_DEPTH_MAX {
+            return Err(too_deep());
+        }
+        // Every schema read from here is one level deeper, a referenced one included.
+        let depth = depth + 1;
         let members = match node {
             JsonNode::Object(members) => members,
             JsonNode::Boolean(_) => return Err(unsupported("org.everit.json.schema.TrueSchema")),
@@ -904,14 +912,8 @@ impl SchemaReader<'_> {
         };
         let get = |name: &str| node.get(name);
         if let Some(reference) = get("$ref") {
-            if references_followed >= REFERENCE_DEPTH_MAX {
-                return Err(DataError(format!(
-                    "JSON schema references nest deeper than {REFERENCE_DEPTH_MAX} (a recursive \
-                     schema?); recursive schemas are not supported"
-                )));
-            }
             let target = self.resolve(reference)?;
-            return self.read(target, version, force_optional, references_followed + 1);
+            return self.read(target, version, force_optional, depth);
         }
         // A list of types is everit's anyOf of one schema per type.
         if let Some(JsonNode::Array(types)) = get("type") {
@@ -927,17 +929,11 @@ impl SchemaReader<'_> {
                     JsonNode::Object(single)
                 })
                 .collect::<Vec<_>>();
-            return self.read_union(&choices, node, version, force_optional, references_followed);
+            return self.read_union(&choices, node, version, force_optional, depth);
         }
         for criterion in ["oneOf", "anyOf"] {
             if let Some(JsonNode::Array(choices)) = get(criterion) {
-                return self.read_union(
-                    choices,
-                    node,
-                    version,
-                    force_optional,
-                    references_followed,
-                );
+                return self.read_union(choices, node, version, force_optional, depth);
             }
         }
         if get("allOf").is_some() {
@@ -989,8 +985,8 @@ impl SchemaReader<'_> {
                 }
                 "string" if connect_type == Some("bytes") => Schema::new(Type::Bytes),
                 "string" => Schema::new(Type::String),
-                "array" => self.read_array(node, references_followed)?,
-                "object" => self.read_object(node, connect_type, references_followed)?,
+                "array" => self.read_array(node, depth)?,
+                "object" => self.read_object(node, connect_type, depth)?,
                 "null" => return Err(unsupported("org.everit.json.schema.NullSchema")),
                 other => {
                     return Err(DataError(format!(
@@ -1011,16 +1007,16 @@ impl SchemaReader<'_> {
         node: &JsonNode,
         version: Option<i32>,
         force_optional: bool,
-        references_followed: usize,
+        depth: usize,
     ) -> Result<Schema, DataError> {
         if choices.len() == 1 && self.data.config.flatten_singleton_unions {
-            return self.read(&choices[0], None, false, references_followed);
+            return self.read(&choices[0], None, false, depth);
         }
         if choices.len() == 2
             && let Some(null_at) = choices.iter().position(is_null_schema)
         {
             let other = &choices[1 - null_at];
-            return self.read(other, version, true, references_followed);
+            return self.read(other, version, true, depth);
         }
         let mut schema = Schema::new(Type::Struct).named(JSON_TYPE_ONE_OF);
         let mut index = 0;
@@ -1028,7 +1024,7 @@ impl SchemaReader<'_> {
             if is_null_schema(choice) {
                 schema.optional = true;
             } else {
-                let field = self.read(choice, None, true, references_followed)?;
+                let field = self.read(choice, None, true, depth)?;
                 schema = schema.field(format!("{JSON_TYPE_ONE_OF}.field.{index}"), field);
                 index += 1;
             }
@@ -1037,7 +1033,7 @@ impl SchemaReader<'_> {
         Ok(schema)
     }
 
-    fn read_array(&self, node: &JsonNode, references_followed: usize) -> Result<Schema, DataError> {
+    fn read_array(&self, node: &JsonNode, depth: usize) -> Result<Schema, DataError> {
         let Some(items) = node
             .get("items")
             .filter(|items| matches!(items, JsonNode::Object(_)))
@@ -1046,7 +1042,7 @@ impl SchemaReader<'_> {
                 "Array schema did not specify the items type".into(),
             ));
         };
-        let items = self.dereference(items, references_followed)?;
+        let items = self.dereference(items, depth)?;
         let is_map = node.get(CONNECT_TYPE).and_then(JsonNode::text_value) == Some("map");
         if is_map && items.get("properties").is_some() {
             let properties = items.get("properties").expect("checked above");
@@ -1055,23 +1051,18 @@ impl SchemaReader<'_> {
                     DataError(format!("Map entry schema has no \"{name}\" property"))
                 })
             };
-            let key = self.read(entry(KEY_FIELD)?, None, false, references_followed)?;
-            let value = self.read(entry(VALUE_FIELD)?, None, false, references_followed)?;
+            let key = self.read(entry(KEY_FIELD)?, None, false, depth)?;
+            let value = self.read(entry(VALUE_FIELD)?, None, false, depth)?;
             return Ok(Schema::map(key, value));
         }
-        Ok(Schema::array(self.read(
-            items,
-            None,
-            false,
-            references_followed,
-        )?))
+        Ok(Schema::array(self.read(items, None, false, depth)?))
     }
 
     fn read_object(
         &self,
         node: &JsonNode,
         connect_type: Option<&str>,
-        references_followed: usize,
+        depth: usize,
     ) -> Result<Schema, DataError> {
         if connect_type == Some("map") {
             let Some(values) = node
@@ -1082,7 +1073,7 @@ impl SchemaReader<'_> {
                     "Map schema did not specify the additionalProperties type".into(),
                 ));
             };
-            let values = self.read(values, None, false, references_followed)?;
+            let values = self.read(values, None, false, depth)?;
             return Ok(Schema::map(Schema::new(Type::String), values));
         }
         let properties: Vec<(String, &JsonNode)> = match node.get("properties") {
@@ -1116,7 +1107,7 @@ impl SchemaReader<'_> {
         for (name, property) in by_index.into_values() {
             let optional =
                 self.data.config.use_optional_for_nonrequired && !required.contains(&name.as_str());
-            let field = self.read(property, None, optional, references_followed)?;
+            let field = self.read(property, None, optional, depth)?;
             schema = schema.field(name, field);
         }
         Ok(schema)
@@ -1126,18 +1117,16 @@ impl SchemaReader<'_> {
     fn dereference<'n>(
         &'n self,
         node: &'n JsonNode,
-        references_followed: usize,
+        depth: usize,
     ) -> Result<&'n JsonNode, DataError> {
         let mut node = node;
-        for _ in references_followed..REFERENCE_DEPTH_MAX {
+        for _ in depth..SCHEMA_DEPTH_MAX {
             match node.get("$ref") {
                 Some(reference) => node = self.resolve(reference)?,
                 None => return Ok(node),
             }
         }
-        Err(DataError(format!(
-            "JSON schema references nest deeper than {REFERENCE_DEPTH_MAX}"
-        )))
+        Err(too_deep())
     }
 
     /// A `$ref` within the document: `#` or a JSON pointer after `#`.
@@ -1212,6 +1201,13 @@ impl SchemaReader<'_> {
         }
         Ok(())
     }
+}
+
+fn too_deep() -> DataError {
+    DataError(format!(
+        "JSON schema nests deeper than {SCHEMA_DEPTH_MAX} schemas (a recursive schema?); \
+         recursive schemas are not supported"
+    ))
 }
 
 fn unsupported(class: &str) -> DataError {

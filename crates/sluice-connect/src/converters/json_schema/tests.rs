@@ -8,7 +8,9 @@ use std::sync::Arc;
 use super::*;
 use crate::Props;
 use crate::converters::DecimalFormat;
-use crate::converters::json_schema_data::{JSON_TYPE_ENUM, JSON_TYPE_ONE_OF, java_hash_map_order};
+use crate::converters::json_schema_data::{
+    JSON_TYPE_ENUM, JSON_TYPE_ONE_OF, SCHEMA_DEPTH_MAX, java_hash_map_order,
+};
 use crate::data::{Schema, Struct, Type};
 
 fn prim(ty: Type) -> Schema {
@@ -645,7 +647,7 @@ fn unreadable_schemas_and_values_are_data_errors() {
         ),
         (
             r##"{"type":"object","properties":{"next":{"$ref":"#"}}}"##,
-            "JSON schema references nest deeper than 64",
+            "JSON schema nests deeper than 128 schemas",
         ),
         (
             r#"{"allOf":[{"type":"string"}]}"#,
@@ -816,4 +818,122 @@ fn an_unreachable_registry_is_a_network_error() {
             .starts_with("Network connection error while deserializing data for topic orders: "),
         "{error}"
     );
+}
+
+#[test]
+fn deeply_nested_schemas_read_and_write_without_exhausting_the_stack() {
+    // As deep as a schema may nest: arrays of arrays down to a string.
+    let depth = SCHEMA_DEPTH_MAX - 1;
+    let text = format!(
+        "{}{{\"type\":\"string\"}}{}",
+        r#"{"type":"array","items":"#.repeat(depth),
+        "}".repeat(depth)
+    );
+    let data = data();
+    let schema = data.to_connect_schema(&text, None).unwrap();
+    assert_eq!(data.schema_text(&schema).unwrap(), text);
+    let value = (0..depth).fold(Value::String("x".into()), |v, _| Value::Array(vec![v]));
+    let written = json(&data, &schema, &value);
+    let node = jackson::read_tree(written.as_bytes()).unwrap();
+    assert_eq!(
+        data.to_connect_data(Some(&schema), Some(&node)).unwrap(),
+        value
+    );
+    // One more is refused.
+    let deeper = format!(r#"{{"type":"array","items":{text}}}"#);
+    assert_eq!(
+        data.to_connect_schema(&deeper, None).unwrap_err().0,
+        "JSON schema nests deeper than 128 schemas (a recursive schema?); recursive schemas are \
+         not supported"
+    );
+}
+
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// JSON built from the keywords and values the schema reader looks at, so random
+    /// documents reach its branches rather than stopping at the first unknown key.
+    fn json_text() -> impl Strategy<Value = String> {
+        let words = prop::sample::select(vec![
+            "type",
+            "properties",
+            "items",
+            "oneOf",
+            "anyOf",
+            "allOf",
+            "$ref",
+            "enum",
+            "const",
+            "connect.type",
+            "connect.index",
+            "connect.version",
+            "connect.parameters",
+            "default",
+            "title",
+            "required",
+            "additionalProperties",
+            "object",
+            "array",
+            "string",
+            "integer",
+            "number",
+            "boolean",
+            "null",
+            "map",
+            "bytes",
+            "int8",
+            "float32",
+            "#",
+            "#/definitions/a",
+            "definitions",
+            "a",
+            "key",
+            "value",
+        ]);
+        let leaf = prop_oneof![
+            words
+                .clone()
+                .prop_map(|w| serde_json::Value::String(w.to_string())),
+            any::<i64>().prop_map(serde_json::Value::from),
+            any::<bool>().prop_map(serde_json::Value::Bool),
+            Just(serde_json::Value::Null),
+            (-1e6f64..1e6).prop_map(serde_json::Value::from),
+        ];
+        leaf.prop_recursive(6, 64, 6, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::Array),
+                prop::collection::vec((words.clone(), inner), 0..5).prop_map(|members| {
+                    serde_json::Value::Object(
+                        members
+                            .into_iter()
+                            .map(|(k, v)| (k.to_string(), v))
+                            .collect(),
+                    )
+                }),
+            ]
+        })
+        .prop_map(|v| v.to_string())
+    }
+
+    proptest! {
+        /// Any document is a schema or a DataError; any schema read generates a text that
+        /// reads back to the same Connect schema; any value is Connect data or an error.
+        #[test]
+        fn no_schema_or_value_panics(schema in json_text(), value in json_text()) {
+            let data = data();
+            if let Ok(connect) = data.to_connect_schema(&schema, None) {
+                let text = data.schema_text(&connect);
+                if let Ok(text) = text {
+                    let again = data.to_connect_schema(&text, None).unwrap();
+                    prop_assert_eq!(&*again, &*connect);
+                }
+                let node = jackson::read_tree(value.as_bytes()).unwrap();
+                if let Ok(read) = data.to_connect_data(Some(&connect), Some(&node)) {
+                    let _ = data.from_connect_data(Some(&connect), &read);
+                }
+            }
+        }
+    }
 }
