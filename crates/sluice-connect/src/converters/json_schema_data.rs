@@ -915,14 +915,18 @@ impl SchemaReader<'_> {
             let target = self.resolve(reference)?;
             return self.read(target, version, force_optional, depth);
         }
-        // A list of types is everit's anyOf of one schema per type.
+        // A list of types is everit's anyOf of one schema per type: each takes the
+        // type's own keywords, the anyOf the ones every schema has (title, description,
+        // default), which an optional schema then drops as Confluent's converter does.
         if let Some(JsonNode::Array(types)) = get("type") {
             let choices = types
                 .iter()
                 .map(|ty| {
                     let mut single: Vec<(String, JsonNode)> = members
                         .iter()
-                        .filter(|(name, _)| name != "type")
+                        .filter(|(name, _)| {
+                            !matches!(name.as_str(), "type" | "title" | "description" | "default")
+                        })
                         .cloned()
                         .collect();
                     single.insert(0, ("type".into(), ty.clone()));
@@ -1188,10 +1192,7 @@ impl SchemaReader<'_> {
         }
         if let Some(default) = node.get("default") {
             let built: SchemaRef = Arc::new(schema.clone());
-            let value = self
-                .data
-                .to_connect_data(Some(&built), Some(default))
-                .map_err(|e| with_cause("Invalid default value", e))?;
+            let value = self.data.to_connect_data(Some(&built), Some(default))?;
             if !value.is_null() {
                 schema.default = Some(value);
             }

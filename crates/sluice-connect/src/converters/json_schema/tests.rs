@@ -507,7 +507,8 @@ const PYTHON_SCHEMA: &str = r##"{
     "tags": {"type": "array", "items": {"type": "string"}},
     "address": {"$ref": "#/definitions/Address"},
     "nickname": {"oneOf": [{"type": "null"}, {"type": "string"}]},
-    "email": {"type": ["string", "null"]},
+    "email": {"type": ["string", "null"], "default": null},
+    "country": {"type": "string", "default": "NO"},
     "home": {"$ref": "#/$defs/Home"}
   },
   "required": ["name", "age"],
@@ -527,7 +528,7 @@ fn schemas_written_by_others_read_as_confluent_reads_them() {
     // Fields in java.util.HashMap order of the names (no connect.index to say otherwise).
     let names: Vec<&str> = schema.fields.iter().map(|f| f.name.as_str()).collect();
     let mut expected: Vec<String> = [
-        "name", "age", "score", "active", "tags", "address", "nickname", "email", "home",
+        "name", "age", "score", "active", "tags", "address", "nickname", "email", "country", "home",
     ]
     .iter()
     .map(|n| n.to_string())
@@ -545,6 +546,10 @@ fn schemas_written_by_others_read_as_confluent_reads_them() {
     assert_eq!(*field("tags"), Schema::array(prim(Type::String)));
     assert_eq!(*field("nickname"), prim(Type::String).optional());
     assert_eq!(*field("email"), prim(Type::String).optional());
+    assert_eq!(
+        *field("country"),
+        prim(Type::String).with_default(Value::String("NO".into()))
+    );
     let address = field("address");
     assert_eq!(address.ty, Type::Struct);
     assert_eq!(*address.get_field("zip").unwrap().schema, prim(Type::Int64));
@@ -564,6 +569,8 @@ fn schemas_written_by_others_read_as_confluent_reads_them() {
     assert_eq!(person.get("nickname"), Some(&Value::Null));
     // Absent, and not required by Connect's reading: null, as Confluent's converter leaves it.
     assert_eq!(person.get("home"), Some(&Value::Null));
+    // Absent with a default: the default.
+    assert_eq!(person.get("country"), Some(&Value::String("NO".into())));
 
     // use.optional.for.nonrequired: only name and age stay required.
     let optional = JsonSchemaData::new(JsonSchemaDataConfig {
