@@ -71,6 +71,31 @@ fn get(url: &str, path: &str) -> String {
     .unwrap()
 }
 
+/// Registers a JSON schema under `subject` as another client would; answers its id.
+fn register(url: &str, subject: &str, schema: &str) -> i32 {
+    let url = format!("{url}/subjects/{subject}/versions");
+    let body = serde_json::json!({"schema": schema, "schemaType": "JSON"});
+    let answer: serde_json::Value = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let response = reqwest::Client::new()
+                .post(url)
+                .header("Content-Type", "application/vnd.schemaregistry.v1+json")
+                .body(body.to_string())
+                .send()
+                .await
+                .unwrap();
+            response.json().await.unwrap()
+        })
+    })
+    .join()
+    .unwrap();
+    i32::try_from(answer["id"].as_i64().expect("an id")).unwrap()
+}
+
 fn id_of(bytes: &[u8]) -> i32 {
     assert_eq!(bytes[0], 0, "the magic byte");
     i32::from_be_bytes(bytes[1..5].try_into().unwrap())
@@ -197,6 +222,36 @@ fn round_trip_through_the_registry() {
     assert_eq!(
         lenient.as_struct().unwrap().get("id"),
         Some(&Value::Int64(0))
+    );
+
+    // Writing with a latest schema the value does not match (the compatibility check
+    // off): written as is, unless json.fail.invalid.schema checks it.
+    let foreign = register(
+        &url,
+        "strict-value",
+        r#"{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}"#,
+    );
+    let mut unchecked = vec![
+        ("auto.register.schemas", "false"),
+        ("use.latest.version", "true"),
+        ("latest.compatibility.strict", "false"),
+    ];
+    let written = json_schema(&url, &unchecked, false)
+        .from_connect("strict", Some(&schema), &an_order(None))
+        .unwrap()
+        .unwrap();
+    assert_eq!(id_of(&written), foreign);
+    unchecked.push(("json.fail.invalid.schema", "true"));
+    let error = json_schema(&url, &unchecked, false)
+        .from_connect("strict", Some(&schema), &an_order(None))
+        .unwrap_err()
+        .0;
+    assert!(
+        error.starts_with(
+            "Converting Kafka Connect data to byte[] failed due to serialization error of topic \
+             strict: Error serializing JSON message: Validation error in JSON, Error report:\n"
+        ),
+        "{error}"
     );
 
     // An Avro schema's id is refused, as is an unknown id and bytes without the magic

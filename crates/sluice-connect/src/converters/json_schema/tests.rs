@@ -944,3 +944,57 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn ignore_default_for_nullables_writes_null() {
+    // JsonSchemaDataTest.testFromConnectRecordIgnoreDefaultForNullables.
+    let data = JsonSchemaData::new(JsonSchemaDataConfig {
+        ignore_default_for_nullables: true,
+        ..JsonSchemaDataConfig::default()
+    });
+    let schema = Arc::new(
+        Schema::new(Type::Struct)
+            .named("Record")
+            .field("int8", prim(Type::Int8))
+            .field(
+                "string",
+                prim(Type::String)
+                    .optional()
+                    .with_default(Value::String("default-string".into())),
+            ),
+    );
+    assert_eq!(
+        data.schema_text(&schema).unwrap(),
+        concat!(
+            r#"{"type":"object","title":"Record","properties":{"#,
+            r#""string":{"connect.index":1,"oneOf":[{"type":"null"},"#,
+            r#"{"type":"string","default":"default-string"}]},"#,
+            r#""int8":{"type":"integer","connect.index":0,"connect.type":"int8"}}}"#
+        )
+    );
+    let mut value = Struct::new(Arc::clone(&schema));
+    value.put("int8", Value::Int8(12)).unwrap();
+    let value = Value::Struct(value);
+    assert_eq!(json(&data, &schema, &value), r#"{"int8":12,"string":null}"#);
+    // By default the null field is written as its default.
+    assert_eq!(
+        json(&JsonSchemaData::default(), &schema, &value),
+        r#"{"int8":12,"string":"default-string"}"#
+    );
+}
+
+#[test]
+fn a_singleton_union_is_flattened_unless_configured_otherwise() {
+    // JsonSchemaDataTest.testToConnectSingletonUnion.
+    let text = r#"{"oneOf":[{"type":"string"}]}"#;
+    let (schema, value) = read(&data(), text, r#""bar""#);
+    assert_eq!(*schema, prim(Type::String));
+    assert_eq!(value, Value::String("bar".into()));
+    let kept = JsonSchemaData::new(JsonSchemaDataConfig {
+        flatten_singleton_unions: false,
+        ..JsonSchemaDataConfig::default()
+    });
+    let (schema, _) = read(&kept, text, r#""bar""#);
+    assert_eq!(schema.name.as_deref(), Some(JSON_TYPE_ONE_OF));
+    assert_eq!(schema.fields.len(), 1);
+}
