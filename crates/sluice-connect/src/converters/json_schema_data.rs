@@ -35,6 +35,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+
 use super::Settings;
 use super::jackson::{self, JsonNode};
 use super::json::{DecimalFormat, logical_to_connect, logical_to_json};
@@ -177,10 +180,6 @@ pub struct JsonSchemaData {
 impl JsonSchemaData {
     pub fn new(config: JsonSchemaDataConfig) -> JsonSchemaData {
         JsonSchemaData { config }
-    }
-
-    pub fn config(&self) -> &JsonSchemaDataConfig {
-        &self.config
     }
 
     /// The JSON Schema text Confluent's converter registers for `schema`.
@@ -779,11 +778,7 @@ fn index_node(index: usize) -> JsonNode {
 /// numbers as Jackson reads the printed schema back (`BigDecimal` for fractions).
 fn schema_default(node: JsonNode) -> JsonNode {
     match node {
-        JsonNode::Binary(bytes) => JsonNode::Text(
-            jackson::write_string(&JsonNode::Binary(bytes))
-                .trim_matches('"')
-                .to_string(),
-        ),
+        JsonNode::Binary(bytes) => JsonNode::Text(STANDARD.encode(bytes)),
         JsonNode::Array(elements) => {
             JsonNode::Array(elements.into_iter().map(schema_default).collect())
         }
