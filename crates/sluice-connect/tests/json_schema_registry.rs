@@ -289,7 +289,7 @@ fn round_trip_through_the_registry() {
     assert_eq!(
         reader.to_connect("orders", Some(b"{}")).unwrap_err().0,
         "Converting byte[] to Kafka Connect data failed due to serialization error of topic \
-         orders: Unknown magic byte!"
+         orders: Error deserializing JSON message for id -1: Unknown magic byte!"
     );
     // A truncated payload is an error, not a panic.
     let truncated = &bytes[..bytes.len() - 3];

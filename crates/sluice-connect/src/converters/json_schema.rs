@@ -40,7 +40,7 @@ use sluice_registry::client::{
     ClientError, Schema as RegistrySchema, SchemaRegistryClient, SchemaType,
 };
 use sluice_registry::json_schema::JsonSchema as RegistryJsonSchema;
-use sluice_registry::serde::wire::{read_header, write_header};
+use sluice_registry::serde::wire::{WireFormatError, read_header, write_header};
 
 use super::jackson::{self, JsonNode};
 use super::json_schema_data::{JsonSchemaData, JsonSchemaDataConfig};
@@ -433,8 +433,19 @@ impl Converter for JsonSchemaConverter {
         let Some(bytes) = bytes else {
             return Ok((None, Value::Null));
         };
-        let (id, payload) =
-            read_header(bytes).map_err(|_| deserialize_failure(topic, "Unknown magic byte!"))?;
+        let (id, payload) = read_header(bytes).map_err(|e| {
+            // The frame is read inside the deserializer's try, before an id is known
+            // (Confluent 7's deserializer; 8's also takes magic byte 1 with a schema
+            // GUID, which this converter does not).
+            let cause = match e {
+                WireFormatError::UnknownMagicByte(_) => "Unknown magic byte!",
+                _ => "java.nio.BufferUnderflowException",
+            };
+            deserialize_failure(
+                topic,
+                with_cause("Error deserializing JSON message for id -1", cause),
+            )
+        })?;
         let read = self.reader(topic, id)?;
         let failure = |cause: String| {
             deserialize_failure(

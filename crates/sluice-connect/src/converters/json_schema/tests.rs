@@ -775,12 +775,18 @@ fn converter(url: &str) -> JsonSchemaConverter {
 fn bad_bytes_are_data_errors_before_the_registry_is_asked() {
     // Nothing listens on port 9: a registry call would be a network error instead.
     let converter = converter("http://127.0.0.1:9");
-    for bytes in [&[][..], &[1, 0, 0, 0, 1, b'{'][..], &[0, 0, 0][..]] {
+    for (bytes, cause) in [
+        (&[][..], "java.nio.BufferUnderflowException"),
+        (&[1, 0, 0, 0, 1, b'{'][..], "Unknown magic byte!"),
+        (&[0, 0, 0][..], "java.nio.BufferUnderflowException"),
+    ] {
         let error = converter.to_connect("orders", Some(bytes)).unwrap_err();
         assert_eq!(
             error.0,
-            "Converting byte[] to Kafka Connect data failed due to serialization error of topic \
-             orders: Unknown magic byte!"
+            format!(
+                "Converting byte[] to Kafka Connect data failed due to serialization error of \
+                 topic orders: Error deserializing JSON message for id -1: {cause}"
+            )
         );
     }
     assert_eq!(
