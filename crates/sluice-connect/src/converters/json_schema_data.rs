@@ -20,12 +20,15 @@
 //! `connect.index`, else in the `HashMap` order of the property names), `oneOf`/`anyOf`
 //! of `null` and one schema an optional schema, a list of types (`["string", "null"]`)
 //! as everit reads it (an `anyOf`), `enum`/`const` a string with Confluent's enum
-//! parameters, other `oneOf`/`anyOf` a `io.confluent.connect.json.OneOf` struct, and
+//! parameters, other `oneOf`/`anyOf` a `io.confluent.connect.json.OneOf` struct, `allOf`
+//! (and keywords everit splits into a synthetic `allOf`, such as `type` beside `const`)
+//! a struct of every property its members declare or the one member Confluent picks, and
 //! `$ref` to a JSON pointer within the document (`#/definitions/...`, `#/$defs/...`).
 //!
-//! What it is not: `allOf`, references to other registered schemas, recursive schemas
-//! (Connect schemas here are immutable trees), `generalized.sum.type.support` and
-//! `preserve.additional.properties` (refused when configured; see [`JsonSchemaDataConfig`]).
+//! What it is not: references to other registered schemas, recursive schemas (Connect
+//! schemas here are immutable trees), `{}` (Confluent's Variant), `not` and
+//! `if`/`then`/`else`, `generalized.sum.type.support` and `preserve.additional.properties`
+//! (refused when configured; see [`JsonSchemaDataConfig`]).
 //!
 //! Limits: schemas are read at most [`SCHEMA_DEPTH_MAX`] deep, `$ref`s followed included,
 //! so a schema referring to itself is refused rather than followed forever and no
@@ -930,40 +933,26 @@ impl SchemaReader<'_> {
                 .collect::<Vec<_>>();
             return self.read_union(&choices, node, version, force_optional, depth);
         }
-        for criterion in ["oneOf", "anyOf"] {
-            if let Some(JsonNode::Array(choices)) = get(criterion) {
+        let parts = parts_of(node)?;
+        if parts.len() > 1 {
+            // everit's synthetic allOf of what the keywords describe.
+            let subschemas = part_nodes(node, &parts);
+            return self.read_all_of(&subschemas, node, version, force_optional, depth);
+        }
+        let Some(part) = parts.first() else {
+            return Err(unsupported("org.everit.json.schema.EmptySchema"));
+        };
+        let connect_type = get(CONNECT_TYPE).and_then(JsonNode::text_value);
+        let mut schema = match *part {
+            Part::AllOf(subschemas) => {
+                return self.read_all_of(subschemas, node, version, force_optional, depth);
+            }
+            Part::AnyOf(choices) | Part::OneOf(choices) => {
                 return self.read_union(choices, node, version, force_optional, depth);
             }
-        }
-        if get("allOf").is_some() {
-            return Err(DataError(
-                "Unsupported criterion allOf: JSON schemas with allOf are not supported by this \
-                 converter"
-                    .into(),
-            ));
-        }
-        let connect_type = get(CONNECT_TYPE).and_then(JsonNode::text_value);
-        let mut schema = if let Some(symbols) = get("enum") {
-            enum_schema(&symbols.elements().into_iter().cloned().collect::<Vec<_>>())
-        } else if let Some(constant) = get("const") {
-            enum_schema(std::slice::from_ref(constant))
-        } else {
-            let type_name = match get("type") {
-                Some(JsonNode::Text(name)) => name.as_str(),
-                Some(other) => {
-                    return Err(DataError(format!(
-                        "Invalid JSON schema: type must be a string or an array, found {}",
-                        other.node_type()
-                    )));
-                }
-                // everit infers the type from the keywords present.
-                None if get("properties").is_some() || get("additionalProperties").is_some() => {
-                    "object"
-                }
-                None if get("items").is_some() => "array",
-                None => return Err(unsupported("org.everit.json.schema.EmptySchema")),
-            };
-            match type_name {
+            Part::Enum(symbols) => enum_schema(symbols),
+            Part::Const(constant) => enum_schema(std::slice::from_ref(constant)),
+            Part::Typed(type_name) => match type_name {
                 "boolean" => Schema::new(Type::Boolean),
                 "integer" | "number" => {
                     let ty = match connect_type {
@@ -992,7 +981,7 @@ impl SchemaReader<'_> {
                         "Invalid JSON schema: unknown type \"{other}\""
                     )));
                 }
-            }
+            },
         };
         self.finish(&mut schema, node, version, force_optional)?;
         Ok(schema)
@@ -1030,6 +1019,143 @@ impl SchemaReader<'_> {
         }
         self.finish(&mut schema, node, version, force_optional)?;
         Ok(schema)
+    }
+
+    /// `allOf` (or everit's synthetic one): a struct of every property its object
+    /// subschemas declare, followed through `$ref`s and nested `allOf`s; without
+    /// properties, the one subschema Confluent's converter picks (a combined one, else a
+    /// string or number beside a `const` or `enum`, else a string, else a reference).
+    /// Like Confluent's, the result carries none of the `allOf`'s own title, description
+    /// or version.
+    fn read_all_of(
+        &self,
+        subschemas: &[JsonNode],
+        node: &JsonNode,
+        version: Option<i32>,
+        force_optional: bool,
+        depth: usize,
+    ) -> Result<Schema, DataError> {
+        let mut properties: Vec<(String, JsonNode)> = Vec::new();
+        let mut required: Vec<(String, bool)> = Vec::new();
+        let (mut constant, mut symbols, mut number, mut string, mut combined, mut reference) =
+            (None, None, None, None, None, None);
+        for subschema in subschemas {
+            if subschema.get("$ref").is_some() {
+                reference = Some(subschema);
+            } else if matches!(subschema.get("type"), Some(JsonNode::Array(_))) {
+                combined = Some(subschema);
+            } else {
+                let parts = parts_of(subschema)?;
+                match parts.as_slice() {
+                    [Part::Const(_)] => constant = Some(subschema),
+                    [Part::Enum(_)] => symbols = Some(subschema),
+                    [Part::Typed("integer" | "number")] => number = Some(subschema),
+                    [Part::Typed("string")] => string = Some(subschema),
+                    [Part::AllOf(_) | Part::AnyOf(_) | Part::OneOf(_)] => {
+                        combined = Some(subschema)
+                    }
+                    [_, _, ..] => combined = Some(subschema),
+                    _ => {}
+                }
+            }
+            self.collect_properties(subschema, &mut properties, &mut required, depth)?;
+        }
+        if !properties.is_empty() {
+            let mut schema = Schema::new(Type::Struct);
+            for (name, property) in properties {
+                let is_required = required.iter().any(|(n, required)| *n == name && *required);
+                let optional = self.data.config.use_optional_for_nonrequired && !is_required;
+                let field = self.read(&property, None, optional, depth)?;
+                schema = schema.field(name, field);
+            }
+            schema.optional |= force_optional;
+            return Ok(schema);
+        }
+        let chosen = if combined.is_some() {
+            combined
+        } else if constant.is_some() {
+            string.or(number)
+        } else if symbols.is_some() {
+            if string.is_some() { symbols } else { number }
+        } else if string.is_some() {
+            number.or(string)
+        } else {
+            reference
+        };
+        match chosen {
+            Some(subschema) => self.read(subschema, version, force_optional, depth),
+            None => Err(DataError(format!(
+                "Unsupported criterion allOf for {}",
+                jackson::write_string(node)
+            ))),
+        }
+    }
+
+    /// The properties (and whether each is required) an `allOf` member declares
+    /// (`collectPropertySchemas`): an object's, a reference's target's, a nested `allOf`'s
+    /// members'. A later declaration of a name keeps the first one's place.
+    fn collect_properties(
+        &self,
+        subschema: &JsonNode,
+        properties: &mut Vec<(String, JsonNode)>,
+        required: &mut Vec<(String, bool)>,
+        depth: usize,
+    ) -> Result<(), DataError> {
+        if depth >= SCHEMA_DEPTH_MAX {
+            return Err(too_deep());
+        }
+        if let Some(reference) = subschema.get("$ref") {
+            let target = self.resolve(reference)?;
+            return self.collect_properties(target, properties, required, depth + 1);
+        }
+        if matches!(subschema.get("type"), Some(JsonNode::Array(_))) {
+            return Ok(());
+        }
+        let parts = parts_of(subschema)?;
+        if parts.len() > 1 {
+            for part in part_nodes(subschema, &parts) {
+                self.collect_properties(&part, properties, required, depth + 1)?;
+            }
+            return Ok(());
+        }
+        match parts.first() {
+            Some(Part::AllOf(members)) => {
+                for member in *members {
+                    self.collect_properties(member, properties, required, depth + 1)?;
+                }
+            }
+            Some(Part::Typed("object")) => {
+                let declared: Vec<(String, &JsonNode)> = match subschema.get("properties") {
+                    Some(JsonNode::Object(members)) => {
+                        members.iter().map(|(n, s)| (n.clone(), s)).collect()
+                    }
+                    _ => Vec::new(),
+                };
+                let required_names: Vec<&str> = subschema
+                    .get("required")
+                    .map(|r| {
+                        r.elements()
+                            .into_iter()
+                            .filter_map(JsonNode::text_value)
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let capacity = grown_capacity(declared.len());
+                for (name, schema) in java_hash_map_order(declared, capacity) {
+                    let is_required = required_names.contains(&name.as_str());
+                    match properties.iter_mut().find(|(n, _)| *n == name) {
+                        Some(existing) => existing.1 = schema.clone(),
+                        None => properties.push((name.clone(), schema.clone())),
+                    }
+                    match required.iter_mut().find(|(n, _)| *n == name) {
+                        Some(existing) => existing.1 = is_required,
+                        None => required.push((name, is_required)),
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(())
     }
 
     fn read_array(&self, node: &JsonNode, depth: usize) -> Result<Schema, DataError> {
@@ -1197,6 +1323,148 @@ impl SchemaReader<'_> {
         }
         Ok(())
     }
+}
+
+/// One schema everit extracts from a schema object's keywords, in its extractors' order
+/// (enum, the combining keywords, const, the type, types sniffed from keywords). More
+/// than one make a synthetic `allOf`.
+#[derive(Debug, Clone, Copy)]
+enum Part<'a> {
+    Enum(&'a [JsonNode]),
+    AllOf(&'a [JsonNode]),
+    AnyOf(&'a [JsonNode]),
+    OneOf(&'a [JsonNode]),
+    Const(&'a JsonNode),
+    /// A type, named or sniffed (`properties` makes an object, `minLength` a string).
+    Typed(&'a str),
+}
+
+/// Keywords only one type has, by the type everit infers from them without `type`.
+const SNIFFED_TYPES: [(&str, &[&str]); 4] = [
+    (
+        "object",
+        &[
+            "properties",
+            "additionalProperties",
+            "required",
+            "minProperties",
+            "maxProperties",
+            "dependencies",
+            "patternProperties",
+            "propertyNames",
+        ],
+    ),
+    (
+        "array",
+        &[
+            "items",
+            "additionalItems",
+            "minItems",
+            "maxItems",
+            "uniqueItems",
+            "contains",
+        ],
+    ),
+    (
+        "number",
+        &[
+            "minimum",
+            "maximum",
+            "exclusiveMinimum",
+            "exclusiveMaximum",
+            "multipleOf",
+        ],
+    ),
+    ("string", &["minLength", "maxLength", "pattern", "format"]),
+];
+
+/// The keywords that make parts other than the type.
+const PART_KEYWORDS: [&str; 5] = ["enum", "allOf", "anyOf", "oneOf", "const"];
+
+fn parts_of(node: &JsonNode) -> Result<Vec<Part<'_>>, DataError> {
+    let list = |keyword: &str| -> Result<Option<&[JsonNode]>, DataError> {
+        match node.get(keyword) {
+            None => Ok(None),
+            Some(JsonNode::Array(elements)) => Ok(Some(elements.as_slice())),
+            Some(other) => Err(DataError(format!(
+                "Invalid JSON schema: {keyword} must be an array, found {}",
+                other.node_type()
+            ))),
+        }
+    };
+    let mut parts = Vec::new();
+    if let Some(symbols) = list("enum")? {
+        parts.push(Part::Enum(symbols));
+    }
+    if let Some(subschemas) = list("allOf")? {
+        parts.push(Part::AllOf(subschemas));
+    }
+    if let Some(choices) = list("anyOf")? {
+        parts.push(Part::AnyOf(choices));
+    }
+    if let Some(choices) = list("oneOf")? {
+        parts.push(Part::OneOf(choices));
+    }
+    if let Some(constant) = node.get("const") {
+        parts.push(Part::Const(constant));
+    }
+    match node.get("type") {
+        Some(JsonNode::Text(name)) => parts.push(Part::Typed(name)),
+        Some(other) => {
+            return Err(DataError(format!(
+                "Invalid JSON schema: type must be a string or an array, found {}",
+                other.node_type()
+            )));
+        }
+        None => {
+            for (type_name, keywords) in SNIFFED_TYPES {
+                if keywords.iter().any(|k| node.get(k).is_some()) {
+                    parts.push(Part::Typed(type_name));
+                }
+            }
+        }
+    }
+    Ok(parts)
+}
+
+/// The members of a synthetic `allOf`, each as a schema of its own: the combining
+/// keywords, `enum` and `const` alone, and each type with its keywords and an explicit
+/// `type` (the title, description and default stay with the `allOf`).
+fn part_nodes(node: &JsonNode, parts: &[Part<'_>]) -> Vec<JsonNode> {
+    let members = match node {
+        JsonNode::Object(members) => members.as_slice(),
+        _ => &[],
+    };
+    parts
+        .iter()
+        .map(|part| {
+            let single =
+                |keyword: &str, value: JsonNode| JsonNode::Object(vec![(keyword.into(), value)]);
+            match *part {
+                Part::Enum(symbols) => single("enum", JsonNode::Array(symbols.to_vec())),
+                Part::AllOf(subschemas) => single("allOf", JsonNode::Array(subschemas.to_vec())),
+                Part::AnyOf(choices) => single("anyOf", JsonNode::Array(choices.to_vec())),
+                Part::OneOf(choices) => single("oneOf", JsonNode::Array(choices.to_vec())),
+                Part::Const(constant) => single("const", constant.clone()),
+                Part::Typed(type_name) => {
+                    let mut typed = vec![("type".to_string(), JsonNode::Text(type_name.into()))];
+                    typed.extend(
+                        members
+                            .iter()
+                            .filter(|(name, _)| {
+                                !PART_KEYWORDS.contains(&name.as_str())
+                                    && !matches!(
+                                        name.as_str(),
+                                        "type" | "title" | "description" | "default"
+                                    )
+                            })
+                            .cloned(),
+                    );
+                    JsonNode::Object(typed)
+                }
+            }
+        })
+        .collect()
 }
 
 fn too_deep() -> DataError {

@@ -657,8 +657,8 @@ fn unreadable_schemas_and_values_are_data_errors() {
             "JSON schema nests deeper than 128 schemas",
         ),
         (
-            r#"{"allOf":[{"type":"string"}]}"#,
-            "Unsupported criterion allOf",
+            r#"{"allOf":[{"type":"boolean"}]}"#,
+            r#"Unsupported criterion allOf for {"allOf":[{"type":"boolean"}]}"#,
         ),
         (
             r#"{"type":"null"}"#,
@@ -1003,4 +1003,108 @@ fn a_singleton_union_is_flattened_unless_configured_otherwise() {
     let (schema, _) = read(&kept, text, r#""bar""#);
     assert_eq!(schema.name.as_deref(), Some(JSON_TYPE_ONE_OF));
     assert_eq!(schema.fields.len(), 1);
+}
+
+/// `allOf`, as the `*InAllOf` and `testCombinedSchema*` cases of Confluent's
+/// JsonSchemaDataTest read it (there built as everit objects; here as the JSON everit
+/// loads them from).
+#[test]
+fn all_of_reads_as_confluent_reads_it() {
+    let data = data();
+    let read_schema = |text: &str| data.to_connect_schema(text, None).unwrap();
+    let enum_params = |symbols: &[&str]| {
+        symbols.iter().fold(
+            prim(Type::String).with_parameter(JSON_TYPE_ENUM, ""),
+            |schema, symbol| schema.with_parameter(format!("{JSON_TYPE_ENUM}.{symbol}"), *symbol),
+        )
+    };
+    // testToConnectEnumInAllOf
+    assert_eq!(
+        *read_schema(r#"{"allOf":[{"type":"string"},{"enum":["one","two","three"]}]}"#),
+        enum_params(&["one", "two", "three"])
+    );
+    // testToConnectIntEnumInAllOfIsValid
+    assert_eq!(
+        *read_schema(r#"{"allOf":[{"type":"number"},{"enum":[1,2,3]}]}"#),
+        prim(Type::Float64)
+    );
+    // testToConnectStringConstInAllOf, ...IntegerConst..., ...NumberConst...
+    assert_eq!(
+        *read_schema(r#"{"const":"money","type":"string"}"#),
+        prim(Type::String)
+    );
+    assert_eq!(
+        *read_schema(r#"{"const":123,"type":"integer"}"#),
+        prim(Type::Int64)
+    );
+    assert_eq!(
+        *read_schema(r#"{"const":123.45,"type":"number"}"#),
+        prim(Type::Float64)
+    );
+    // testToConnectReferenceInAllOf
+    assert_eq!(
+        *read_schema(
+            r##"{"allOf":[{"$ref":"#/definitions/n"}],
+                "definitions":{"n":{"type":"integer","connect.type":"int64"}}}"##
+        ),
+        prim(Type::Int64)
+    );
+    // testToConnectUnionEnumInAllOfIsValid
+    let union = read_schema(
+        r#"{"allOf":[{"oneOf":[{"type":"integer","connect.type":"int8"},
+                               {"type":"integer","connect.type":"int16"}]},
+                     {"enum":[1,2,3]}]}"#,
+    );
+    assert_eq!(
+        *union,
+        Schema::new(Type::Struct)
+            .named(JSON_TYPE_ONE_OF)
+            .field(
+                format!("{JSON_TYPE_ONE_OF}.field.0"),
+                prim(Type::Int8).optional()
+            )
+            .field(
+                format!("{JSON_TYPE_ONE_OF}.field.1"),
+                prim(Type::Int16).optional()
+            )
+    );
+    // testCombinedSchemaAllOfRef: the object's properties and both references'.
+    let message = read_schema(
+        r##"{"$schema":"http://json-schema.org/draft-07/schema#",
+            "allOf":[{"$ref":"#/definitions/MessageBase"},{"$ref":"#/definitions/MessageBase2"}],
+            "title":"IdentifyUserMessage","description":"An IdentifyUser message","type":"object",
+            "properties":{"prevUserId":{"type":"string"},"newUserId":{"type":"string"}},
+            "definitions":{
+              "MessageBase":{"properties":{"id":{"type":"string"},"type":{"type":"string"}}},
+              "MessageBase2":{"properties":{"id2":{"type":"string"}}}}}"##,
+    );
+    for name in ["id", "type", "id2", "newUserId", "prevUserId"] {
+        assert_eq!(
+            message.get_field(name).map(|f| (*f.schema).clone()),
+            Some(prim(Type::String)),
+            "{name}"
+        );
+    }
+    assert_eq!(message.fields.len(), 5);
+    // testCombinedSchemaTitleAndObject: an object beside anyOf is the anyOf's union.
+    let product = read_schema(
+        r#"{"title":"Product Identifier","type":"object","anyOf":[
+              {"type":"object","properties":{"keycode":{"type":"string"}}},
+              {"type":"object","properties":{"itemCode":{"type":"string"}}}]}"#,
+    );
+    assert_eq!(product.name.as_deref(), Some(JSON_TYPE_ONE_OF));
+    // A value reads into the allOf's struct.
+    let schema = read_schema(
+        r##"{"allOf":[{"$ref":"#/definitions/Base"},
+                      {"type":"object","properties":{"extra":{"type":"string"}}}],
+            "definitions":{"Base":{"type":"object","properties":{"id":{"type":"integer"}},
+                                   "required":["id"]}}}"##,
+    );
+    let node = jackson::read_tree(br#"{"id":5,"extra":"e"}"#).unwrap();
+    let value = data.to_connect_data(Some(&schema), Some(&node)).unwrap();
+    assert_eq!(value.as_struct().unwrap().get("id"), Some(&Value::Int64(5)));
+    assert_eq!(
+        value.as_struct().unwrap().get("extra"),
+        Some(&Value::String("e".into()))
+    );
 }
