@@ -307,7 +307,7 @@ impl JsonConverter {
         }
         if let Some(schema) = schema
             && let Some(name) = schema.name.as_deref()
-            && let Some(json) = self.logical_to_json(schema, name, value)?
+            && let Some(json) = logical_to_json(schema, name, value, self.config.decimal_format)?
         {
             return Ok(json);
         }
@@ -400,54 +400,6 @@ impl JsonConverter {
             })
             .collect::<Result<_, DataError>>()?;
         Ok(JsonNode::Array(pairs))
-    }
-
-    /// Decimal, Date, Time and Timestamp by their schema's name; none for other names.
-    fn logical_to_json(
-        &self,
-        schema: &Schema,
-        name: &str,
-        value: &Value,
-    ) -> Result<Option<JsonNode>, DataError> {
-        Ok(Some(match name {
-            DECIMAL => {
-                let Value::Bytes(bytes) = value else {
-                    return Err(DataError(format!(
-                        "Invalid type for Decimal, expected BigDecimal but was {}",
-                        java_class(value)
-                    )));
-                };
-                let scale = decimal_scale(schema)?;
-                let unscaled = BigInteger::from_twos_complement(bytes)
-                    .ok_or_else(|| DataError("Zero length BigInteger".into()))?;
-                match self.config.decimal_format {
-                    DecimalFormat::Base64 => JsonNode::Binary(unscaled.to_twos_complement()),
-                    DecimalFormat::Numeric => JsonNode::Decimal(BigDecimal::new(unscaled, scale)),
-                }
-            }
-            DATE => match value {
-                Value::Int32(days) => JsonNode::Int(*days),
-                other => return Err(expected_date("Date", other)),
-            },
-            TIME => match value {
-                Value::Int32(millis) => {
-                    if *millis < 0 || i64::from(*millis) > MILLIS_PER_DAY {
-                        return Err(DataError(
-                            "Kafka Connect Time type should not have any date fields set to \
-                             non-zero values."
-                                .into(),
-                        ));
-                    }
-                    JsonNode::Int(*millis)
-                }
-                other => return Err(expected_date("Time", other)),
-            },
-            TIMESTAMP => match value {
-                Value::Int64(millis) => JsonNode::Long(*millis),
-                other => return Err(expected_date("Timestamp", other)),
-            },
-            _ => return Ok(None),
-        }))
     }
 
     /// `asConnectSchema`: the envelope's schema JSON as a Connect schema; none for JSON
@@ -876,8 +828,59 @@ pub(crate) fn decimal_scale(schema: &Schema) -> Result<i32, DataError> {
     })
 }
 
-/// Kafka's logical converters, JSON to Connect; none for other names.
-fn logical_to_connect(
+/// Kafka's logical converters, Connect to JSON: Decimal, Date, Time and Timestamp by
+/// their schema's name; none for other names. Confluent's `JsonSchemaData` writes them the
+/// same way.
+pub(crate) fn logical_to_json(
+    schema: &Schema,
+    name: &str,
+    value: &Value,
+    decimal_format: DecimalFormat,
+) -> Result<Option<JsonNode>, DataError> {
+    Ok(Some(match name {
+        DECIMAL => {
+            let Value::Bytes(bytes) = value else {
+                return Err(DataError(format!(
+                    "Invalid type for Decimal, expected BigDecimal but was {}",
+                    java_class(value)
+                )));
+            };
+            let scale = decimal_scale(schema)?;
+            let unscaled = BigInteger::from_twos_complement(bytes)
+                .ok_or_else(|| DataError("Zero length BigInteger".into()))?;
+            match decimal_format {
+                DecimalFormat::Base64 => JsonNode::Binary(unscaled.to_twos_complement()),
+                DecimalFormat::Numeric => JsonNode::Decimal(BigDecimal::new(unscaled, scale)),
+            }
+        }
+        DATE => match value {
+            Value::Int32(days) => JsonNode::Int(*days),
+            other => return Err(expected_date("Date", other)),
+        },
+        TIME => match value {
+            Value::Int32(millis) => {
+                if *millis < 0 || i64::from(*millis) > MILLIS_PER_DAY {
+                    return Err(DataError(
+                        "Kafka Connect Time type should not have any date fields set to \
+                         non-zero values."
+                            .into(),
+                    ));
+                }
+                JsonNode::Int(*millis)
+            }
+            other => return Err(expected_date("Time", other)),
+        },
+        TIMESTAMP => match value {
+            Value::Int64(millis) => JsonNode::Long(*millis),
+            other => return Err(expected_date("Timestamp", other)),
+        },
+        _ => return Ok(None),
+    }))
+}
+
+/// Kafka's logical converters, JSON to Connect; none for other names (Confluent's
+/// `JsonSchemaData` reads them the same way, with the same texts).
+pub(crate) fn logical_to_connect(
     schema: &Schema,
     name: &str,
     node: &JsonNode,

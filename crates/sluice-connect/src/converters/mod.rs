@@ -17,6 +17,8 @@
 //! - [`ProtobufConverter`] (`io.confluent.connect.protobuf.ProtobufConverter`): Protobuf
 //!   in Confluent's wire format against a schema registry; [`ProtobufData`] is its
 //!   registry-free half.
+//! - [`JsonSchemaConverter`] (`io.confluent.connect.json.JsonSchemaConverter`): JSON with
+//!   a JSON Schema in Confluent's wire format; [`JsonSchemaData`] is its registry-free half.
 //!
 //! What it is not: header converters (headers travel as bytes, see
 //! [`crate::data::Header`]).
@@ -39,6 +41,8 @@ mod byte_array;
 mod decimal;
 mod jackson;
 mod json;
+mod json_schema;
+mod json_schema_data;
 mod number;
 mod protobuf;
 mod protobuf_data;
@@ -52,6 +56,8 @@ pub use byte_array::ByteArrayConverter;
 /// Connect's Decimal arithmetic, for connectors that write decimals as numbers.
 pub(crate) use decimal::{BigDecimal, BigInteger};
 pub use json::{DecimalFormat, JsonConverter, JsonConverterConfig};
+pub use json_schema::{JsonSchemaConverter, JsonSchemaConverterConfig};
+pub use json_schema_data::{JsonSchemaData, JsonSchemaDataConfig};
 pub use number::{BooleanConverter, NumberConverter, NumberKind};
 pub use protobuf::{ProtobufConverter, ProtobufConverterConfig};
 pub use protobuf_data::{GeneratedSchema, ProtobufData, ProtobufDataConfig};
@@ -89,9 +95,10 @@ pub const DOUBLE_CONVERTER: &str = "org.apache.kafka.connect.converters.DoubleCo
 pub const BOOLEAN_CONVERTER: &str = "org.apache.kafka.connect.converters.BooleanConverter";
 pub const AVRO_CONVERTER: &str = "io.confluent.connect.avro.AvroConverter";
 pub const PROTOBUF_CONVERTER: &str = "io.confluent.connect.protobuf.ProtobufConverter";
+pub const JSON_SCHEMA_CONVERTER: &str = "io.confluent.connect.json.JsonSchemaConverter";
 
 /// Every converter class this runtime has, by full class name.
-pub const CONVERTER_CLASSES: [&str; 11] = [
+pub const CONVERTER_CLASSES: [&str; 12] = [
     JSON_CONVERTER,
     STRING_CONVERTER,
     BYTE_ARRAY_CONVERTER,
@@ -103,6 +110,7 @@ pub const CONVERTER_CLASSES: [&str; 11] = [
     BOOLEAN_CONVERTER,
     AVRO_CONVERTER,
     PROTOBUF_CONVERTER,
+    JSON_SCHEMA_CONVERTER,
 ];
 
 /// The full class name `class` names: the name itself, or one of the aliases Connect's
@@ -151,6 +159,10 @@ pub fn converter(
         )?),
         PROTOBUF_CONVERTER => Box::new(ProtobufConverter::new(
             ProtobufConverterConfig::parse(&settings)?,
+            is_key,
+        )?),
+        JSON_SCHEMA_CONVERTER => Box::new(JsonSchemaConverter::new(
+            JsonSchemaConverterConfig::parse(&settings)?,
             is_key,
         )?),
         _ => unreachable!("resolve_class answers one of CONVERTER_CLASSES"),
@@ -319,6 +331,11 @@ mod tests {
         assert_eq!(resolve_class("ByteArray"), Some(BYTE_ARRAY_CONVERTER));
         assert_eq!(resolve_class("AvroConverter"), Some(AVRO_CONVERTER));
         assert_eq!(resolve_class("Protobuf"), Some(PROTOBUF_CONVERTER));
+        assert_eq!(
+            resolve_class("JsonSchemaConverter"),
+            Some(JSON_SCHEMA_CONVERTER)
+        );
+        assert_eq!(resolve_class("JsonSchema"), Some(JSON_SCHEMA_CONVERTER));
         assert_eq!(resolve_class("org.example.Nope"), None);
         assert_eq!(resolve_class("jsonconverter"), None);
     }
