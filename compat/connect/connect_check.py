@@ -29,6 +29,12 @@ worker, on one Sluice broker.
           2.19.6. The worker running the source is SIGKILLed mid-stream and restarted:
           every line arrives, one row and one document per key (at-least-once
           duplicates collapse on the key), and the registry holds the subjects.
+6. converters: Confluent's own Python serializers judge Sluice's JsonSchemaConverter and
+          ProtobufConverter on one Sluice worker: records they wrote are read by a
+          FileStream sink (each line the Connect value as Kafka's Struct.toString prints
+          it), and what a FileStream source wrote through the converter is read by their
+          deserializers, with the schema Sluice registered checked (see
+          jsonschema_interop.py and protobuf_interop.py).
 
 Prints "PASS connect: <check>" / "FAIL connect: <check>: <reason>" and
 "connect: N passed, M failed"; exits 1 on a failure. Usage:
@@ -400,6 +406,19 @@ def pipeline(sluice, work, broker, registry, procs, pg):
     opensearch.stop()
 
 
+def converter_checks(sluice, work, broker, registry, procs):
+    import jsonschema_interop
+    import protobuf_interop
+    port = free_port()
+    proc = start_sluice(work, "converters", worker_props(work, "converters", broker, port, "c", "connect-c"), sluice)
+    procs.append(proc)
+    url = "http://127.0.0.1:%d" % port
+    wait_rest(url, proc)
+    for module in (jsonschema_interop, protobuf_interop):
+        module.run(check, http, wait_until, url, broker, registry, work, sluice)
+    proc.stop()
+
+
 def start_sluice(work, name, props, sluice):
     return Proc(name, [sluice, "connect", props], work)
 
@@ -661,6 +680,8 @@ def main():
         kill_checks(args.sluice, work, broker, procs)
         # 5. file -> Avro topic -> PostgreSQL and OpenSearch, through a kill.
         pipeline_checks(args.sluice, work, broker, "http://127.0.0.1:%d" % registry_port, procs)
+        # 6. JSON Schema and Protobuf converters, judged by Confluent's Python client.
+        converter_checks(args.sluice, work, broker, "http://127.0.0.1:%d" % registry_port, procs)
     except Exception as e:  # a harness failure is a failure, with the logs' tails
         check("harness", False, "%s\n%s" % (e, "\n".join("--- %s\n%s" % (p.name, p.tail(15)) for p in procs)))
     finally:
