@@ -34,10 +34,13 @@ use sluice_registry::serde::wire::{read_header, write_header};
 use super::avro_binary::{self, AvroValue};
 use super::avro_data::{AvroData, AvroDataConfig};
 use super::avro_schema::{AvroKind, AvroSchema};
-use super::registry::{RegistryConverterConfig, lock, run_blocking};
+use super::registry::{Format, RegistryConverterConfig, lock, run_blocking};
 use super::{BoundedCache, Converter, Settings, with_cause};
 use crate::ConfigError;
 use crate::data::{DataError, Schema, SchemaRef, Value};
+
+/// The texts this converter fails with.
+const FORMAT: Format = Format::Avro;
 
 /// The Avro converter's settings (Confluent's `AvroConverterConfig`: the serializer's,
 /// shared by every registry-backed converter, and `AvroDataConfig`'s).
@@ -278,8 +281,9 @@ impl AvroConverter {
         let client = self.client.clone();
         let subject_owned = subject.to_string();
         let normalize = self.config.registry.normalize_schemas;
-        let registry_error =
-            |message: &str, e: ClientError| registry_failure(topic, &format!("{message}{text}"), e);
+        let registry_error = |message: &str, e: ClientError| {
+            FORMAT.write_registry_failure(topic, &format!("{message}{text}"), e)
+        };
         let found = if self.config.registry.auto_register_schemas {
             let id = run_blocking(async move {
                 client
@@ -294,10 +298,10 @@ impl AvroConverter {
                     |e| registry_error("Error retrieving latest version of Avro schema", e),
                 )?;
             let writer = AvroSchema::parse(&latest.schema.schema)
-                .map_err(|e| serialize_failure(topic, e))?;
+                .map_err(|e| FORMAT.serialize_failure(topic, e))?;
             if self.config.registry.latest_compatibility_strict {
                 self.check_latest_reads(&latest, text)
-                    .map_err(|e| serialize_failure(topic, e))?;
+                    .map_err(|e| FORMAT.serialize_failure(topic, e))?;
             }
             (latest.id, Arc::new(writer))
         } else {
@@ -350,14 +354,14 @@ impl AvroConverter {
         let client = self.client.clone();
         let fetched =
             run_blocking(async move { client.get_schema_by_id(id).await })?.map_err(|e| {
-                read_registry_failure(
+                FORMAT.read_registry_failure(
                     topic,
                     &format!("Error retrieving Avro {side} schema for id {id}"),
                     e,
                 )
             })?;
         if fetched.schema_type != SchemaType::Avro {
-            return Err(deserialize_failure(
+            return Err(FORMAT.deserialize_failure(
                 topic,
                 DataError(format!(
                     "Error retrieving Avro {side} schema for id {id}: the schema is {}",
@@ -365,13 +369,14 @@ impl AvroConverter {
                 )),
             ));
         }
-        let avro = AvroSchema::parse(&fetched.schema).map_err(|e| deserialize_failure(topic, e))?;
+        let avro =
+            AvroSchema::parse(&fetched.schema).map_err(|e| FORMAT.deserialize_failure(topic, e))?;
         let subject = self.subject(topic, &avro)?;
         let client = self.client.clone();
         let schema = (*fetched).clone();
         let version = run_blocking(async move { client.lookup(&subject, &schema, false).await })?
             .map_err(|e| {
-                read_registry_failure(
+                FORMAT.read_registry_failure(
                     topic,
                     &format!("Error retrieving Avro {side} schema version for id {id}"),
                     e,
@@ -384,40 +389,6 @@ impl AvroConverter {
         });
         lock(&self.readers).insert(key, Arc::clone(&read));
         Ok(read)
-    }
-}
-
-fn serialize_failure(topic: &str, cause: impl std::fmt::Display) -> DataError {
-    with_cause(
-        &format!("Failed to serialize Avro data from topic {topic}:"),
-        cause,
-    )
-}
-
-fn deserialize_failure(topic: &str, cause: impl std::fmt::Display) -> DataError {
-    with_cause(
-        &format!("Failed to deserialize data for topic {topic} to Avro:"),
-        cause,
-    )
-}
-
-/// A registry failure while writing, worded as Confluent's converter words it.
-fn registry_failure(topic: &str, message: &str, error: ClientError) -> DataError {
-    match error {
-        ClientError::Transport { source, .. } => DataError(format!(
-            "Network connection error while serializing Avro data for topic {topic}: {source}"
-        )),
-        other => serialize_failure(topic, with_cause(message, other)),
-    }
-}
-
-/// A registry failure while reading, worded as Confluent's converter words it.
-fn read_registry_failure(topic: &str, message: &str, error: ClientError) -> DataError {
-    match error {
-        ClientError::Transport { source, .. } => DataError(format!(
-            "Network connection error while deserializing data for topic {topic}: {source}"
-        )),
-        other => deserialize_failure(topic, with_cause(message, other)),
     }
 }
 
@@ -440,7 +411,7 @@ impl Converter for AvroConverter {
         let (id, writer) = self.writer(topic, &subject, &generated, &text)?;
         encode_datum(id, &writer, &datum)
             .map(Some)
-            .map_err(|e| serialize_failure(topic, e))
+            .map_err(|e| FORMAT.serialize_failure(topic, e))
     }
 
     fn to_connect(
@@ -451,11 +422,11 @@ impl Converter for AvroConverter {
         let Some(bytes) = bytes else {
             return Ok((None, Value::Null));
         };
-        let id = AvroCodec::schema_id(bytes).map_err(|e| deserialize_failure(topic, e))?;
+        let id = AvroCodec::schema_id(bytes).map_err(|e| FORMAT.deserialize_failure(topic, e))?;
         let read = self.reader(topic, id)?;
         let (_, payload) = read_header(bytes).expect("the header was read above");
         let datum = decode_datum(&read.avro, payload).map_err(|e| {
-            deserialize_failure(
+            FORMAT.deserialize_failure(
                 topic,
                 with_cause(&format!("Error deserializing Avro message for id {id}"), e),
             )

@@ -44,10 +44,13 @@ use sluice_registry::serde::wire::{WireFormatError, read_header, write_header};
 
 use super::jackson::{self, JsonNode};
 use super::json_schema_data::{JsonSchemaData, JsonSchemaDataConfig};
-use super::registry::{RegistryConverterConfig, lock, run_blocking};
+use super::registry::{Format, RegistryConverterConfig, lock, run_blocking};
 use super::{BoundedCache, Converter, Settings, with_cause};
 use crate::ConfigError;
 use crate::data::{DataError, SchemaRef, Value};
+
+/// The texts this converter fails with.
+const FORMAT: Format = Format::JsonSchema;
 
 pub const FAIL_INVALID_SCHEMA_CONFIG: &str = "json.fail.invalid.schema";
 pub const FAIL_UNKNOWN_PROPERTIES_CONFIG: &str = "json.fail.unknown.properties";
@@ -192,7 +195,7 @@ impl JsonSchemaConverter {
         let subject_owned = subject.to_string();
         let normalize = self.config.registry.normalize_schemas;
         let registry_error = |message: &str, e: ClientError| {
-            write_registry_failure(topic, &format!("{message}{text}"), e)
+            FORMAT.write_registry_failure(topic, &format!("{message}{text}"), e)
         };
         let (id, written_as) = if self.config.registry.auto_register_schemas {
             let id = run_blocking(async move {
@@ -207,7 +210,7 @@ impl JsonSchemaConverter {
                 .map_err(|e| registry_error("Error retrieving latest version: ", e))?;
             if self.config.registry.latest_compatibility_strict {
                 check_latest_reads(&latest.schema, text)
-                    .map_err(|e| serialize_failure(topic, e))?;
+                    .map_err(|e| FORMAT.serialize_failure(topic, e))?;
             }
             (latest.id, latest.schema.schema)
         } else {
@@ -220,8 +223,9 @@ impl JsonSchemaConverter {
             (found.id, text.to_string())
         };
         let validator = if self.config.fail_invalid_schema {
-            let parsed = RegistryJsonSchema::parse(&written_as, &[])
-                .map_err(|e| serialize_failure(topic, with_cause("Invalid JSON schema", e)))?;
+            let parsed = RegistryJsonSchema::parse(&written_as, &[]).map_err(|e| {
+                FORMAT.serialize_failure(topic, with_cause("Invalid JSON schema", e))
+            })?;
             Some(Arc::new(parsed))
         } else {
             None
@@ -240,14 +244,14 @@ impl JsonSchemaConverter {
         let client = self.client.clone();
         let fetched =
             run_blocking(async move { client.get_schema_by_id(id).await })?.map_err(|e| {
-                read_registry_failure(
+                FORMAT.read_registry_failure(
                     topic,
                     &format!("Error retrieving JSON schema for id {id}"),
                     e,
                 )
             })?;
         let failure = |cause: String| {
-            deserialize_failure(
+            FORMAT.deserialize_failure(
                 topic,
                 with_cause(
                     &format!("Error deserializing JSON message for id {id}"),
@@ -272,7 +276,7 @@ impl JsonSchemaConverter {
         let schema = (*fetched).clone();
         let version = run_blocking(async move { client.lookup(&subject, &schema, false).await })?
             .map_err(|e| {
-                read_registry_failure(
+                FORMAT.read_registry_failure(
                     topic,
                     &format!("Error retrieving JSON schema version for id {id}"),
                     e,
@@ -339,46 +343,6 @@ fn validate(validator: &RegistryJsonSchema, node: &JsonNode) -> Result<(), Strin
     validator.validate(&value)
 }
 
-fn serialize_failure(topic: &str, cause: impl std::fmt::Display) -> DataError {
-    with_cause(
-        &format!(
-            "Converting Kafka Connect data to byte[] failed due to serialization error of topic \
-             {topic}: "
-        ),
-        cause,
-    )
-}
-
-fn deserialize_failure(topic: &str, cause: impl std::fmt::Display) -> DataError {
-    with_cause(
-        &format!(
-            "Converting byte[] to Kafka Connect data failed due to serialization error of topic \
-             {topic}: "
-        ),
-        cause,
-    )
-}
-
-/// A registry failure while writing, worded as Confluent's converter words it.
-fn write_registry_failure(topic: &str, message: &str, error: ClientError) -> DataError {
-    match error {
-        ClientError::Transport { source, .. } => DataError(format!(
-            "Network connection error while serializing Json data for topic {topic}: {source}"
-        )),
-        other => serialize_failure(topic, with_cause(message, other)),
-    }
-}
-
-/// A registry failure while reading, worded as Confluent's converter words it.
-fn read_registry_failure(topic: &str, message: &str, error: ClientError) -> DataError {
-    match error {
-        ClientError::Transport { source, .. } => DataError(format!(
-            "Network connection error while deserializing data for topic {topic}: {source}"
-        )),
-        other => deserialize_failure(topic, with_cause(message, other)),
-    }
-}
-
 impl Converter for JsonSchemaConverter {
     fn from_connect(
         &self,
@@ -391,7 +355,7 @@ impl Converter for JsonSchemaConverter {
                 return Ok(None);
             }
             // Confluent's serializer fails on a value without a schema.
-            return Err(serialize_failure(
+            return Err(FORMAT.serialize_failure(
                 topic,
                 "Error serializing JSON message: a Connect schema is required to write JSON \
                  Schema data",
@@ -406,11 +370,11 @@ impl Converter for JsonSchemaConverter {
             .registry
             .strategy(self.is_key)
             .subject(topic, self.is_key, title.as_deref())
-            .map_err(|e| serialize_failure(topic, e))?;
+            .map_err(|e| FORMAT.serialize_failure(topic, e))?;
         let writer = self.writer(topic, &subject, &text)?;
         if let Some(validator) = &writer.validator {
             validate(validator, &node).map_err(|e| {
-                serialize_failure(
+                FORMAT.serialize_failure(
                     topic,
                     with_cause(
                         "Error serializing JSON message",
@@ -441,14 +405,14 @@ impl Converter for JsonSchemaConverter {
                 WireFormatError::UnknownMagicByte(_) => "Unknown magic byte!",
                 _ => "java.nio.BufferUnderflowException",
             };
-            deserialize_failure(
+            FORMAT.deserialize_failure(
                 topic,
                 with_cause("Error deserializing JSON message for id -1", cause),
             )
         })?;
         let read = self.reader(topic, id)?;
         let failure = |cause: String| {
-            deserialize_failure(
+            FORMAT.deserialize_failure(
                 topic,
                 with_cause(
                     &format!("Error deserializing JSON message for id {id}"),

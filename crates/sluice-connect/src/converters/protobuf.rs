@@ -44,10 +44,13 @@ use sluice_registry::serde::wire::{
 };
 
 use super::protobuf_data::{GeneratedSchema, ProtobufData, ProtobufDataConfig};
-use super::registry::{RegistryConverterConfig, lock, run_blocking};
+use super::registry::{Format, RegistryConverterConfig, lock, run_blocking};
 use super::{BoundedCache, Converter, Settings, with_cause};
 use crate::ConfigError;
 use crate::data::{DataError, SchemaRef, Value};
+
+/// The texts this converter fails with.
+const FORMAT: Format = Format::Protobuf;
 
 /// The Protobuf converter's settings (Confluent's `ProtobufConverterConfig`: the
 /// serializer's, shared by every registry-backed converter, and `ProtobufDataConfig`'s).
@@ -191,8 +194,9 @@ impl ProtobufConverter {
         let client = self.client.clone();
         let subject_owned = subject.to_string();
         let normalize = self.config.registry.normalize_schemas;
-        let registry_error =
-            |message: &str, e: ClientError| registry_failure(topic, &format!("{message}{text}"), e);
+        let registry_error = |message: &str, e: ClientError| {
+            FORMAT.write_registry_failure(topic, &format!("{message}{text}"), e)
+        };
         let ours = message_indexes(&generated.message);
         let found = if self.config.registry.auto_register_schemas {
             let id = run_blocking(async move {
@@ -206,7 +210,7 @@ impl ProtobufConverter {
             let latest = run_blocking(async move { client.get_latest(&subject_owned).await })?
                 .map_err(|e| registry_error("Error retrieving latest version: ", e))?;
             let incompatible = || {
-                serialize_failure(
+                FORMAT.serialize_failure(
                     topic,
                     format_args!(
                         "Incompatible schema of type '{}'. Set latest.compatibility.strict=false to disable this check. See log file for more details.",
@@ -219,10 +223,10 @@ impl ProtobufConverter {
             }
             let file = self
                 .file(latest.id)
-                .map_err(|e| serialize_failure(topic, e))?;
+                .map_err(|e| FORMAT.serialize_failure(topic, e))?;
             let full_name = generated.message.full_name();
             let message = file.parent_pool().get_message_by_name(full_name).filter(|m| m.parent_file() == file).ok_or_else(|| {
-                serialize_failure(
+                FORMAT.serialize_failure(
                     topic,
                     format_args!(
                         "Error serializing Protobuf message: the latest schema of {subject} (id {}) has no message {full_name}",
@@ -270,9 +274,11 @@ impl ProtobufConverter {
         if let Some(found) = lock(&self.readers).get(&key) {
             return Ok(found);
         }
-        let file = self.file(id).map_err(|e| deserialize_failure(topic, e))?;
+        let file = self
+            .file(id)
+            .map_err(|e| FORMAT.deserialize_failure(topic, e))?;
         let message = message_at(&file, indexes).ok_or_else(|| {
-            deserialize_failure(
+            FORMAT.deserialize_failure(
                 topic,
                 format_args!(
                     "Error deserializing Protobuf message for id {id}: no message at indexes {indexes:?}"
@@ -283,7 +289,7 @@ impl ProtobufConverter {
         let schema = self
             .data
             .to_connect_schema(&message, version)
-            .map_err(|e| deserialize_failure(topic, e))?;
+            .map_err(|e| FORMAT.deserialize_failure(topic, e))?;
         let read = Arc::new(ReadType { message, schema });
         lock(&self.readers).insert(key, Arc::clone(&read));
         Ok(read)
@@ -304,7 +310,7 @@ impl ProtobufConverter {
         let client = self.client.clone();
         let fetched =
             run_blocking(async move { client.get_schema_by_id(id).await })?.map_err(|e| {
-                read_registry_failure(
+                FORMAT.read_registry_failure(
                     topic,
                     &format!("Error retrieving Protobuf schema for id {id}"),
                     e,
@@ -324,7 +330,7 @@ impl ProtobufConverter {
         let schema = (*fetched).clone();
         let version = run_blocking(async move { client.lookup(&subject, &schema, false).await })?
             .map_err(|e| {
-                read_registry_failure(
+                FORMAT.read_registry_failure(
                     topic,
                     &format!("Error retrieving Protobuf {side} schema version for id {id}"),
                     e,
@@ -375,40 +381,6 @@ fn latest_reads(latest: &prost_reflect::FileDescriptor, ours: &str) -> bool {
     problems.is_empty()
 }
 
-fn serialize_failure(topic: &str, cause: impl std::fmt::Display) -> DataError {
-    with_cause(
-        &format!("Failed to serialize Protobuf data from topic {topic}:"),
-        cause,
-    )
-}
-
-fn deserialize_failure(topic: &str, cause: impl std::fmt::Display) -> DataError {
-    with_cause(
-        &format!("Failed to deserialize data for topic {topic} to Protobuf:"),
-        cause,
-    )
-}
-
-/// A registry failure while writing, worded as Confluent's converter words it.
-fn registry_failure(topic: &str, message: &str, error: ClientError) -> DataError {
-    match error {
-        ClientError::Transport { source, .. } => DataError(format!(
-            "Network connection error while serializing Protobuf data for topic {topic}: {source}"
-        )),
-        other => serialize_failure(topic, with_cause(message, other)),
-    }
-}
-
-/// A registry failure while reading, worded as Confluent's converter words it.
-fn read_registry_failure(topic: &str, message: &str, error: ClientError) -> DataError {
-    match error {
-        ClientError::Transport { source, .. } => DataError(format!(
-            "Network connection error while deserializing data for topic {topic}: {source}"
-        )),
-        other => deserialize_failure(topic, with_cause(message, other)),
-    }
-}
-
 impl Converter for ProtobufConverter {
     fn from_connect(
         &self,
@@ -420,18 +392,18 @@ impl Converter for ProtobufConverter {
             return Ok(None);
         }
         let Some(schema) = schema else {
-            return Err(serialize_failure(
+            return Err(FORMAT.serialize_failure(
                 topic,
                 format_args!("Unsupported object of class {}", value.java_class()),
             ));
         };
         let generated = self
             .generated(schema)
-            .map_err(|e| serialize_failure(topic, e))?;
+            .map_err(|e| FORMAT.serialize_failure(topic, e))?;
         let Some(message) = self
             .data
             .from_connect_data(schema, &generated.message, value)
-            .map_err(|e| serialize_failure(topic, e))?
+            .map_err(|e| FORMAT.serialize_failure(topic, e))?
         else {
             return Ok(None);
         };
@@ -452,10 +424,10 @@ impl Converter for ProtobufConverter {
         let Some(bytes) = bytes else {
             return Ok((None, Value::Null));
         };
-        let (id, rest) =
-            read_header(bytes).map_err(|_| deserialize_failure(topic, "Unknown magic byte!"))?;
+        let (id, rest) = read_header(bytes)
+            .map_err(|_| FORMAT.deserialize_failure(topic, "Unknown magic byte!"))?;
         let (indexes, payload) = read_message_indexes(rest).map_err(|e| {
-            deserialize_failure(
+            FORMAT.deserialize_failure(
                 topic,
                 with_cause(
                     &format!("Error deserializing Protobuf message for id {id}"),
@@ -465,7 +437,7 @@ impl Converter for ProtobufConverter {
         })?;
         let read = self.reader(topic, id, &indexes)?;
         let message = DynamicMessage::decode(read.message.clone(), payload).map_err(|e| {
-            deserialize_failure(
+            FORMAT.deserialize_failure(
                 topic,
                 with_cause(
                     &format!("Error deserializing Protobuf message for id {id}"),
@@ -476,7 +448,7 @@ impl Converter for ProtobufConverter {
         let value = self
             .data
             .to_connect_data(&read.schema, &message)
-            .map_err(|e| deserialize_failure(topic, e))?;
+            .map_err(|e| FORMAT.deserialize_failure(topic, e))?;
         Ok((Some(Arc::clone(&read.schema)), value))
     }
 }

@@ -1,7 +1,8 @@
 //! What every converter backed by a schema registry shares (Confluent's `AvroConverter`,
 //! `JsonSchemaConverter`, `ProtobufConverter`): the serializer's settings
 //! (`AbstractKafkaSchemaSerDeConfig`'s keys and defaults), the subject name strategies,
-//! and how a synchronous converter waits for the asynchronous registry client.
+//! the texts they fail with ([`Format`]), and how a synchronous converter waits for the
+//! asynchronous registry client.
 //!
 //! Blocking: [`super::Converter`] is synchronous and the registry client is not. Registry
 //! calls run on a small runtime of their own (one thread, shared by every registry-backed
@@ -10,15 +11,16 @@
 //! running; on a current-thread runtime the wait blocks that runtime until the registry
 //! answers (the worker runs its tasks on the multi-threaded runtime).
 
+use std::fmt::Display;
 use std::future::Future;
 use std::sync::{Mutex, OnceLock};
 
-use sluice_registry::client::{ClientConfig, SchemaRegistryClient};
+use sluice_registry::client::{ClientConfig, ClientError, SchemaRegistryClient};
 use sluice_registry::serde::strategy::{
     RecordNameStrategy, SubjectNameStrategy, TopicNameStrategy, TopicRecordNameStrategy,
 };
 
-use super::Settings;
+use super::{Settings, with_cause};
 use crate::ConfigError;
 use crate::data::DataError;
 
@@ -225,4 +227,85 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// What a registry-backed converter writes, for the texts it fails with: Confluent's
+/// converters word their failures by format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Format {
+    Avro,
+    Protobuf,
+    JsonSchema,
+}
+
+impl Format {
+    /// The format's name in Confluent's network error texts.
+    fn name(self) -> &'static str {
+        match self {
+            Format::Avro => "Avro",
+            Format::Protobuf => "Protobuf",
+            Format::JsonSchema => "Json",
+        }
+    }
+
+    /// Connect data that could not be written.
+    pub(crate) fn serialize_failure(self, topic: &str, cause: impl Display) -> DataError {
+        let message = match self {
+            Format::JsonSchema => format!(
+                "Converting Kafka Connect data to byte[] failed due to serialization error of \
+                 topic {topic}: "
+            ),
+            _ => format!(
+                "Failed to serialize {} data from topic {topic}:",
+                self.name()
+            ),
+        };
+        with_cause(&message, cause)
+    }
+
+    /// Bytes that could not be read as Connect data.
+    pub(crate) fn deserialize_failure(self, topic: &str, cause: impl Display) -> DataError {
+        let message = match self {
+            Format::JsonSchema => format!(
+                "Converting byte[] to Kafka Connect data failed due to serialization error of \
+                 topic {topic}: "
+            ),
+            _ => format!(
+                "Failed to deserialize data for topic {topic} to {}:",
+                self.name()
+            ),
+        };
+        with_cause(&message, cause)
+    }
+
+    /// A registry failure while writing.
+    pub(crate) fn write_registry_failure(
+        self,
+        topic: &str,
+        message: &str,
+        error: ClientError,
+    ) -> DataError {
+        match error {
+            ClientError::Transport { source, .. } => DataError(format!(
+                "Network connection error while serializing {} data for topic {topic}: {source}",
+                self.name()
+            )),
+            other => self.serialize_failure(topic, with_cause(message, other)),
+        }
+    }
+
+    /// A registry failure while reading.
+    pub(crate) fn read_registry_failure(
+        self,
+        topic: &str,
+        message: &str,
+        error: ClientError,
+    ) -> DataError {
+        match error {
+            ClientError::Transport { source, .. } => DataError(format!(
+                "Network connection error while deserializing data for topic {topic}: {source}"
+            )),
+            other => self.deserialize_failure(topic, with_cause(message, other)),
+        }
+    }
 }
