@@ -1,7 +1,7 @@
 //! What every converter backed by a schema registry shares (Confluent's `AvroConverter`,
 //! `JsonSchemaConverter`, `ProtobufConverter`): the serializer's settings
 //! (`AbstractKafkaSchemaSerDeConfig`'s keys and defaults), the subject name strategies,
-//! the texts they fail with ([`Format`]), and how a synchronous converter waits for the
+//! the texts they fail with (`Format`), and how a synchronous converter waits for the
 //! asynchronous registry client.
 //!
 //! Blocking: [`super::Converter`] is synchronous and the registry client is not. Registry
