@@ -11,9 +11,7 @@ mod registry;
 
 use std::sync::Arc;
 
-use registry::{registry, versions};
-use sluice_connect::Props;
-use sluice_connect::converters::{Converter, converter};
+use registry::{registry, registry_converter, versions};
 use sluice_connect::data::{DataError, Schema, SchemaRef, Struct, Type, Value};
 
 fn order() -> SchemaRef {
@@ -39,27 +37,9 @@ fn an_order(note: Option<&str>) -> Value {
     Value::Struct(value)
 }
 
-fn avro(url: &str, extra: &[(&str, &str)], is_key: bool) -> Box<dyn Converter> {
-    let mut props: Props = [("schema.registry.url".to_string(), url.to_string())].into();
-    for (k, v) in extra {
-        props.insert(k.to_string(), v.to_string());
-    }
-    converter(
-        "io.confluent.connect.avro.AvroConverter",
-        &props,
-        is_key,
-        if is_key {
-            "key.converter"
-        } else {
-            "value.converter"
-        },
-    )
-    .unwrap()
-}
-
 fn round_trip_through_the_registry() {
     let url = registry();
-    let writer = avro(&url, &[], false);
+    let writer = registry_converter("io.confluent.connect.avro.AvroConverter", &url, &[], false);
     let schema = order();
     let bytes = writer
         .from_connect("orders", Some(&schema), &an_order(None))
@@ -81,7 +61,7 @@ fn round_trip_through_the_registry() {
         Err(DataError("Found null value for non-optional schema".into()))
     );
 
-    let reader = avro(&url, &[], false);
+    let reader = registry_converter("io.confluent.connect.avro.AvroConverter", &url, &[], false);
     let (read_schema, value) = reader.to_connect("orders", Some(&bytes)).unwrap();
     let mut expected = (*schema).clone();
     // The registry's version, since the schema carries no connect.version.
@@ -96,7 +76,7 @@ fn round_trip_through_the_registry() {
     assert_eq!(reader.to_connect("orders", None), Ok((None, Value::Null)));
 
     // A key converter registers under <topic>-key.
-    let keys = avro(&url, &[], true);
+    let keys = registry_converter("io.confluent.connect.avro.AvroConverter", &url, &[], true);
     keys.from_connect(
         "orders",
         Some(&Arc::new(Schema::new(Type::String))),
@@ -107,7 +87,12 @@ fn round_trip_through_the_registry() {
 
     // Without auto-registration, an unregistered schema is refused with the registry's
     // 40403, and a registered one is found.
-    let strict = avro(&url, &[("auto.register.schemas", "false")], false);
+    let strict = registry_converter(
+        "io.confluent.connect.avro.AvroConverter",
+        &url,
+        &[("auto.register.schemas", "false")],
+        false,
+    );
     let other = Arc::new(Schema::new(Type::Int32));
     let error = strict
         .from_connect("orders", Some(&other), &Value::Int32(1))
@@ -128,7 +113,8 @@ fn round_trip_through_the_registry() {
 
     // use.latest.version writes with the subject's latest schema and id, and refuses a
     // schema the latest cannot read.
-    let latest = avro(
+    let latest = registry_converter(
+        "io.confluent.connect.avro.AvroConverter",
         &url,
         &[
             ("auto.register.schemas", "false"),

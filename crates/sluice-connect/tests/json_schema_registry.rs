@@ -12,9 +12,8 @@ mod registry;
 
 use std::sync::Arc;
 
-use registry::{registry, versions};
-use sluice_connect::Props;
-use sluice_connect::converters::{Converter, JsonSchemaData, converter};
+use registry::{get, on_runtime, registry, registry_converter, versions};
+use sluice_connect::converters::{Converter, JsonSchemaData};
 use sluice_connect::data::{Schema, SchemaRef, Struct, Type, Value};
 
 fn order() -> SchemaRef {
@@ -40,59 +39,24 @@ fn an_order(note: Option<&str>) -> Value {
     Value::Struct(value)
 }
 
-fn build(class: &str, url: &str, extra: &[(&str, &str)], is_key: bool) -> Box<dyn Converter> {
-    let mut props: Props = [("schema.registry.url".to_string(), url.to_string())].into();
-    for (k, v) in extra {
-        props.insert(k.to_string(), v.to_string());
-    }
-    let config_key = if is_key {
-        "key.converter"
-    } else {
-        "value.converter"
-    };
-    converter(class, &props, is_key, config_key).unwrap()
-}
-
 fn json_schema(url: &str, extra: &[(&str, &str)], is_key: bool) -> Box<dyn Converter> {
-    build("JsonSchemaConverter", url, extra, is_key)
-}
-
-/// The registry's answer to `GET {path}`, as text.
-fn get(url: &str, path: &str) -> String {
-    let url = format!("{url}{path}");
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move { reqwest::get(url).await.unwrap().text().await.unwrap() })
-    })
-    .join()
-    .unwrap()
+    registry_converter("JsonSchemaConverter", url, extra, is_key)
 }
 
 /// Registers a JSON schema under `subject` as another client would; answers its id.
 fn register(url: &str, subject: &str, schema: &str) -> i32 {
     let url = format!("{url}/subjects/{subject}/versions");
     let body = serde_json::json!({"schema": schema, "schemaType": "JSON"});
-    let answer: serde_json::Value = std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
+    let answer: serde_json::Value = on_runtime(async move {
+        let response = reqwest::Client::new()
+            .post(url)
+            .header("Content-Type", "application/vnd.schemaregistry.v1+json")
+            .body(body.to_string())
+            .send()
+            .await
             .unwrap();
-        runtime.block_on(async move {
-            let response = reqwest::Client::new()
-                .post(url)
-                .header("Content-Type", "application/vnd.schemaregistry.v1+json")
-                .body(body.to_string())
-                .send()
-                .await
-                .unwrap();
-            response.json().await.unwrap()
-        })
-    })
-    .join()
-    .unwrap();
+        response.json().await.unwrap()
+    });
     i32::try_from(answer["id"].as_i64().expect("an id")).unwrap()
 }
 
@@ -256,7 +220,7 @@ fn round_trip_through_the_registry() {
 
     // An Avro schema's id is refused, as is an unknown id and bytes without the magic
     // byte.
-    let avro = build("AvroConverter", &url, &[], false);
+    let avro = registry_converter("AvroConverter", &url, &[], false);
     let avro_bytes = avro
         .from_connect("payments", Some(&schema), &an_order(None))
         .unwrap()

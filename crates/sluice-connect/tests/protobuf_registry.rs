@@ -15,8 +15,7 @@ mod registry;
 use std::sync::Arc;
 
 use prost_reflect::{DynamicMessage, Value as ProtoValue};
-use registry::{registry, versions};
-use sluice_connect::Props;
+use registry::{on_runtime, registry, registry_converter, versions};
 use sluice_connect::converters::{Converter, converter};
 use sluice_connect::data::{Schema, SchemaRef, Struct, Type, Value};
 use sluice_registry::client::{ClientConfig, SchemaRegistryClient};
@@ -72,37 +71,12 @@ fn an_order(note: Option<&str>) -> Value {
 }
 
 fn protobuf(url: &str, extra: &[(&str, &str)], is_key: bool) -> Box<dyn Converter> {
-    let mut props: Props = [("schema.registry.url".to_string(), url.to_string())].into();
-    for (k, v) in extra {
-        props.insert(k.to_string(), v.to_string());
-    }
-    let config_key = if is_key {
-        "key.converter"
-    } else {
-        "value.converter"
-    };
-    converter(
+    registry_converter(
         "io.confluent.connect.protobuf.ProtobufConverter",
-        &props,
+        url,
+        extra,
         is_key,
-        config_key,
     )
-    .unwrap()
-}
-
-/// Runs an async registry-crate call on a runtime of its own.
-fn on_runtime<T: Send + 'static>(
-    future: impl std::future::Future<Output = T> + Send + 'static,
-) -> T {
-    std::thread::spawn(move || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(future)
-    })
-    .join()
-    .unwrap()
 }
 
 fn round_trip_through_the_registry() {

@@ -7,7 +7,12 @@
 //! #[path = "support/registry.rs"]
 //! mod registry;
 //! ```
+#![allow(dead_code)] // each test file uses its own part
 
+use std::future::Future;
+
+use sluice_connect::Props;
+use sluice_connect::converters::{Converter, converter};
 use sluice_registry::server::{RegistryConfig, start};
 
 use crate::common::TestNode;
@@ -39,16 +44,47 @@ pub fn registry() -> String {
     url.recv().unwrap()
 }
 
-/// The registry's answer to `GET /subjects/{subject}/versions`, as text.
-pub fn versions(url: &str, subject: &str) -> String {
-    let url = format!("{url}/subjects/{subject}/versions");
+/// Runs a future to its end on a runtime of its own, from any thread (a test's runtime
+/// or none).
+pub fn on_runtime<T: Send + 'static>(future: impl Future<Output = T> + Send + 'static) -> T {
     std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
+        tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .unwrap();
-        runtime.block_on(async move { reqwest::get(url).await.unwrap().text().await.unwrap() })
+            .unwrap()
+            .block_on(future)
     })
     .join()
     .unwrap()
+}
+
+/// The registry's answer to `GET {path}`, as text.
+pub fn get(url: &str, path: &str) -> String {
+    let url = format!("{url}{path}");
+    on_runtime(async move { reqwest::get(url).await.unwrap().text().await.unwrap() })
+}
+
+/// The registry's answer to `GET /subjects/{subject}/versions`, as text.
+pub fn versions(url: &str, subject: &str) -> String {
+    get(url, &format!("/subjects/{subject}/versions"))
+}
+
+/// The converter `class` for the key or the value, against the registry at `url`, with
+/// `extra` settings (unprefixed, as `value.converter.` strips them).
+pub fn registry_converter(
+    class: &str,
+    url: &str,
+    extra: &[(&str, &str)],
+    is_key: bool,
+) -> Box<dyn Converter> {
+    let mut props: Props = [("schema.registry.url".to_string(), url.to_string())].into();
+    for (k, v) in extra {
+        props.insert(k.to_string(), v.to_string());
+    }
+    let config_key = if is_key {
+        "key.converter"
+    } else {
+        "value.converter"
+    };
+    converter(class, &props, is_key, config_key).unwrap()
 }
