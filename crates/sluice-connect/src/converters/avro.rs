@@ -26,7 +26,7 @@
 use std::sync::{Arc, Mutex};
 
 use sluice_registry::client::{
-    ClientError, RegisteredSchema, Schema as RegistrySchema, SchemaRegistryClient, SchemaType,
+    RegisteredSchema, Schema as RegistrySchema, SchemaRegistryClient, SchemaType,
 };
 use sluice_registry::schema::ParsedSchema as _;
 use sluice_registry::serde::wire::{read_header, write_header};
@@ -34,7 +34,7 @@ use sluice_registry::serde::wire::{read_header, write_header};
 use super::avro_binary::{self, AvroValue};
 use super::avro_data::{AvroData, AvroDataConfig};
 use super::avro_schema::{AvroKind, AvroSchema};
-use super::registry::{Format, RegistryConverterConfig, lock, run_blocking};
+use super::registry::{Format, RegistryConverterConfig, WriterSchema, lock, run_blocking};
 use super::{BoundedCache, Converter, Settings, with_cause};
 use crate::ConfigError;
 use crate::data::{DataError, Schema, SchemaRef, Value};
@@ -277,42 +277,24 @@ impl AvroConverter {
         if let Some(found) = lock(&self.writers).get(&key) {
             return Ok(found);
         }
-        let registry_schema = RegistrySchema::new(SchemaType::Avro, text.to_string());
-        let client = self.client.clone();
-        let subject_owned = subject.to_string();
-        let normalize = self.config.registry.normalize_schemas;
-        let registry_error = |message: &str, e: ClientError| {
-            FORMAT.write_registry_failure(topic, &format!("{message}{text}"), e)
-        };
-        let found = if self.config.registry.auto_register_schemas {
-            let id = run_blocking(async move {
-                client
-                    .register(&subject_owned, &registry_schema, normalize)
-                    .await
-            })?
-            .map_err(|e| registry_error("Error registering Avro schema", e))?;
-            (id, Arc::clone(generated))
-        } else if self.config.registry.use_latest_version {
-            let latest: RegisteredSchema =
-                run_blocking(async move { client.get_latest(&subject_owned).await })?.map_err(
-                    |e| registry_error("Error retrieving latest version of Avro schema", e),
-                )?;
-            let writer = AvroSchema::parse(&latest.schema.schema)
-                .map_err(|e| FORMAT.serialize_failure(topic, e))?;
-            if self.config.registry.latest_compatibility_strict {
-                self.check_latest_reads(&latest, text)
-                    .map_err(|e| FORMAT.serialize_failure(topic, e))?;
-            }
-            (latest.id, Arc::new(writer))
-        } else {
-            let found = run_blocking(async move {
-                client
-                    .lookup(&subject_owned, &registry_schema, normalize)
-                    .await
-            })?
-            .map_err(|e| registry_error("Error retrieving Avro schema", e))?;
-            (found.id, Arc::clone(generated))
-        };
+        let ours = RegistrySchema::new(SchemaType::Avro, text.to_string());
+        let found =
+            match self
+                .config
+                .registry
+                .writer_schema(&self.client, FORMAT, topic, subject, ours)?
+            {
+                WriterSchema::Ours(id) => (id, Arc::clone(generated)),
+                WriterSchema::Latest(latest) => {
+                    let writer = AvroSchema::parse(&latest.schema.schema)
+                        .map_err(|e| FORMAT.serialize_failure(topic, e))?;
+                    if self.config.registry.latest_compatibility_strict {
+                        self.check_latest_reads(&latest, text)
+                            .map_err(|e| FORMAT.serialize_failure(topic, e))?;
+                    }
+                    (latest.id, Arc::new(writer))
+                }
+            };
         lock(&self.writers).insert(key, found.clone());
         Ok(found)
     }

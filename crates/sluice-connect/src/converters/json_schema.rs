@@ -36,15 +36,13 @@
 
 use std::sync::{Arc, Mutex};
 
-use sluice_registry::client::{
-    ClientError, Schema as RegistrySchema, SchemaRegistryClient, SchemaType,
-};
+use sluice_registry::client::{Schema as RegistrySchema, SchemaRegistryClient, SchemaType};
 use sluice_registry::json_schema::JsonSchema as RegistryJsonSchema;
 use sluice_registry::serde::wire::{WireFormatError, read_header, write_header};
 
 use super::jackson::{self, JsonNode};
 use super::json_schema_data::{JsonSchemaData, JsonSchemaDataConfig};
-use super::registry::{Format, RegistryConverterConfig, lock, run_blocking};
+use super::registry::{Format, RegistryConverterConfig, WriterSchema, lock, run_blocking};
 use super::{BoundedCache, Converter, Settings, with_cause};
 use crate::ConfigError;
 use crate::data::{DataError, SchemaRef, Value};
@@ -190,38 +188,22 @@ impl JsonSchemaConverter {
         if let Some(found) = lock(&self.writers).get(&key) {
             return Ok(found);
         }
-        let registry_schema = RegistrySchema::new(SchemaType::Json, text.to_string());
-        let client = self.client.clone();
-        let subject_owned = subject.to_string();
-        let normalize = self.config.registry.normalize_schemas;
-        let registry_error = |message: &str, e: ClientError| {
-            FORMAT.write_registry_failure(topic, &format!("{message}{text}"), e)
-        };
-        let (id, written_as) = if self.config.registry.auto_register_schemas {
-            let id = run_blocking(async move {
-                client
-                    .register(&subject_owned, &registry_schema, normalize)
-                    .await
-            })?
-            .map_err(|e| registry_error("Error registering JSON schema: ", e))?;
-            (id, text.to_string())
-        } else if self.config.registry.use_latest_version {
-            let latest = run_blocking(async move { client.get_latest(&subject_owned).await })?
-                .map_err(|e| registry_error("Error retrieving latest version: ", e))?;
-            if self.config.registry.latest_compatibility_strict {
-                check_latest_reads(&latest.schema, text)
-                    .map_err(|e| FORMAT.serialize_failure(topic, e))?;
-            }
-            (latest.id, latest.schema.schema)
-        } else {
-            let found = run_blocking(async move {
-                client
-                    .lookup(&subject_owned, &registry_schema, normalize)
-                    .await
-            })?
-            .map_err(|e| registry_error("Error retrieving JSON schema: ", e))?;
-            (found.id, text.to_string())
-        };
+        let ours = RegistrySchema::new(SchemaType::Json, text.to_string());
+        let (id, written_as) =
+            match self
+                .config
+                .registry
+                .writer_schema(&self.client, FORMAT, topic, subject, ours)?
+            {
+                WriterSchema::Ours(id) => (id, text.to_string()),
+                WriterSchema::Latest(latest) => {
+                    if self.config.registry.latest_compatibility_strict {
+                        check_latest_reads(&latest.schema, text)
+                            .map_err(|e| FORMAT.serialize_failure(topic, e))?;
+                    }
+                    (latest.id, latest.schema.schema)
+                }
+            };
         let validator = if self.config.fail_invalid_schema {
             let parsed = RegistryJsonSchema::parse(&written_as, &[]).map_err(|e| {
                 FORMAT.serialize_failure(topic, with_cause("Invalid JSON schema", e))

@@ -29,9 +29,7 @@ use std::sync::{Arc, Mutex};
 
 use prost::Message as _;
 use prost_reflect::{DynamicMessage, MessageDescriptor};
-use sluice_registry::client::{
-    ClientError, Schema as RegistrySchema, SchemaRegistryClient, SchemaType,
-};
+use sluice_registry::client::{Schema as RegistrySchema, SchemaRegistryClient, SchemaType};
 use sluice_registry::known_types;
 use sluice_registry::protobuf::ProtobufSchema;
 use sluice_registry::schema::{ParsedSchema as _, ResolvedReference};
@@ -44,7 +42,7 @@ use sluice_registry::serde::wire::{
 };
 
 use super::protobuf_data::{GeneratedSchema, ProtobufData, ProtobufDataConfig};
-use super::registry::{Format, RegistryConverterConfig, lock, run_blocking};
+use super::registry::{Format, RegistryConverterConfig, WriterSchema, lock, run_blocking};
 use super::{BoundedCache, Converter, Settings, with_cause};
 use crate::ConfigError;
 use crate::data::{DataError, SchemaRef, Value};
@@ -190,64 +188,52 @@ impl ProtobufConverter {
         if let Some(found) = lock(&self.writers).get(&key) {
             return Ok(found);
         }
-        let registry_schema = RegistrySchema::new(SchemaType::Protobuf, text.to_string());
-        let client = self.client.clone();
-        let subject_owned = subject.to_string();
-        let normalize = self.config.registry.normalize_schemas;
-        let registry_error = |message: &str, e: ClientError| {
-            FORMAT.write_registry_failure(topic, &format!("{message}{text}"), e)
-        };
-        let ours = message_indexes(&generated.message);
-        let found = if self.config.registry.auto_register_schemas {
-            let id = run_blocking(async move {
-                client
-                    .register(&subject_owned, &registry_schema, normalize)
-                    .await
-            })?
-            .map_err(|e| registry_error("Error registering Protobuf schema: ", e))?;
-            (id, ours)
-        } else if self.config.registry.use_latest_version {
-            let latest = run_blocking(async move { client.get_latest(&subject_owned).await })?
-                .map_err(|e| registry_error("Error retrieving latest version: ", e))?;
-            let incompatible = || {
-                FORMAT.serialize_failure(
-                    topic,
-                    format_args!(
-                        "Incompatible schema of type '{}'. Set latest.compatibility.strict=false to disable this check. See log file for more details.",
-                        latest.schema.schema_type.name()
-                    ),
-                )
-            };
-            if latest.schema.schema_type != SchemaType::Protobuf {
-                return Err(incompatible());
+        let ours = RegistrySchema::new(SchemaType::Protobuf, text.to_string());
+        let found = match self.config.registry.writer_schema(
+            &self.client,
+            FORMAT,
+            topic,
+            subject,
+            ours,
+        )? {
+            WriterSchema::Ours(id) => (id, message_indexes(&generated.message)),
+            WriterSchema::Latest(latest) => {
+                let incompatible = || {
+                    FORMAT.serialize_failure(
+                        topic,
+                        format_args!(
+                            "Incompatible schema of type '{}'. Set latest.compatibility.strict=false to disable this check. See log file for more details.",
+                            latest.schema.schema_type.name()
+                        ),
+                    )
+                };
+                if latest.schema.schema_type != SchemaType::Protobuf {
+                    return Err(incompatible());
+                }
+                let file = self
+                    .file(latest.id)
+                    .map_err(|e| FORMAT.serialize_failure(topic, e))?;
+                let full_name = generated.message.full_name();
+                let message = file
+                    .parent_pool()
+                    .get_message_by_name(full_name)
+                    .filter(|m| m.parent_file() == file)
+                    .ok_or_else(|| {
+                        FORMAT.serialize_failure(
+                            topic,
+                            format_args!(
+                                "Error serializing Protobuf message: the latest schema of {subject} (id {}) has no message {full_name}",
+                                latest.id
+                            ),
+                        )
+                    })?;
+                if self.config.registry.latest_compatibility_strict
+                    && !latest_reads(&file, &generated.text)
+                {
+                    return Err(incompatible());
+                }
+                (latest.id, message_indexes(&message))
             }
-            let file = self
-                .file(latest.id)
-                .map_err(|e| FORMAT.serialize_failure(topic, e))?;
-            let full_name = generated.message.full_name();
-            let message = file.parent_pool().get_message_by_name(full_name).filter(|m| m.parent_file() == file).ok_or_else(|| {
-                FORMAT.serialize_failure(
-                    topic,
-                    format_args!(
-                        "Error serializing Protobuf message: the latest schema of {subject} (id {}) has no message {full_name}",
-                        latest.id
-                    ),
-                )
-            })?;
-            if self.config.registry.latest_compatibility_strict
-                && !latest_reads(&file, &generated.text)
-            {
-                return Err(incompatible());
-            }
-            (latest.id, message_indexes(&message))
-        } else {
-            let found = run_blocking(async move {
-                client
-                    .lookup(&subject_owned, &registry_schema, normalize)
-                    .await
-            })?
-            .map_err(|e| registry_error("Error retrieving Protobuf schema: ", e))?;
-            (found.id, ours)
         };
         lock(&self.writers).insert(key, found.clone());
         Ok(found)

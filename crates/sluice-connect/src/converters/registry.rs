@@ -15,7 +15,9 @@ use std::fmt::Display;
 use std::future::Future;
 use std::sync::{Mutex, OnceLock};
 
-use sluice_registry::client::{ClientConfig, ClientError, SchemaRegistryClient};
+use sluice_registry::client::{
+    ClientConfig, ClientError, RegisteredSchema, Schema as RegistrySchema, SchemaRegistryClient,
+};
 use sluice_registry::serde::strategy::{
     RecordNameStrategy, SubjectNameStrategy, TopicNameStrategy, TopicRecordNameStrategy,
 };
@@ -166,6 +168,40 @@ impl RegistryConverterConfig {
         }
     }
 
+    /// The schema a record goes out with, by Confluent's serializer's rules: with
+    /// `auto.register.schemas` ours is registered under `subject`; otherwise with
+    /// `use.latest.version` the subject's latest is answered, for the caller to check
+    /// against ours; otherwise ours must already be registered there.
+    pub(crate) fn writer_schema(
+        &self,
+        client: &SchemaRegistryClient,
+        format: Format,
+        topic: &str,
+        subject: &str,
+        ours: RegistrySchema,
+    ) -> Result<WriterSchema, DataError> {
+        let client = client.clone();
+        let subject = subject.to_string();
+        let normalize = self.normalize_schemas;
+        let text = ours.schema.clone();
+        let [registering, latest, retrieving] = format.write_failures();
+        let failure =
+            |message: &str, e| format.write_registry_failure(topic, &format!("{message}{text}"), e);
+        if self.auto_register_schemas {
+            run_blocking(async move { client.register(&subject, &ours, normalize).await })?
+                .map(WriterSchema::Ours)
+                .map_err(|e| failure(registering, e))
+        } else if self.use_latest_version {
+            run_blocking(async move { client.get_latest(&subject).await })?
+                .map(|found| WriterSchema::Latest(Box::new(found)))
+                .map_err(|e| failure(latest, e))
+        } else {
+            run_blocking(async move { client.lookup(&subject, &ours, normalize).await })?
+                .map(|found| WriterSchema::Ours(found.id))
+                .map_err(|e| failure(retrieving, e))
+        }
+    }
+
     /// A registry client for these settings, caching at most `max.schemas.per.subject`
     /// schemas.
     pub fn client(&self) -> Result<SchemaRegistryClient, ConfigError> {
@@ -229,6 +265,15 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// The schema a record goes out with ([`RegistryConverterConfig::writer_schema`]).
+#[derive(Debug)]
+pub(crate) enum WriterSchema {
+    /// Ours, registered or found registered: its id.
+    Ours(i32),
+    /// The subject's latest (`use.latest.version`).
+    Latest(Box<RegisteredSchema>),
+}
+
 /// What a registry-backed converter writes, for the texts it fails with: Confluent's
 /// converters word their failures by format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -245,6 +290,28 @@ impl Format {
             Format::Avro => "Avro",
             Format::Protobuf => "Protobuf",
             Format::JsonSchema => "Json",
+        }
+    }
+
+    /// Confluent's serializers' texts for a failed registration, latest-version read and
+    /// lookup of the schema written (each followed by the schema's text).
+    fn write_failures(self) -> [&'static str; 3] {
+        match self {
+            Format::Avro => [
+                "Error registering Avro schema",
+                "Error retrieving latest version of Avro schema",
+                "Error retrieving Avro schema",
+            ],
+            Format::Protobuf => [
+                "Error registering Protobuf schema: ",
+                "Error retrieving latest version: ",
+                "Error retrieving Protobuf schema: ",
+            ],
+            Format::JsonSchema => [
+                "Error registering JSON schema: ",
+                "Error retrieving latest version: ",
+                "Error retrieving JSON schema: ",
+            ],
         }
     }
 
