@@ -1,11 +1,18 @@
 //! Entry point for `fuzz/` (cargo-fuzz target `connect_records`): everything a Connect
 //! worker reads that another process wrote — its group's metadata and assignments (from
-//! any worker, Apache's included), the three internal topics' records, and record bytes
-//! through the JSON converter (with and without the schema envelope) — must give a value
-//! or an error, never a panic or an unbounded allocation.
+//! any worker, Apache's included), the three internal topics' records, record bytes
+//! through the JSON converter (with and without the schema envelope), and the
+//! registry-free halves of the JSON Schema and Protobuf converters (a writer's JSON
+//! Schema text and a value in it; a message's bytes in a schema Sluice generates) — must
+//! give a value or an error, never a panic or an unbounded allocation.
+
+use std::sync::{Arc, OnceLock};
+
+use prost_reflect::DynamicMessage;
 
 use crate::Props;
-use crate::converters;
+use crate::converters::{self, GeneratedSchema, JsonSchemaData, ProtobufData, jackson};
+use crate::data::{Schema, SchemaRef, Type};
 use crate::group;
 use crate::records::{self, ConfigRecord, ConfigState, Status, StatusKey, TopicStatus};
 
@@ -15,7 +22,7 @@ pub fn records(data: &[u8]) {
     let Some((&selector, rest)) = data.split_first() else {
         return;
     };
-    match selector % 6 {
+    match selector % 8 {
         0 => {
             if let Ok(state) = group::decode_metadata(rest) {
                 // What decodes encodes back and decodes to the same.
@@ -62,8 +69,66 @@ pub fn records(data: &[u8]) {
                 let _ = json.from_connect("t", schema.as_ref(), &value);
             }
         }
-        _ => unreachable!("selector % 6"),
+        6 => {
+            let (schema, value) = split(rest);
+            let data = JsonSchemaData::default();
+            if let Ok(schema) = data.to_connect_schema(&String::from_utf8_lossy(schema), None) {
+                // What it read it can write back.
+                let _ = data.schema_text(&schema);
+                if let Ok(node) = jackson::read_tree(value) {
+                    let _ = data.to_connect_data(Some(&schema), Some(&node));
+                }
+            }
+        }
+        7 => {
+            let (data, schema, generated) = protobuf_target();
+            if let Ok(message) = DynamicMessage::decode(generated.message.clone(), rest)
+                && let Ok(value) = data.to_connect_data(schema, &message)
+            {
+                // What it read it can write back.
+                let _ = data.from_connect_data(schema, &generated.message, &value);
+            }
+        }
+        _ => unreachable!("selector % 8"),
     }
+}
+
+/// The Protobuf decoder's target: the message Sluice generates for a Connect struct with
+/// every kind of field (built once).
+fn protobuf_target() -> &'static (ProtobufData, SchemaRef, GeneratedSchema) {
+    static TARGET: OnceLock<(ProtobufData, SchemaRef, GeneratedSchema)> = OnceLock::new();
+    TARGET.get_or_init(|| {
+        let line = Schema::new(Type::Struct)
+            .named("Line")
+            .field("sku", Schema::new(Type::String))
+            .field("quantity", Schema::new(Type::Int16).optional());
+        let schema: SchemaRef = Arc::new(
+            Schema::new(Type::Struct)
+                .named("fuzz.Order")
+                .field("id", Schema::new(Type::Int64))
+                .field("ok", Schema::new(Type::Boolean))
+                .field("ratio", Schema::new(Type::Float32))
+                .field("blob", Schema::new(Type::Bytes).optional())
+                .field("price", Schema::decimal(2))
+                .field("day", Schema::date())
+                .field("at", Schema::time())
+                .field("created", Schema::timestamp())
+                .field(
+                    "tags",
+                    Schema::map(Schema::new(Type::String), Schema::new(Type::Int32)),
+                )
+                .field(
+                    "by_id",
+                    Schema::map(Schema::new(Type::Int64), Schema::new(Type::String)),
+                )
+                .field("lines", Schema::array(line)),
+        );
+        let data = ProtobufData::default();
+        let generated = data
+            .from_connect_schema(&schema)
+            .expect("the fuzz target's schema generates");
+        (data, schema, generated)
+    })
 }
 
 fn split(rest: &[u8]) -> (&[u8], &[u8]) {

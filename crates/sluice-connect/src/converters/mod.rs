@@ -39,7 +39,7 @@ mod avro_data;
 mod avro_schema;
 mod byte_array;
 mod decimal;
-mod jackson;
+pub(crate) mod jackson;
 mod json;
 mod json_schema;
 mod json_schema_data;
