@@ -6,7 +6,6 @@
 //! (a converter, a connector), with Connect's `DataException` wording, so a bad record is
 //! refused where it enters and not half-way through a transform.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -94,6 +93,94 @@ pub const DATE: &str = "org.apache.kafka.connect.data.Date";
 pub const TIME: &str = "org.apache.kafka.connect.data.Time";
 pub const TIMESTAMP: &str = "org.apache.kafka.connect.data.Timestamp";
 
+/// A schema's parameters in the order they were set, as Connect's `SchemaBuilder` keeps
+/// them (a `LinkedHashMap`): the JSON converter's `parameters`, Confluent's
+/// `connect.parameters` and an Avro enum's symbols come out in that order. Equality
+/// ignores the order, as Java's `Map.equals` does.
+#[derive(Debug, Clone, Default)]
+pub struct Parameters(Vec<(String, String)>);
+
+impl Parameters {
+    /// Sets `key`, in place when it is set already (a `LinkedHashMap` keeps the first
+    /// insertion's position); the value it replaced.
+    pub fn insert(&mut self, key: String, value: String) -> Option<String> {
+        match self.0.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, old)) => Some(std::mem::replace(old, value)),
+            None => {
+                self.0.push((key, value));
+                None
+            }
+        }
+    }
+
+    pub fn get(&self, key: &str) -> Option<&String> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.get(key).is_some()
+    }
+
+    pub fn remove(&mut self, key: &str) -> Option<String> {
+        let at = self.0.iter().position(|(k, _)| k == key)?;
+        Some(self.0.remove(at).1)
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// (key, value) in the order they were first set.
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &String)> {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &String> {
+        self.0.iter().map(|(k, _)| k)
+    }
+}
+
+impl PartialEq for Parameters {
+    fn eq(&self, other: &Parameters) -> bool {
+        self.len() == other.len() && self.iter().all(|(k, v)| other.get(k) == Some(v))
+    }
+}
+
+impl<'a> IntoIterator for &'a Parameters {
+    type Item = (&'a String, &'a String);
+    type IntoIter = std::iter::Map<
+        std::slice::Iter<'a, (String, String)>,
+        fn(&'a (String, String)) -> (&'a String, &'a String),
+    >;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+}
+
+impl FromIterator<(String, String)> for Parameters {
+    fn from_iter<I: IntoIterator<Item = (String, String)>>(pairs: I) -> Parameters {
+        let mut parameters = Parameters::default();
+        for (k, v) in pairs {
+            parameters.insert(k, v);
+        }
+        parameters
+    }
+}
+
+impl std::ops::Index<&str> for Parameters {
+    type Output = String;
+
+    fn index(&self, key: &str) -> &String {
+        self.get(key)
+            .unwrap_or_else(|| panic!("no schema parameter {key}"))
+    }
+}
+
 /// A field of a struct schema.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Field {
@@ -111,7 +198,7 @@ pub struct Schema {
     pub name: Option<String>,
     pub version: Option<i32>,
     pub doc: Option<String>,
-    pub parameters: BTreeMap<String, String>,
+    pub parameters: Parameters,
     /// Struct fields, in order.
     pub fields: Vec<Field>,
     /// Map keys.
@@ -131,7 +218,7 @@ impl Schema {
             name: None,
             version: None,
             doc: None,
-            parameters: BTreeMap::new(),
+            parameters: Parameters::default(),
             fields: Vec::new(),
             key_schema: None,
             value_schema: None,

@@ -127,12 +127,12 @@ fn primitives_and_metadata_map_as_confluent_maps_them() {
         ),
         (
             Schema::decimal(2).with_parameter("connect.decimal.precision", "10"),
-            r#"{"type":"bytes","scale":2,"precision":10,"connect.version":1,"connect.parameters":{"connect.decimal.precision":"10","scale":"2"},"connect.name":"org.apache.kafka.connect.data.Decimal","logicalType":"decimal"}"#,
+            r#"{"type":"bytes","scale":2,"precision":10,"connect.version":1,"connect.parameters":{"scale":"2","connect.decimal.precision":"10"},"connect.name":"org.apache.kafka.connect.data.Decimal","logicalType":"decimal"}"#,
         ),
         (
             // A scale above the precision cannot be Avro's decimal: the legacy property only.
             Schema::decimal(12).with_parameter("connect.decimal.precision", "10"),
-            r#"{"type":"bytes","scale":12,"precision":10,"connect.version":1,"connect.parameters":{"connect.decimal.precision":"10","scale":"12"},"connect.name":"org.apache.kafka.connect.data.Decimal","logicalType":"decimal"}"#,
+            r#"{"type":"bytes","scale":12,"precision":10,"connect.version":1,"connect.parameters":{"scale":"12","connect.decimal.precision":"10"},"connect.name":"org.apache.kafka.connect.data.Decimal","logicalType":"decimal"}"#,
         ),
         (
             Schema::map(prim(Type::String).optional(), prim(Type::Int8)).named("a.M"),
@@ -632,4 +632,34 @@ fn strip_schemas(value: Value) -> Value {
         ),
         other => other,
     }
+}
+
+#[test]
+fn enum_symbols_and_parameters_keep_their_declared_order() {
+    // An enum's symbols are Connect parameters; Connect keeps parameters in the order
+    // they were set (a LinkedHashMap), so they go out in the order the writer declared.
+    let text = r#"{"type":"enum","name":"Status","symbols":["PAID","NEW","CANCELLED"]}"#;
+    let schema = back(text, None).unwrap();
+    let symbols: Vec<&String> = schema
+        .parameters
+        .keys()
+        .filter(|k| k.starts_with(&format!("{AVRO_TYPE_ENUM}.")))
+        .collect();
+    assert_eq!(
+        symbols,
+        [
+            &format!("{AVRO_TYPE_ENUM}.PAID"),
+            &format!("{AVRO_TYPE_ENUM}.NEW"),
+            &format!("{AVRO_TYPE_ENUM}.CANCELLED")
+        ]
+    );
+    // Without enhanced.avro.schema.support (Confluent's default, and Sluice's only mode)
+    // the enum is written as a string, its parameters in Connect's order.
+    assert_eq!(
+        avro_text(&schema),
+        format!(
+            r#"{{"type":"string","connect.parameters":{{"{e}":"Status","{e}.PAID":"PAID","{e}.NEW":"NEW","{e}.CANCELLED":"CANCELLED"}},"connect.name":"Status"}}"#,
+            e = AVRO_TYPE_ENUM
+        )
+    );
 }

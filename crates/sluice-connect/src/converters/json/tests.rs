@@ -171,6 +171,16 @@ fn every_type_is_written_as_kafka_writes_it() {
             r#"{"schema":{"type":"boolean","optional":false,"name":"bool","version":3,"doc":"the documentation","parameters":{"foo":"bar"}},"payload":true}"#,
         ),
         (
+            // Parameters in the order they were set (SchemaBuilder's LinkedHashMap), as
+            // Debezium's column parameters come out of Kafka's JsonConverter.
+            prim(Type::String)
+                .with_parameter("__debezium.source.column.type", "VARCHAR")
+                .with_parameter("__debezium.source.column.length", "255")
+                .with_parameter("__debezium.source.column.name", "email"),
+            Value::String("a@b".into()),
+            r#"{"schema":{"type":"string","optional":false,"parameters":{"__debezium.source.column.type":"VARCHAR","__debezium.source.column.length":"255","__debezium.source.column.name":"email"}},"payload":"a@b"}"#,
+        ),
+        (
             prim(Type::Boolean).with_default(Value::Boolean(true)),
             Value::Boolean(true),
             r#"{"schema":{"type":"boolean","optional":false,"default":true},"payload":true}"#,

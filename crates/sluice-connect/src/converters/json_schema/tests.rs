@@ -604,8 +604,8 @@ fn enums_and_unions_read_as_confluent_names_them() {
     );
     assert_eq!(
         data.schema_text(&schema).unwrap(),
-        r#"{"enum":["green","red"]}"#,
-        "symbols in parameter order (Connect's would be insertion order)"
+        r#"{"enum":["red","green"]}"#,
+        "symbols in the order they were declared (Connect's parameters keep it)"
     );
 
     let union = data
