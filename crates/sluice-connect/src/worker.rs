@@ -920,6 +920,7 @@ impl Worker {
         stopped: &mut watch::Receiver<bool>,
     ) -> Result<bool, ConnectError> {
         let mut changed = self.config_changed.clone();
+        let mut assigned = self.assignment.clone();
         loop {
             if !lock(&self.config_state).pending_fencing.contains(connector) {
                 return Ok(true);
@@ -933,10 +934,12 @@ impl Worker {
                 self.fence_zombies(connector).await?;
                 continue;
             }
+            // The task count record arrives through the config topic; leadership through
+            // a new assignment. Either sender gone means the worker is shutting down.
             tokio::select! {
-                _ = changed.changed() => {}
+                r = changed.changed() => if r.is_err() { return Ok(false) },
+                r = assigned.changed() => if r.is_err() { return Ok(false) },
                 _ = stopped.changed() => return Ok(false),
-                _ = tokio::time::sleep(Duration::from_millis(500)) => {}
             }
         }
     }
