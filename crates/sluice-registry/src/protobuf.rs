@@ -1257,8 +1257,10 @@ fn split_group_extensions(
     (groups, plain)
 }
 
-fn type_name(kind: &Kind) -> String {
-    let scalar = match kind {
+/// The `.proto` name of a scalar field type (`sint32`, `fixed64`, ...); none for a
+/// message or an enum.
+pub fn scalar_type_name(kind: &Kind) -> Option<&'static str> {
+    Some(match kind {
         Kind::Double => "double",
         Kind::Float => "float",
         Kind::Int32 => "int32",
@@ -1274,10 +1276,16 @@ fn type_name(kind: &Kind) -> String {
         Kind::Bool => "bool",
         Kind::String => "string",
         Kind::Bytes => "bytes",
-        Kind::Message(message) => return format!(".{}", message.full_name()),
-        Kind::Enum(enumeration) => return format!(".{}", enumeration.full_name()),
-    };
-    scalar.to_owned()
+        Kind::Message(_) | Kind::Enum(_) => return None,
+    })
+}
+
+fn type_name(kind: &Kind) -> String {
+    match kind {
+        Kind::Message(message) => format!(".{}", message.full_name()),
+        Kind::Enum(enumeration) => format!(".{}", enumeration.full_name()),
+        scalar => scalar_type_name(scalar).unwrap_or_default().to_owned(),
+    }
 }
 
 /// Field options in brackets: ` [a = 1]`, or one per line when there are several.

@@ -49,6 +49,7 @@ use prost_reflect::{
 };
 use protox::file::{ChainFileResolver, File, FileResolver};
 use sluice_registry::known_types::KnownTypesResolver;
+use sluice_registry::protobuf::scalar_type_name;
 
 use super::decimal::{BigDecimal, BigInteger};
 use super::{Settings, java_class, java_type_name};
@@ -683,8 +684,10 @@ impl ProtobufData {
                     Some("int8") => Schema::new(Type::Int8),
                     Some("int16") => Schema::new(Type::Int16),
                     _ if matches!(kind, Kind::Int32) => Schema::new(Type::Int32),
-                    _ => Schema::new(Type::Int32)
-                        .with_parameter(PROTOBUF_TYPE_PROP, kind_name(&kind)),
+                    _ => Schema::new(Type::Int32).with_parameter(
+                        PROTOBUF_TYPE_PROP,
+                        scalar_type_name(&kind).unwrap_or_default(),
+                    ),
                 }
             }
             Kind::Int64 => Schema::new(Type::Int64),
@@ -693,9 +696,10 @@ impl ProtobufData {
             | Kind::Uint64
             | Kind::Sint64
             | Kind::Fixed64
-            | Kind::Sfixed64 => {
-                Schema::new(Type::Int64).with_parameter(PROTOBUF_TYPE_PROP, kind_name(&kind))
-            }
+            | Kind::Sfixed64 => Schema::new(Type::Int64).with_parameter(
+                PROTOBUF_TYPE_PROP,
+                scalar_type_name(&kind).unwrap_or_default(),
+            ),
             Kind::Float => Schema::new(Type::Float32),
             Kind::Double => Schema::new(Type::Float64),
             Kind::Bool => Schema::new(Type::Boolean),
@@ -1611,28 +1615,6 @@ fn field_meta(field: &FieldDescriptor) -> BTreeMap<String, String> {
         }
     }
     params
-}
-
-fn kind_name(kind: &Kind) -> &'static str {
-    match kind {
-        Kind::Double => "double",
-        Kind::Float => "float",
-        Kind::Int32 => "int32",
-        Kind::Int64 => "int64",
-        Kind::Uint32 => "uint32",
-        Kind::Uint64 => "uint64",
-        Kind::Sint32 => "sint32",
-        Kind::Sint64 => "sint64",
-        Kind::Fixed32 => "fixed32",
-        Kind::Fixed64 => "fixed64",
-        Kind::Sfixed32 => "sfixed32",
-        Kind::Sfixed64 => "sfixed64",
-        Kind::Bool => "bool",
-        Kind::String => "string",
-        Kind::Bytes => "bytes",
-        Kind::Message(_) => "message",
-        Kind::Enum(_) => "enum",
-    }
 }
 
 fn integer(value: &Value) -> Option<i64> {
