@@ -60,18 +60,8 @@ impl AvroConverterConfig {
     }
 
     pub fn parse(settings: &Settings<'_>) -> Result<AvroConverterConfig, ConfigError> {
-        let registry = RegistryConverterConfig::parse(settings);
-        let data = AvroDataConfig::parse(settings);
-        match (registry, data) {
-            (Ok(registry), Ok(data)) => Ok(AvroConverterConfig { registry, data }),
-            (registry, data) => {
-                let mut errors = ConfigError::default();
-                for e in [registry.err(), data.err()].into_iter().flatten() {
-                    errors.push(e);
-                }
-                Err(errors)
-            }
-        }
+        RegistryConverterConfig::parse_with(settings, AvroDataConfig::parse)
+            .map(|(registry, data)| AvroConverterConfig { registry, data })
     }
 }
 

@@ -68,18 +68,8 @@ impl ProtobufConverterConfig {
     }
 
     pub fn parse(settings: &Settings<'_>) -> Result<ProtobufConverterConfig, ConfigError> {
-        let registry = RegistryConverterConfig::parse(settings);
-        let data = ProtobufDataConfig::parse(settings);
-        match (registry, data) {
-            (Ok(registry), Ok(data)) => Ok(ProtobufConverterConfig { registry, data }),
-            (registry, data) => {
-                let mut errors = ConfigError::default();
-                for e in [registry.err(), data.err()].into_iter().flatten() {
-                    errors.push(e);
-                }
-                Err(errors)
-            }
-        }
+        RegistryConverterConfig::parse_with(settings, ProtobufDataConfig::parse)
+            .map(|(registry, data)| ProtobufConverterConfig { registry, data })
     }
 }
 

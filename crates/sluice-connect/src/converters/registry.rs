@@ -159,6 +159,23 @@ impl RegistryConverterConfig {
         }
     }
 
+    /// The serializer's settings and a format's own (`data`), with every error of both.
+    pub(crate) fn parse_with<D>(
+        settings: &Settings<'_>,
+        data: impl FnOnce(&Settings<'_>) -> Result<D, ConfigError>,
+    ) -> Result<(RegistryConverterConfig, D), ConfigError> {
+        match (RegistryConverterConfig::parse(settings), data(settings)) {
+            (Ok(registry), Ok(data)) => Ok((registry, data)),
+            (registry, data) => {
+                let mut errors = ConfigError::default();
+                for e in [registry.err(), data.err()].into_iter().flatten() {
+                    errors.push(e);
+                }
+                Err(errors)
+            }
+        }
+    }
+
     /// The strategy for the key's or the value's subject.
     pub fn strategy(&self, is_key: bool) -> SubjectStrategy {
         if is_key {
