@@ -11,31 +11,8 @@ mod registry;
 
 use std::sync::Arc;
 
-use registry::{registry, registry_converter, versions};
-use sluice_connect::data::{DataError, Schema, SchemaRef, Struct, Type, Value};
-
-fn order() -> SchemaRef {
-    Arc::new(
-        Schema::new(Type::Struct)
-            .named("shop.Order")
-            .field("id", Schema::new(Type::Int64))
-            .field("note", Schema::new(Type::String).optional())
-            .field("price", Schema::decimal(2)),
-    )
-}
-
-fn an_order(note: Option<&str>) -> Value {
-    let mut value = Struct::new(order());
-    value.put("id", Value::Int64(7)).unwrap();
-    value
-        .put(
-            "note",
-            note.map_or(Value::Null, |n| Value::String(n.into())),
-        )
-        .unwrap();
-    value.put("price", Value::Bytes(vec![0x04, 0xd2])).unwrap();
-    Value::Struct(value)
-}
+use registry::{an_order, order, registry, registry_converter, versions};
+use sluice_connect::data::{DataError, Schema, Type, Value};
 
 fn round_trip_through_the_registry() {
     let url = registry();

@@ -12,32 +12,9 @@ mod registry;
 
 use std::sync::Arc;
 
-use registry::{get, on_runtime, registry, registry_converter, versions};
+use registry::{an_order, get, on_runtime, order, registry, registry_converter, versions};
 use sluice_connect::converters::{Converter, JsonSchemaData};
-use sluice_connect::data::{Schema, SchemaRef, Struct, Type, Value};
-
-fn order() -> SchemaRef {
-    Arc::new(
-        Schema::new(Type::Struct)
-            .named("shop.Order")
-            .field("id", Schema::new(Type::Int64))
-            .field("note", Schema::new(Type::String).optional())
-            .field("price", Schema::decimal(2)),
-    )
-}
-
-fn an_order(note: Option<&str>) -> Value {
-    let mut value = Struct::new(order());
-    value.put("id", Value::Int64(7)).unwrap();
-    value
-        .put(
-            "note",
-            note.map_or(Value::Null, |n| Value::String(n.into())),
-        )
-        .unwrap();
-    value.put("price", Value::Bytes(vec![0x04, 0xd2])).unwrap();
-    Value::Struct(value)
-}
+use sluice_connect::data::{Schema, Type, Value};
 
 fn json_schema(url: &str, extra: &[(&str, &str)], is_key: bool) -> Box<dyn Converter> {
     registry_converter("JsonSchemaConverter", url, extra, is_key)

@@ -10,9 +10,11 @@
 #![allow(dead_code)] // each test file uses its own part
 
 use std::future::Future;
+use std::sync::Arc;
 
 use sluice_connect::Props;
 use sluice_connect::converters::{Converter, converter};
+use sluice_connect::data::{Schema, SchemaRef, Struct, Type, Value};
 use sluice_registry::server::{RegistryConfig, start};
 
 use crate::common::TestNode;
@@ -87,4 +89,30 @@ pub fn registry_converter(
         "value.converter"
     };
     converter(class, &props, is_key, config_key).unwrap()
+}
+
+/// The Connect schema the converter tests write: a struct with an optional field and a
+/// decimal.
+pub fn order() -> SchemaRef {
+    Arc::new(
+        Schema::new(Type::Struct)
+            .named("shop.Order")
+            .field("id", Schema::new(Type::Int64))
+            .field("note", Schema::new(Type::String).optional())
+            .field("price", Schema::decimal(2)),
+    )
+}
+
+/// An order of [`order`], `note` null when none.
+pub fn an_order(note: Option<&str>) -> Value {
+    let mut value = Struct::new(order());
+    value.put("id", Value::Int64(7)).unwrap();
+    value
+        .put(
+            "note",
+            note.map_or(Value::Null, |n| Value::String(n.into())),
+        )
+        .unwrap();
+    value.put("price", Value::Bytes(vec![0x04, 0xd2])).unwrap();
+    Value::Struct(value)
 }
