@@ -1572,7 +1572,9 @@ async fn run_source(
                 Some(every) => {
                     if in_transaction && every.is_none_or(|d| last_flush.elapsed() >= d) {
                         settle(&mut outstanding, &mut pending, 0).await?;
+                        let committed = committed_offsets(&pending);
                         commit_transaction(worker, name, &producer, &mut pending).await?;
+                        task.commit(&committed.iter().collect::<Vec<_>>());
                         in_transaction = false;
                     }
                 }
@@ -1585,6 +1587,7 @@ async fn run_source(
                             .commit_offsets(name, &pending)
                             .await
                             .map_err(|e| ConnectError(e.to_string()))?;
+                        task.commit(&committed_offsets(&pending).iter().collect::<Vec<_>>());
                         pending.clear();
                         last_flush = Instant::now();
                     }
@@ -1752,6 +1755,11 @@ fn transaction_boundary(connector: &Props, flush: Duration) -> Option<Duration> 
 
 /// Writes the transaction's source offsets to the offsets topic inside it, and commits:
 /// the records and the offsets after them become visible together, or neither.
+/// The offsets about to be committed, for the task's `commit`.
+fn committed_offsets(pending: &Positions) -> Vec<Map<String, Json>> {
+    pending.values().map(|(_, offset)| offset.clone()).collect()
+}
+
 async fn commit_transaction(
     worker: &Worker,
     name: &str,

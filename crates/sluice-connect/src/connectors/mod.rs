@@ -13,6 +13,7 @@ use crate::{ConfigError, Props};
 pub mod elasticsearch;
 pub mod file;
 pub mod jdbc;
+pub mod postgres;
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -86,6 +87,11 @@ pub trait SourceTask: Send {
     ) -> BoxFuture<'a, Result<(), ConnectError>>;
     /// The next records (empty: none yet; the worker calls again).
     fn poll(&mut self) -> BoxFuture<'_, Result<Vec<Record>, ConnectError>>;
+    /// The worker wrote these offsets (the last of each source partition) to the
+    /// offsets topic, after Kafka acknowledged every record up to them (Connect's
+    /// `SourceTask.commit`): a source may now let go of what they cover (a database's
+    /// replication slot advances, say).
+    fn commit(&mut self, _offsets: &[&Map<String, Json>]) {}
     fn stop(&mut self) {}
 }
 
@@ -145,6 +151,7 @@ pub fn plugins() -> Vec<Box<dyn ConnectorPlugin>> {
         Box::new(file::FileStreamSink),
         Box::new(jdbc::JdbcSinkConnector),
         Box::new(elasticsearch::ElasticsearchSink),
+        Box::new(postgres::PostgresConnector),
     ]
 }
 

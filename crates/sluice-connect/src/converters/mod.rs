@@ -38,7 +38,7 @@ mod avro_binary;
 mod avro_data;
 mod avro_schema;
 mod byte_array;
-mod decimal;
+pub(crate) mod decimal;
 pub(crate) mod jackson;
 mod json;
 mod json_schema;

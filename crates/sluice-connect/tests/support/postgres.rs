@@ -17,6 +17,8 @@ pub struct Postgres {
     bin: PathBuf,
     data: PathBuf,
     as_postgres_user: bool,
+    /// More `-c` settings for the server (`wal_level=logical` for CDC).
+    settings: String,
     // Dropped after `drop` stopped the server.
     dir: tempfile::TempDir,
 }
@@ -31,6 +33,16 @@ fn is_root() -> bool {
 
 impl Postgres {
     pub fn start() -> Postgres {
+        Postgres::start_with("")
+    }
+
+    /// A server configured for logical replication (`wal_level=logical`, a few slots
+    /// and senders), as a CDC source needs it.
+    pub fn start_logical() -> Postgres {
+        Postgres::start_with("-c wal_level=logical -c max_replication_slots=8 -c max_wal_senders=8")
+    }
+
+    fn start_with(settings: &str) -> Postgres {
         let bin = std::env::var_os("SLUICE_POSTGRES_BIN")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from(DEFAULT_BIN));
@@ -64,6 +76,7 @@ impl Postgres {
             bin,
             data,
             as_postgres_user,
+            settings: settings.to_string(),
             dir,
         };
         server.run(
@@ -87,9 +100,10 @@ impl Postgres {
 
     fn pg_start(&self) {
         let options = format!(
-            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off",
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off {}",
             self.port,
-            self.dir.path().display()
+            self.dir.path().display(),
+            self.settings
         );
         self.run(
             "pg_ctl",

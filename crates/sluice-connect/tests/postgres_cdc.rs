@@ -1,0 +1,421 @@
+//! Debezium's PostgreSQL connector, native, against a real PostgreSQL 15 (wal_level
+//! logical) and a real broker, through the worker's REST API: the snapshot and the
+//! stream as Debezium's events, offsets in Debezium's shape, a restart that resumes
+//! without gaps or repeats, the slot advancing only behind Kafka, REPLICA IDENTITY FULL
+//! and TOAST, and the failures a user meets first (wrong plugin, wal_level, a database
+//! that is down).
+
+#[path = "../../sluice-broker/tests/common/mod.rs"]
+mod common;
+#[path = "support/worker.rs"]
+mod harness;
+#[path = "support/postgres.rs"]
+mod postgres;
+
+use std::time::{Duration, Instant};
+
+use common::TestNode;
+use harness::RunningWorker;
+use postgres::Postgres;
+use serde_json::{Value, json};
+use sluice_client::TopicPartition;
+use sluice_client::consumer::{Consumer, ConsumerConfig};
+
+/// Every record of a topic's partition 0 as (key, value) JSON (null for a tombstone),
+/// once `done` holds for what was read (or 30 s passed), plus anything that follows
+/// within a quiet half second.
+async fn read_until(
+    node: &TestNode,
+    topic: &str,
+    done: impl Fn(&[(Value, Value)]) -> bool,
+) -> Vec<(Value, Value)> {
+    let mut config = ConsumerConfig::new([node.address.to_string()]);
+    config.set("auto.offset.reset", "earliest").unwrap();
+    let mut consumer = Consumer::new(config).await.unwrap();
+    let tp = TopicPartition::new(topic, 0);
+    consumer.assign([tp.clone()]).unwrap();
+    consumer.seek(&tp, 0).unwrap();
+    let json = |b: Option<bytes::Bytes>| match b {
+        Some(b) if !b.is_empty() => serde_json::from_slice(&b).unwrap(),
+        _ => Value::Null,
+    };
+    let mut records = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done(&records) && Instant::now() < deadline {
+        for r in consumer
+            .poll(Duration::from_millis(200))
+            .await
+            .unwrap_or_default()
+        {
+            records.push((json(r.key), json(r.value)));
+        }
+    }
+    for r in consumer
+        .poll(Duration::from_millis(500))
+        .await
+        .unwrap_or_default()
+    {
+        records.push((json(r.key), json(r.value)));
+    }
+    records
+}
+
+fn connector(pg: &Postgres, prefix: &str, extra: Value) -> Value {
+    let mut config = json!({
+        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+        "database.hostname": "127.0.0.1",
+        "database.port": pg.port.to_string(),
+        "database.user": "postgres",
+        "database.password": "unused",
+        "database.dbname": "shop",
+        "topic.prefix": prefix,
+        "plugin.name": "pgoutput",
+        "slot.name": format!("{prefix}_slot"),
+        "publication.name": format!("{prefix}_pub"),
+        "table.include.list": "public.orders,public.notes",
+        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "key.converter.schemas.enable": "false",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "false",
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        config[k] = v.clone();
+    }
+    config
+}
+
+async fn shop(pg: &Postgres) -> tokio_postgres::Client {
+    let admin = pg.client("postgres").await;
+    admin.batch_execute("CREATE DATABASE shop").await.unwrap();
+    let db = pg.client("shop").await;
+    db.batch_execute(
+        "CREATE TYPE state AS ENUM ('new', 'paid', 'shipped');
+         CREATE TABLE orders (
+             id integer PRIMARY KEY,
+             customer text NOT NULL,
+             amount numeric(10, 2),
+             state state NOT NULL DEFAULT 'new',
+             placed timestamptz,
+             day date,
+             tags text[],
+             data jsonb
+         );
+         CREATE TABLE notes (id serial PRIMARY KEY, body text);
+         ALTER TABLE notes REPLICA IDENTITY FULL;
+         CREATE TABLE ignored (id integer PRIMARY KEY);
+         INSERT INTO orders VALUES
+           (1, 'ada', 10.50, 'new', '2024-01-15 10:00:00+02', '2024-01-15', '{a,b}', '{\"x\": 1}'),
+           (2, 'bob', 20.00, 'paid', NULL, NULL, NULL, NULL);",
+    )
+    .await
+    .unwrap();
+    db
+}
+
+/// Waits until the connector's slot streams (the task's start is done: what commits
+/// from now on is captured).
+async fn wait_streaming(db: &tokio_postgres::Client, slot: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let active = db
+            .query(
+                "SELECT 1 FROM pg_replication_slots WHERE slot_name = $1 AND active",
+                &[&slot],
+            )
+            .await
+            .unwrap();
+        if !active.is_empty() {
+            return;
+        }
+        assert!(Instant::now() < deadline, "slot {slot} never became active");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn ops(records: &[(Value, Value)]) -> Vec<String> {
+    records
+        .iter()
+        .map(|(_, v)| match v {
+            Value::Null => "tombstone".to_string(),
+            v => v["op"].as_str().unwrap_or("?").to_string(),
+        })
+        .collect()
+}
+
+/// The snapshot's rows as `op: r` (first and last marked), then inserts, updates and
+/// deletes (with a tombstone) as Debezium writes them, with Debezium's offsets in the
+/// offsets topic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_snapshot_then_the_stream_as_debezium_writes_them() {
+    let pg = Postgres::start_logical();
+    let db = shop(&pg).await;
+    let node = TestNode::start(&[]).await;
+    let worker = RunningWorker::start(&node, "cdc-a", "").await;
+    worker
+        .create("inventory", connector(&pg, "dbz", json!({})))
+        .await;
+    worker
+        .wait_task("inventory", "the task runs", |t| t["state"] == "RUNNING")
+        .await;
+    let snapshot = read_until(&node, "dbz.public.orders", |r| r.len() >= 2).await;
+    assert_eq!(ops(&snapshot), ["r", "r"], "{snapshot:?}");
+    let (key, first) = &snapshot[0];
+    assert_eq!(key, &json!({"id": 1}));
+    assert_eq!(first["before"], Value::Null);
+    let after = &first["after"];
+    assert_eq!(after["customer"], "ada");
+    // numeric(10,2) is a Decimal: JsonConverter writes its unscaled bytes in base64
+    // (1050 = 0x041a).
+    assert_eq!(after["amount"], "BBo=");
+    assert_eq!(after["state"], "new");
+    assert_eq!(after["placed"], "2024-01-15T08:00:00.000000Z");
+    assert_eq!(after["day"], 19_737);
+    assert_eq!(after["tags"], json!(["a", "b"]));
+    assert_eq!(after["data"], "{\"x\": 1}");
+    let source = &first["source"];
+    assert_eq!(source["connector"], "postgresql");
+    assert_eq!(source["name"], "dbz");
+    assert_eq!(source["db"], "shop");
+    assert_eq!(source["schema"], "public");
+    assert_eq!(source["table"], "orders");
+    assert_eq!(source["snapshot"], "first");
+    assert_eq!(snapshot[1].1["source"]["snapshot"], "last");
+
+    db.batch_execute(
+        "INSERT INTO orders (id, customer, amount) VALUES (3, 'cy', 5);
+         UPDATE orders SET state = 'shipped' WHERE id = 2;
+         DELETE FROM orders WHERE id = 1;
+         INSERT INTO ignored VALUES (1);",
+    )
+    .await
+    .unwrap();
+    let all = read_until(&node, "dbz.public.orders", |r| r.len() >= 6).await;
+    assert_eq!(ops(&all), ["r", "r", "c", "u", "d", "tombstone"], "{all:?}");
+    let (_, insert) = &all[2];
+    assert_eq!(insert["after"]["state"], "new", "the column default");
+    assert_eq!(insert["source"]["snapshot"], "false");
+    assert!(insert["source"]["txId"].as_i64().unwrap() > 0);
+    assert!(insert["source"]["lsn"].as_i64().unwrap() > 0);
+    let (_, update) = &all[3];
+    assert_eq!(
+        update["before"],
+        Value::Null,
+        "REPLICA IDENTITY DEFAULT: no old row"
+    );
+    assert_eq!(update["after"]["state"], "shipped");
+    let (key, delete) = &all[4];
+    assert_eq!(key, &json!({"id": 1}));
+    assert_eq!(delete["before"]["id"], 1, "the key of the old row");
+    assert_eq!(delete["after"], Value::Null);
+    assert_eq!(all[5].0, json!({"id": 1}), "the tombstone keeps the key");
+
+    // Debezium's offsets: partition {"server": prefix}, streaming offsets with lsn_proc,
+    // lsn_commit, lsn, txId and ts_usec.
+    let offsets = worker
+        .wait_for(
+            "/connectors/inventory/offsets",
+            "the stream's offset",
+            |b| b["offsets"][0]["offset"].get("lsn_proc").is_some(),
+        )
+        .await;
+    let entry = &offsets["offsets"][0];
+    assert_eq!(entry["partition"], json!({"server": "dbz"}));
+    for k in ["lsn_proc", "lsn_commit", "lsn", "txId", "ts_usec"] {
+        assert!(entry["offset"][k].is_number(), "{k} in {entry}");
+    }
+    worker.stop().await;
+}
+
+/// A worker stopped mid-stream and started again resumes from its committed offset:
+/// every change made while it was down arrives once, nothing before it repeats, and the
+/// slot's confirmed position advances only once the records are in Kafka.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_restarted_worker_resumes_without_gaps_or_repeats() {
+    let pg = Postgres::start_logical();
+    let db = shop(&pg).await;
+    let node = TestNode::start(&[]).await;
+    let worker = RunningWorker::start(&node, "cdc-b", "").await;
+    worker
+        .create("inventory", connector(&pg, "dbz", json!({})))
+        .await;
+    worker
+        .wait_task("inventory", "the task runs", |t| t["state"] == "RUNNING")
+        .await;
+    for i in 10..20 {
+        db.execute("INSERT INTO orders (id, customer) VALUES ($1, 'x')", &[&i])
+            .await
+            .unwrap();
+    }
+    let first = read_until(&node, "dbz.public.orders", |r| r.len() >= 12).await;
+    assert_eq!(first.len(), 12, "{:?}", ops(&first));
+    let flushed = || async {
+        db.query_one(
+            "SELECT (confirmed_flush_lsn - '0/0')::bigint FROM pg_replication_slots WHERE slot_name = 'dbz_slot'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get::<_, i64>(0)
+    };
+    // The slot follows the committed offsets (200 ms flushes, 1 s status updates).
+    let last_lsn =
+        |records: &[(Value, Value)]| records.last().unwrap().1["source"]["lsn"].as_i64().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while flushed().await < last_lsn(&first) {
+        assert!(
+            Instant::now() < deadline,
+            "the slot did not advance past {}",
+            last_lsn(&first)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    worker.stop().await;
+
+    // Changes while no worker runs: a multi-row transaction and single ones.
+    db.batch_execute(
+        "BEGIN;
+         INSERT INTO orders (id, customer) VALUES (20, 'y');
+         UPDATE orders SET customer = 'z' WHERE id = 10;
+         DELETE FROM orders WHERE id = 11;
+         COMMIT;
+         INSERT INTO orders (id, customer) VALUES (21, 'w');",
+    )
+    .await
+    .unwrap();
+    let worker = RunningWorker::start(&node, "cdc-b", "").await;
+    worker
+        .wait_task("inventory", "the task runs again", |t| {
+            t["state"] == "RUNNING"
+        })
+        .await;
+    let all = read_until(&node, "dbz.public.orders", |r| r.len() >= 17).await;
+    let tail: Vec<String> = ops(&all[12..]);
+    assert_eq!(tail, ["c", "u", "d", "tombstone", "c"], "{all:?}");
+    let ids: Vec<&Value> = all.iter().map(|(k, _)| &k["id"]).collect();
+    assert_eq!(all.len(), 17, "nothing repeats: {ids:?}");
+    worker.stop().await;
+}
+
+/// REPLICA IDENTITY FULL: updates and deletes carry the whole old row; an update that
+/// leaves a TOASTed value alone carries Debezium's placeholder for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn replica_identity_full_and_unchanged_toast_values() {
+    let pg = Postgres::start_logical();
+    let db = shop(&pg).await;
+    let node = TestNode::start(&[]).await;
+    let worker = RunningWorker::start(&node, "cdc-c", "").await;
+    worker
+        .create(
+            "notes",
+            connector(
+                &pg,
+                "n",
+                json!({"table.include.list": "public.orders", "snapshot.mode": "no_data"}),
+            ),
+        )
+        .await;
+    worker
+        .wait_task("notes", "the task runs", |t| t["state"] == "RUNNING")
+        .await;
+    wait_streaming(&db, "n_slot").await;
+    // A value stored out of line (TOAST): uncompressed and larger than a page allows.
+    db.batch_execute(
+        "ALTER TABLE orders ALTER COLUMN customer SET STORAGE EXTERNAL;
+         INSERT INTO orders (id, customer) SELECT 50, string_agg(md5(i::text), '') FROM generate_series(1, 700) i;",
+    )
+    .await
+    .unwrap();
+    db.batch_execute("UPDATE orders SET state = 'paid' WHERE id = 50")
+        .await
+        .unwrap();
+    let records = read_until(&node, "n.public.orders", |r| r.len() >= 2).await;
+    assert_eq!(ops(&records), ["c", "u"], "no snapshot with no_data");
+    assert_eq!(
+        records[1].1["after"]["customer"],
+        "__debezium_unavailable_value"
+    );
+    assert_eq!(records[1].1["after"]["state"], "paid");
+
+    worker.call("DELETE", "/connectors/notes", None).await;
+    worker
+        .create(
+            "full",
+            connector(&pg, "f", json!({"table.include.list": "public.notes"})),
+        )
+        .await;
+    worker
+        .wait_task("full", "the task runs", |t| t["state"] == "RUNNING")
+        .await;
+    wait_streaming(&db, "f_slot").await;
+    db.batch_execute(
+        "INSERT INTO notes (body) VALUES ('one');
+         UPDATE notes SET body = 'two';
+         DELETE FROM notes;",
+    )
+    .await
+    .unwrap();
+    let records = read_until(&node, "f.public.notes", |r| r.len() >= 4).await;
+    assert_eq!(ops(&records), ["c", "u", "d", "tombstone"]);
+    assert_eq!(records[1].1["before"]["body"], "one");
+    assert_eq!(records[1].1["after"]["body"], "two");
+    assert_eq!(records[2].1["before"]["body"], "two");
+    worker.stop().await;
+}
+
+/// The failures a user meets first: a decoder Sluice does not have (refused when the
+/// connector is created, naming the fix), a server without logical WAL and a database
+/// that is down (the task fails with the reason and runs once restarted).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn wrong_plugin_wal_level_and_a_database_that_is_down() {
+    let pg = Postgres::start();
+    let admin = pg.client("postgres").await;
+    admin.batch_execute("CREATE DATABASE shop").await.unwrap();
+    let node = TestNode::start(&[]).await;
+    let worker = RunningWorker::start(&node, "cdc-d", "").await;
+    let mut config = connector(&pg, "e", json!({}));
+    config.as_object_mut().unwrap().remove("plugin.name");
+    let (status, body) = worker
+        .call(
+            "POST",
+            "/connectors",
+            Some(json!({"name": "e", "config": config})),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("set plugin.name=pgoutput"),
+        "{body}"
+    );
+
+    worker.create("e", connector(&pg, "e", json!({}))).await;
+    let task = worker
+        .wait_task("e", "the task fails", |t| t["state"] == "FAILED")
+        .await;
+    assert!(
+        task["trace"]
+            .as_str()
+            .unwrap()
+            .contains("wal_level property must be 'logical' but is: 'replica'"),
+        "{task}"
+    );
+    worker.call("DELETE", "/connectors/e", None).await;
+
+    let down = common::free_port();
+    let mut config = connector(&pg, "f", json!({"database.connect.timeout.ms": "2000"}));
+    config["database.port"] = json!(down.to_string());
+    worker.create("f", config).await;
+    let task = worker
+        .wait_task("f", "the task fails", |t| t["state"] == "FAILED")
+        .await;
+    assert!(
+        task["trace"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("failed to connect to 127.0.0.1:{down}/shop")),
+        "{task}"
+    );
+    worker.stop().await;
+}
