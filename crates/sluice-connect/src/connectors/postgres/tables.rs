@@ -197,6 +197,11 @@ impl Table {
                     ));
                 }
             };
+            // A struct value (VariableScaleDecimal) carries the field's own schema, as
+            // converters compare them.
+            if let Value::Struct(s) = &mut row.values[field] {
+                s.schema = self.value_schema.fields[field].schema.clone();
+            }
             field += 1;
         }
         Ok(row)
