@@ -417,5 +417,86 @@ async fn wrong_plugin_wal_level_and_a_database_that_is_down() {
             .contains(&format!("failed to connect to 127.0.0.1:{down}/shop")),
         "{task}"
     );
+
+    // Credentials the server refuses: the reason, once.
+    let mut config = connector(&pg, "g", json!({}));
+    config["database.user"] = json!("nobody");
+    worker.create("g", config).await;
+    let task = worker
+        .wait_task("g", "the task fails", |t| t["state"] == "FAILED")
+        .await;
+    assert!(
+        task["trace"]
+            .as_str()
+            .unwrap()
+            .contains("role \"nobody\" does not exist"),
+        "{task}"
+    );
+    worker.stop().await;
+}
+
+/// The database restarted under a streaming task: the task connects again and resumes
+/// from its slot; every change arrives once. A slot dropped under a running task fails
+/// it with the reason and what restarting does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_database_restart_mid_stream_and_a_dropped_slot() {
+    let pg = Postgres::start_logical();
+    let db = shop(&pg).await;
+    let node = TestNode::start(&[]).await;
+    let worker = RunningWorker::start(&node, "cdc-e", "").await;
+    worker
+        .create("inventory", connector(&pg, "r", json!({})))
+        .await;
+    worker
+        .wait_task("inventory", "the task runs", |t| t["state"] == "RUNNING")
+        .await;
+    wait_streaming(&db, "r_slot").await;
+    for i in 100..105 {
+        db.execute("INSERT INTO orders (id, customer) VALUES ($1, 'x')", &[&i])
+            .await
+            .unwrap();
+    }
+    read_until(&node, "r.public.orders", |r| r.len() >= 7).await;
+    drop(db);
+    pg.stop();
+    pg.restart();
+    let db = pg.client("shop").await;
+    for i in 105..110 {
+        db.execute("INSERT INTO orders (id, customer) VALUES ($1, 'y')", &[&i])
+            .await
+            .unwrap();
+    }
+    let all = read_until(&node, "r.public.orders", |r| r.len() >= 12).await;
+    let ids: Vec<i64> = all.iter().map(|(k, _)| k["id"].as_i64().unwrap()).collect();
+    let mut expected = vec![1, 2];
+    expected.extend(100..110);
+    assert_eq!(ids, expected, "every change once, in order");
+    assert_eq!(worker.task_state("inventory").await["state"], "RUNNING");
+
+    // Drop the slot under the running task.
+    wait_streaming(&db, "r_slot").await;
+    db.batch_execute(
+        "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = 'r_slot'",
+    )
+    .await
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while db
+        .batch_execute("SELECT pg_drop_replication_slot('r_slot')")
+        .await
+        .is_err()
+    {
+        assert!(Instant::now() < deadline, "the slot could not be dropped");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let task = worker
+        .wait_task("inventory", "the task fails", |t| t["state"] == "FAILED")
+        .await;
+    let trace = task["trace"].as_str().unwrap();
+    assert!(
+        trace.contains("replication slot \"r_slot\" does not exist"),
+        "{task}"
+    );
+    assert!(trace.contains("snapshot.mode=when_needed"), "{task}");
     worker.stop().await;
 }

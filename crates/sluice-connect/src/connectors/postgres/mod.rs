@@ -31,6 +31,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use pgwire_replication::client::{ReplicationClient, ReplicationEvent};
 use pgwire_replication::config::ReplicationConfig;
+use pgwire_replication::error::PgWireError;
 use pgwire_replication::lsn::Lsn;
 use serde_json::{Map, Value as Json};
 use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
@@ -98,8 +99,21 @@ fn now_micros() -> i64 {
 /// PostgreSQL timestamps count microseconds from 2000-01-01.
 const PG_EPOCH_MICROS: i64 = 946_684_800_000_000;
 
-fn connect_error(what: &str, e: impl std::fmt::Display) -> ConnectError {
-    ConnectError(format!("{what}: {e}"))
+/// An error with its causes (tokio-postgres says only "db error" and keeps the server's
+/// message in its source).
+fn error_text(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+fn connect_error(what: &str, e: impl std::error::Error) -> ConnectError {
+    ConnectError(format!("{what}: {}", error_text(&e)))
 }
 
 fn quote_ident(name: &str) -> String {
@@ -183,6 +197,8 @@ struct Transaction {
     skip_through: Option<u64>,
     /// The LSN of its first emitted event (the BEGIN record's id).
     first_lsn: u64,
+    /// The LSN of its last change handed out (a reconnect skips up to it).
+    last_lsn: Option<u64>,
     /// Events emitted, in total and per table (`transaction` blocks, the END record).
     total: i64,
     per_table: Vec<(String, i64)>,
@@ -328,6 +344,26 @@ fn java_hash_map_order(entries: &[(String, i64)]) -> Vec<&(String, i64)> {
     ordered
 }
 
+/// Whether a replication error is the connection breaking (worth connecting again) rather
+/// than a refusal: I/O, and the server's shutdown and start-up states (SQLSTATE class 57:
+/// `admin_shutdown`, `crash_shutdown`, `cannot_connect_now`).
+fn retriable(e: &PgWireError) -> bool {
+    if e.is_transient() {
+        return true;
+    }
+    let text = e.to_string();
+    matches!(e, PgWireError::Server(_))
+        && [
+            "57P01",
+            "57P02",
+            "57P03",
+            "terminating connection",
+            "the database system is",
+        ]
+        .iter()
+        .any(|t| text.contains(t))
+}
+
 fn offset_number(offset: &Map<String, Json>, key: &str) -> Option<u64> {
     offset.get(key).and_then(Json::as_u64)
 }
@@ -360,8 +396,12 @@ impl PostgresTask {
         }
         let (client, connection) = config.connect(NoTls).await.map_err(|e| {
             ConnectError(format!(
-                "Couldn't obtain database name: failed to connect to {}:{}/{} as {}: {e}",
-                settings.host, settings.port, settings.dbname, settings.user
+                "Couldn't obtain database name: failed to connect to {}:{}/{} as {}: {}",
+                settings.host,
+                settings.port,
+                settings.dbname,
+                settings.user,
+                error_text(&e)
             ))
         })?;
         tokio::spawn(async move {
@@ -1139,6 +1179,11 @@ impl PostgresTask {
             }
             _ => {}
         }
+        if !emitted.is_empty()
+            && let Some(tx) = self.transaction.as_mut()
+        {
+            tx.last_lsn = Some(lsn);
+        }
         for (table, op, message_type, before, after, headers) in emitted {
             if settings.transaction_metadata
                 && let Some(tx) = self.transaction.as_mut()
@@ -1307,12 +1352,15 @@ impl PostgresTask {
                 Ok(None) => {
                     return Err(ConnectError("the replication stream ended".into()));
                 }
-                Err(e) => {
-                    return Err(ConnectError(format!(
-                        "Streaming from replication slot {} failed: {e}",
+                Err(e) if retriable(&e) => {
+                    tracing::warn!(
+                        "streaming from replication slot {} broke ({e}); reconnecting",
                         self.settings().slot
-                    )));
+                    );
+                    self.reconnect().await?;
+                    continue;
                 }
+                Err(e) => return Err(self.stream_failure(&e)),
             };
             match event {
                 ReplicationEvent::Begin {
@@ -1333,6 +1381,7 @@ impl PostgresTask {
                         skip,
                         skip_through,
                         first_lsn: 0,
+                        last_lsn: None,
                         total: 0,
                         per_table: Vec::new(),
                     });
@@ -1384,6 +1433,89 @@ impl PostgresTask {
             }
         }
         Ok(out)
+    }
+
+    fn stream_failure(&self, e: &PgWireError) -> ConnectError {
+        let settings = self.settings();
+        let text = e.to_string();
+        let hint = if text.contains("does not exist") && text.contains("replication slot") {
+            " (the slot was dropped: restarting the task creates it again, and changes made while it was missing are lost unless snapshot.mode=when_needed snapshots again)"
+        } else {
+            ""
+        };
+        ConnectError(format!(
+            "Streaming from replication slot {} (publication {}) failed: {text}{hint}",
+            settings.slot, settings.publication
+        ))
+    }
+
+    /// After the connection to the server broke mid-stream (a restart of the database,
+    /// say): connects again, as often as it takes with a backoff up to 10 s, and resumes
+    /// from the slot, skipping what this task already handed out. Wrong credentials, a
+    /// missing slot and other refusals are not retried.
+    async fn reconnect(&mut self) -> Result<(), ConnectError> {
+        if let Some(stream) = self.stream.take() {
+            stream.stop();
+        }
+        // Resume after the transactions handed out whole and, in the open one, after
+        // its last change handed out.
+        self.resume = Resume {
+            last_commit: self.last_commit,
+            xid: self
+                .transaction
+                .as_ref()
+                .filter(|t| t.last_lsn.is_some())
+                .map(|t| t.xid),
+            lsn_proc: self
+                .transaction
+                .as_ref()
+                .and_then(|t| t.last_lsn)
+                .unwrap_or(0),
+        };
+        self.transaction = None;
+        self.relations.clear();
+        let settings = self.settings().clone();
+        let mut delay = Duration::from_millis(500);
+        loop {
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(10));
+            if self.sql.as_ref().is_none_or(Client::is_closed) {
+                match Self::connect_sql(&settings).await {
+                    Ok(client) => self.sql = Some(client),
+                    Err(e) if e.0.contains("password") || e.0.contains("authentication") => {
+                        return Err(e);
+                    }
+                    Err(e) => {
+                        tracing::warn!("reconnecting to PostgreSQL: {e}");
+                        continue;
+                    }
+                }
+            }
+            let mut stream =
+                match ReplicationClient::connect_gated(Self::replication_config(&settings)).await {
+                    Ok(stream) => stream,
+                    Err(e) if retriable(&e) => {
+                        tracing::warn!("reconnecting the replication stream: {e}");
+                        continue;
+                    }
+                    Err(e) => return Err(self.stream_failure(&e)),
+                };
+            let started = match stream.start().await {
+                Ok(()) => stream.wait_started().await,
+                Err(e) => Err(e),
+            };
+            match started {
+                Ok(()) => {
+                    tracing::info!(slot = %settings.slot, "replication stream reconnected");
+                    self.stream = Some(stream);
+                    return Ok(());
+                }
+                Err(e) if retriable(&e) => {
+                    tracing::warn!("reconnecting the replication stream: {e}");
+                }
+                Err(e) => return Err(self.stream_failure(&e)),
+            }
+        }
     }
 
     fn flush(&mut self, lsn: u64) {
