@@ -3,7 +3,8 @@
 //! any worker, Apache's included), the three internal topics' records, record bytes
 //! through the JSON converter (with and without the schema envelope), and the
 //! registry-free halves of the JSON Schema and Protobuf converters (a writer's JSON
-//! Schema text and a value in it; a message's bytes in a schema Sluice generates) — must
+//! Schema text and a value in it; a message's bytes in a schema Sluice generates), and a
+//! PostgreSQL logical replication message with its rows read as Debezium's values — must
 //! give a value or an error, never a panic or an unbounded allocation.
 
 use std::sync::{Arc, OnceLock};
@@ -22,7 +23,7 @@ pub fn records(data: &[u8]) {
     let Some((&selector, rest)) = data.split_first() else {
         return;
     };
-    match selector % 8 {
+    match selector % 9 {
         0 => {
             if let Ok(state) = group::decode_metadata(rest) {
                 // What decodes encodes back and decodes to the same.
@@ -89,7 +90,8 @@ pub fn records(data: &[u8]) {
                 let _ = data.from_connect_data(schema, &generated.message, &value);
             }
         }
-        _ => unreachable!("selector % 8"),
+        8 => crate::connectors::postgres::fuzz_message(rest),
+        _ => unreachable!("selector % 9"),
     }
 }
 

@@ -344,6 +344,84 @@ fn java_hash_map_order(entries: &[(String, i64)]) -> Vec<&(String, i64)> {
     ordered
 }
 
+/// For the `connect_records` fuzz target: decodes a pgoutput message and reads the rows
+/// it carries as a table whose columns cycle through the mapped types, so every text
+/// reader sees what the fuzzer writes.
+pub fn fuzz_message(bytes: &[u8]) {
+    let Ok(message) = pgoutput::decode(bytes) else {
+        return;
+    };
+    let tuples = match message {
+        Message::Insert { new, .. } => vec![new],
+        Message::Update { old, new, .. } => old.map(|(_, t)| t).into_iter().chain([new]).collect(),
+        Message::Delete { old, .. } => vec![old.1],
+        _ => Vec::new(),
+    };
+    const TYPES: &[(&str, i32)] = &[
+        ("bool", -1),
+        ("int2", -1),
+        ("int4", -1),
+        ("int8", -1),
+        ("float4", -1),
+        ("float8", -1),
+        ("numeric", -1),
+        ("numeric", (10 << 16 | 2) + 4),
+        ("money", -1),
+        ("text", -1),
+        ("bytea", -1),
+        ("date", -1),
+        ("time", 3),
+        ("time", -1),
+        ("timestamp", 3),
+        ("timestamp", -1),
+        ("timestamptz", -1),
+        ("timetz", -1),
+        ("interval", -1),
+        ("uuid", -1),
+        ("jsonb", -1),
+        ("_int4", -1),
+        ("_text", -1),
+        ("bit", 1),
+    ];
+    let modes = values::Modes::default();
+    let source = tables::source_schema();
+    let transaction = tables::transaction_block_schema();
+    for tuple in tuples {
+        let columns = (0..tuple.0.len())
+            .map(|i| {
+                let (name, modifier) = TYPES[i % TYPES.len()];
+                let element = name.strip_prefix('_').map(|e| {
+                    Box::new(PgType {
+                        oid: 0,
+                        modifier: -1,
+                        name: e.to_string(),
+                        enum_labels: None,
+                        element: None,
+                    })
+                });
+                let ty = PgType {
+                    oid: 0,
+                    modifier,
+                    name: name.to_string(),
+                    enum_labels: None,
+                    element,
+                };
+                Column {
+                    name: format!("c{i}"),
+                    mapped: values::map(&ty, &modes),
+                    optional: i % 2 == 0,
+                    default: None,
+                    key_position: (i == 0).then_some(1),
+                }
+            })
+            .collect();
+        let table = Table::new("fuzz", "public", "t", columns, &source, &transaction);
+        if let Ok(row) = table.row(&tuple.0, &modes) {
+            let _ = table.key(&row);
+        }
+    }
+}
+
 /// Whether a replication error is the connection breaking (worth connecting again) rather
 /// than a refusal: I/O, and the server's shutdown and start-up states (SQLSTATE class 57:
 /// `admin_shutdown`, `crash_shutdown`, `cannot_connect_now`).
