@@ -11,6 +11,8 @@ mod common;
 mod harness;
 #[path = "support/postgres.rs"]
 mod postgres;
+#[path = "support/registry.rs"]
+mod registry;
 
 use std::time::{Duration, Instant};
 
@@ -498,5 +500,101 @@ async fn a_database_restart_mid_stream_and_a_dropped_slot() {
         "{task}"
     );
     assert!(trace.contains("snapshot.mode=when_needed"), "{task}");
+    worker.stop().await;
+}
+
+/// Debezium's events through Confluent's Avro converter and Sluice's registry: the key
+/// and value schemas are registered under `<topic>-key` / `<topic>-value`, and what the
+/// converter wrote reads back as Debezium's envelope, logical types included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn debeziums_events_through_the_avro_converter() {
+    let pg = Postgres::start_logical();
+    let _db = shop(&pg).await;
+    let url = registry::registry();
+    let node = TestNode::start(&[]).await;
+    let worker = RunningWorker::start(&node, "cdc-f", "").await;
+    let avro = "io.confluent.connect.avro.AvroConverter";
+    worker
+        .create(
+            "avro",
+            connector(
+                &pg,
+                "a",
+                json!({
+                    "key.converter": avro,
+                    "key.converter.schema.registry.url": url,
+                    "value.converter": avro,
+                    "value.converter.schema.registry.url": url,
+                }),
+            ),
+        )
+        .await;
+    // Raw records: the converter's bytes.
+    let mut config = ConsumerConfig::new([node.address.to_string()]);
+    config.set("auto.offset.reset", "earliest").unwrap();
+    let mut consumer = Consumer::new(config).await.unwrap();
+    let tp = TopicPartition::new("a.public.orders", 0);
+    consumer.assign([tp.clone()]).unwrap();
+    consumer.seek(&tp, 0).unwrap();
+    let mut records = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while records.len() < 2 && Instant::now() < deadline {
+        records.extend(
+            consumer
+                .poll(Duration::from_millis(200))
+                .await
+                .unwrap_or_default(),
+        );
+    }
+    assert_eq!(
+        records.len(),
+        2,
+        "the snapshot's two rows: {}",
+        worker.task_state("avro").await
+    );
+    let key_reader = registry::registry_converter(avro, &url, &[], true);
+    let value_reader = registry::registry_converter(avro, &url, &[], false);
+    let record = records.remove(0);
+    let (key, value) = (record.key.unwrap(), record.value.unwrap());
+    let (key, value) = tokio::task::spawn_blocking(move || {
+        (
+            key_reader
+                .to_connect("a.public.orders", Some(&key))
+                .unwrap(),
+            value_reader
+                .to_connect("a.public.orders", Some(&value))
+                .unwrap(),
+        )
+    })
+    .await
+    .unwrap();
+    let key = key.1.as_struct().unwrap().clone();
+    assert_eq!(key.get("id"), Some(&sluice_connect::data::Value::Int32(1)));
+    let (schema, value) = value;
+    let schema = schema.unwrap();
+    assert_eq!(schema.name.as_deref(), Some("a.public.orders.Envelope"));
+    let envelope = value.as_struct().unwrap();
+    let after = envelope.get("after").unwrap().as_struct().unwrap();
+    assert_eq!(after.get("customer").unwrap().as_str(), Some("ada"));
+    let state = after.schema.get_field("state").unwrap();
+    assert_eq!(state.schema.name.as_deref(), Some("io.debezium.data.Enum"));
+    assert_eq!(
+        state.schema.parameters.get("allowed").map(String::as_str),
+        Some("new,paid,shipped")
+    );
+    let amount = after.schema.get_field("amount").unwrap();
+    assert_eq!(
+        amount.schema.name.as_deref(),
+        Some(sluice_connect::data::DECIMAL)
+    );
+    assert_eq!(
+        after.get("amount"),
+        Some(&sluice_connect::data::Value::Bytes(vec![0x04, 0x1a]))
+    );
+    assert_eq!(envelope.get("op").unwrap().as_str(), Some("r"));
+    let subjects = registry::get(&url, "/subjects");
+    for subject in ["a.public.orders-key", "a.public.orders-value"] {
+        assert!(subjects.contains(subject), "{subject} not in {subjects}");
+    }
     worker.stop().await;
 }

@@ -1215,6 +1215,19 @@ impl FromConnect<'_> {
         };
         if !schema.optional {
             self.schema_map.push((schema.clone(), result.clone()));
+            // A record met again by name after its definition is the record as defined,
+            // properties included (Java's cycle map holds the same, since mutated,
+            // object): the entry made before the properties were added is replaced.
+            if schema.ty == Type::Struct
+                && let Some(name) = &schema.name
+                && let Some(entry) = self
+                    .cycle_references
+                    .iter_mut()
+                    .rev()
+                    .find(|(n, _)| n == name)
+            {
+                entry.1 = result.clone();
+            }
         }
         Ok(result)
     }

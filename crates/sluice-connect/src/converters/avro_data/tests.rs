@@ -95,6 +95,27 @@ const PERSON_AVRO: &str = concat!(
     r#""connect.version":1,"connect.name":"com.example.Person"}"#
 );
 
+/// Debezium's envelope uses its `Value` struct twice (`before`, `after`): the second is
+/// the record named, as Confluent registers it (`"type":["null","Value"]`), not a second
+/// definition.
+#[test]
+fn a_named_struct_used_twice_is_defined_once_then_named() {
+    let value: SchemaRef = Schema::new(Type::Struct)
+        .optional()
+        .named("dbz.public.t.Value")
+        .field("id", prim(Type::Int32))
+        .into();
+    let envelope = Schema::new(Type::Struct)
+        .named("dbz.public.t.Envelope")
+        .with_version(2)
+        .field("before", value.clone())
+        .field("after", value);
+    assert_eq!(
+        avro_text(&envelope),
+        r#"{"type":"record","name":"Envelope","namespace":"dbz.public.t","fields":[{"name":"before","type":["null",{"type":"record","name":"Value","fields":[{"name":"id","type":"int"}],"connect.name":"dbz.public.t.Value"}],"default":null},{"name":"after","type":["null","Value"],"default":null}],"connect.version":2,"connect.name":"dbz.public.t.Envelope"}"#
+    );
+}
+
 #[test]
 fn a_struct_becomes_the_record_confluent_registers() {
     assert_eq!(avro_text(&person()), PERSON_AVRO);
