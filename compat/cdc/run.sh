@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # CDC compat suite: Debezium 3.6.1's PostgreSQL connector on Apache Kafka Connect 4.3.0
 # judges Sluice's native Postgres source, both writing into a Sluice broker from a real
-# PostgreSQL 15. See cdc_check.py's docstring.
+# PostgreSQL 15 (cdc_check.py's docstring); then Sluice's worker SIGKILLed twice
+# mid-stream, nothing lost, and exactly once with exactly.once.source.support
+# (kill_check.py).
 #
 #   compat/cdc/run.sh [--no-build] [--side debezium|sluice|both] [--out DIR] [--keep]
 #
@@ -37,6 +39,10 @@ sluice="${SLUICE:-$PWD/target/debug/sluice}"
 started=$(date +%s)
 python3 compat/cdc/cdc_check.py --sluice "$sluice" --libs "$libs" --side "$side" --out "$out" "${keep[@]}"
 rc=$?
+if [[ $side != debezium ]]; then
+  # Durability: Sluice's worker SIGKILLed mid-stream, at least once and exactly once.
+  python3 compat/cdc/kill_check.py --sluice "$sluice" "${keep[@]}" || rc=1
+fi
 echo "cdc compat: $(( $(date +%s) - started ))s"
 if [[ -n "$tmp" && ${#keep[@]} -eq 0 ]]; then rm -rf "$tmp"; elif [[ -n "$tmp" ]]; then echo "captures kept: $tmp"; fi
 exit $rc

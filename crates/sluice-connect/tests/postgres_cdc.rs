@@ -598,3 +598,55 @@ async fn debeziums_events_through_the_avro_converter() {
     }
     worker.stop().await;
 }
+
+/// A restart while the slot lags the committed offsets (the server heard no flush yet):
+/// the stream replays transactions the offsets already cover, which are skipped, and the
+/// transaction the offset names is skipped up to its change, not emitted again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_restart_behind_the_slot_repeats_nothing() {
+    let pg = Postgres::start_logical();
+    let db = shop(&pg).await;
+    let node = TestNode::start(&[]).await;
+    // No status update reaches the server before the worker stops: the slot stays where
+    // it was created.
+    let config = connector(&pg, "s", json!({"status.update.interval.ms": "600000"}));
+    let worker = RunningWorker::start(&node, "cdc-g", "").await;
+    worker.create("lagging", config).await;
+    worker
+        .wait_task("lagging", "the task runs", |t| t["state"] == "RUNNING")
+        .await;
+    wait_streaming(&db, "s_slot").await;
+    for i in 200..204 {
+        db.execute("INSERT INTO orders (id, customer) VALUES ($1, 'x')", &[&i])
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        read_until(&node, "s.public.orders", |r| r.len() >= 6)
+            .await
+            .len(),
+        6
+    );
+    worker
+        .wait_for(
+            "/connectors/lagging/offsets",
+            "the last insert's offset",
+            |b| b["offsets"][0]["offset"].get("lsn_proc").is_some(),
+        )
+        .await;
+    worker.stop().await;
+    let worker = RunningWorker::start(&node, "cdc-g", "").await;
+    worker
+        .wait_task("lagging", "the task runs again", |t| {
+            t["state"] == "RUNNING"
+        })
+        .await;
+    wait_streaming(&db, "s_slot").await;
+    db.execute("INSERT INTO orders (id, customer) VALUES (204, 'y')", &[])
+        .await
+        .unwrap();
+    let all = read_until(&node, "s.public.orders", |r| r.len() >= 7).await;
+    let ids: Vec<i64> = all.iter().map(|(k, _)| k["id"].as_i64().unwrap()).collect();
+    assert_eq!(ids, [1, 2, 200, 201, 202, 203, 204], "nothing repeats");
+    worker.stop().await;
+}

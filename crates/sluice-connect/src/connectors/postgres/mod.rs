@@ -1487,18 +1487,20 @@ impl PostgresTask {
                         out.push(self.transaction_record("END", tx, offset));
                         self.unconfirmed.push_back((end, None));
                     }
-                    self.transaction = None;
+                    // The transaction a restart resumed inside is done; transactions
+                    // replayed before it (the slot's position lags the offsets) leave the
+                    // resume point alone.
+                    if let Some(tx) = self.transaction.take()
+                        && self.resume.xid == Some(tx.xid)
+                    {
+                        self.resume.xid = None;
+                    }
                     // The transaction's end is flushed once everything handed out
                     // before it is confirmed (at once if nothing is in flight).
                     match self.unconfirmed.back_mut() {
                         Some(last) => last.1 = Some(end),
                         None => self.flush(end),
                     }
-                    self.resume = Resume {
-                        last_commit: self.last_commit,
-                        xid: None,
-                        lsn_proc: 0,
-                    };
                 }
                 ReplicationEvent::KeepAlive { wal_end, .. } => {
                     // Nothing in flight and no transaction open: the server may let go
