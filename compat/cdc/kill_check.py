@@ -115,7 +115,7 @@ def run_case(args, work, broker, pg, name, exactly_once):
         f.write("group.id=cdc-kill-%s\noffset.storage.topic=%s-offsets\nconfig.storage.topic=%s-configs\n"
                 "status.storage.topic=%s-status\noffset.flush.interval.ms=200\n"
                 # A killed worker leaves the group after its session: short, to keep the run short.
-                "session.timeout.ms=6000\nheartbeat.interval.ms=1000\n" % (name, name, name, name))
+                "session.timeout.ms=3000\nheartbeat.interval.ms=500\n" % (name, name, name, name))
         if exactly_once:
             f.write("exactly.once.source.support=enabled\n")
     url = "http://127.0.0.1:%d" % port
@@ -148,7 +148,7 @@ def run_case(args, work, broker, pg, name, exactly_once):
         inserter = Inserter(pg, table)
         inserter.start()
         for kill in (1, 2):
-            time.sleep(2.0)
+            time.sleep(1.5)
             os.killpg(worker.p.pid, signal.SIGKILL)
             killed = time.time()
             worker.p.wait()
