@@ -114,8 +114,8 @@ def run_case(args, work, broker, pg, name, exactly_once):
     with open(props, "a") as f:
         f.write("group.id=cdc-kill-%s\noffset.storage.topic=%s-offsets\nconfig.storage.topic=%s-configs\n"
                 "status.storage.topic=%s-status\noffset.flush.interval.ms=200\n"
-                # A killed worker leaves the group after its session: short, to keep the run short.
-                "session.timeout.ms=3000\nheartbeat.interval.ms=500\n" % (name, name, name, name))
+                # A killed worker leaves the group after its session: the broker's minimum (6 s).
+                "session.timeout.ms=6000\nheartbeat.interval.ms=1000\n" % (name, name, name, name))
         if exactly_once:
             f.write("exactly.once.source.support=enabled\n")
     url = "http://127.0.0.1:%d" % port
