@@ -650,3 +650,56 @@ async fn a_restart_behind_the_slot_repeats_nothing() {
     assert_eq!(ids, [1, 2, 200, 201, 202, 203, 204], "nothing repeats");
     worker.stop().await;
 }
+
+/// Changes only to tables the connector does not capture still let the slot advance (the
+/// server's keepalives report its WAL end, and nothing is in flight): no WAL is held for
+/// a database nobody captures from.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_slot_advances_when_only_uncaptured_tables_change() {
+    let pg = Postgres::start_logical();
+    let db = shop(&pg).await;
+    let node = TestNode::start(&[]).await;
+    let worker = RunningWorker::start(&node, "cdc-h", "").await;
+    let config = connector(&pg, "u", json!({"status.update.interval.ms": "500"}));
+    worker.create("quiet", config).await;
+    worker
+        .wait_task("quiet", "the task runs", |t| t["state"] == "RUNNING")
+        .await;
+    wait_streaming(&db, "u_slot").await;
+    assert_eq!(
+        read_until(&node, "u.public.orders", |r| r.len() >= 2)
+            .await
+            .len(),
+        2
+    );
+    for i in 0..50 {
+        db.execute("INSERT INTO ignored VALUES ($1)", &[&i])
+            .await
+            .unwrap();
+    }
+    let written: i64 = db
+        .query_one("SELECT (pg_current_wal_lsn() - '0/0')::bigint", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let flushed: i64 = db
+            .query_one(
+                "SELECT (confirmed_flush_lsn - '0/0')::bigint FROM pg_replication_slots WHERE slot_name = 'u_slot'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if flushed >= written {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the slot stayed at {flushed}, behind {written}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    worker.stop().await;
+}
