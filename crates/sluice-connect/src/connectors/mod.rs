@@ -13,6 +13,7 @@ use crate::{ConfigError, Props};
 pub mod elasticsearch;
 pub mod file;
 pub mod jdbc;
+pub mod mysql;
 pub mod postgres;
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
