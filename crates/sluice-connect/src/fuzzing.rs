@@ -4,7 +4,8 @@
 //! through the JSON converter (with and without the schema envelope), and the
 //! registry-free halves of the JSON Schema and Protobuf converters (a writer's JSON
 //! Schema text and a value in it; a message's bytes in a schema Sluice generates), and a
-//! PostgreSQL logical replication message with its rows read as Debezium's values — must
+//! PostgreSQL logical replication message with its rows read as Debezium's values, and
+//! MySQL DDL statements applied to the table model a MySQL source keeps — must
 //! give a value or an error, never a panic or an unbounded allocation.
 
 use std::sync::{Arc, OnceLock};
@@ -23,7 +24,7 @@ pub fn records(data: &[u8]) {
     let Some((&selector, rest)) = data.split_first() else {
         return;
     };
-    match selector % 9 {
+    match selector % 10 {
         0 => {
             if let Ok(state) = group::decode_metadata(rest) {
                 // What decodes encodes back and decodes to the same.
@@ -91,7 +92,14 @@ pub fn records(data: &[u8]) {
             }
         }
         8 => crate::connectors::postgres::fuzz_message(rest),
-        _ => unreachable!("selector % 9"),
+        9 => {
+            // MySQL DDL from a binlog: statements applied in turn to one model.
+            let mut tables = crate::connectors::mysql::ddl::Tables::default();
+            for statement in String::from_utf8_lossy(rest).split('\u{0}') {
+                let _ = tables.apply(Some("d"), statement);
+            }
+        }
+        _ => unreachable!("selector % 10"),
     }
 }
 
