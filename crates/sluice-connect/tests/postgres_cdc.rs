@@ -134,6 +134,26 @@ async fn wait_streaming(db: &tokio_postgres::Client, slot: &str) {
     }
 }
 
+/// Creates connector `name` and waits until its task streams from `slot`.
+async fn capture(
+    worker: &RunningWorker,
+    db: &tokio_postgres::Client,
+    name: &str,
+    config: Value,
+    slot: &str,
+) {
+    worker.create(name, config).await;
+    wait_running(worker, db, name, slot).await;
+}
+
+/// Waits until connector `name`'s task runs and streams from `slot`.
+async fn wait_running(worker: &RunningWorker, db: &tokio_postgres::Client, name: &str, slot: &str) {
+    worker
+        .wait_task(name, "the task runs", |t| t["state"] == "RUNNING")
+        .await;
+    wait_streaming(db, slot).await;
+}
+
 fn ops(records: &[(Value, Value)]) -> Vec<String> {
     records
         .iter()
@@ -153,12 +173,14 @@ async fn a_snapshot_then_the_stream_as_debezium_writes_them() {
     let db = shop(&pg).await;
     let node = TestNode::start(&[]).await;
     let worker = RunningWorker::start(&node, "cdc-a", "").await;
-    worker
-        .create("inventory", connector(&pg, "dbz", json!({})))
-        .await;
-    worker
-        .wait_task("inventory", "the task runs", |t| t["state"] == "RUNNING")
-        .await;
+    capture(
+        &worker,
+        &db,
+        "inventory",
+        connector(&pg, "dbz", json!({})),
+        "dbz_slot",
+    )
+    .await;
     let snapshot = read_until(&node, "dbz.public.orders", |r| r.len() >= 2).await;
     assert_eq!(ops(&snapshot), ["r", "r"], "{snapshot:?}");
     let (key, first) = &snapshot[0];
@@ -237,12 +259,14 @@ async fn a_restarted_worker_resumes_without_gaps_or_repeats() {
     let db = shop(&pg).await;
     let node = TestNode::start(&[]).await;
     let worker = RunningWorker::start(&node, "cdc-b", "").await;
-    worker
-        .create("inventory", connector(&pg, "dbz", json!({})))
-        .await;
-    worker
-        .wait_task("inventory", "the task runs", |t| t["state"] == "RUNNING")
-        .await;
+    capture(
+        &worker,
+        &db,
+        "inventory",
+        connector(&pg, "dbz", json!({})),
+        "dbz_slot",
+    )
+    .await;
     for i in 10..20 {
         db.execute("INSERT INTO orders (id, customer) VALUES ($1, 'x')", &[&i])
             .await
@@ -285,11 +309,7 @@ async fn a_restarted_worker_resumes_without_gaps_or_repeats() {
     .await
     .unwrap();
     let worker = RunningWorker::start(&node, "cdc-b", "").await;
-    worker
-        .wait_task("inventory", "the task runs again", |t| {
-            t["state"] == "RUNNING"
-        })
-        .await;
+    wait_running(&worker, &db, "inventory", "dbz_slot").await;
     let all = read_until(&node, "dbz.public.orders", |r| r.len() >= 17).await;
     let tail: Vec<String> = ops(&all[12..]);
     assert_eq!(tail, ["c", "u", "d", "tombstone", "c"], "{all:?}");
@@ -306,20 +326,18 @@ async fn replica_identity_full_and_unchanged_toast_values() {
     let db = shop(&pg).await;
     let node = TestNode::start(&[]).await;
     let worker = RunningWorker::start(&node, "cdc-c", "").await;
-    worker
-        .create(
-            "notes",
-            connector(
-                &pg,
-                "n",
-                json!({"table.include.list": "public.orders", "snapshot.mode": "no_data"}),
-            ),
-        )
-        .await;
-    worker
-        .wait_task("notes", "the task runs", |t| t["state"] == "RUNNING")
-        .await;
-    wait_streaming(&db, "n_slot").await;
+    capture(
+        &worker,
+        &db,
+        "notes",
+        connector(
+            &pg,
+            "n",
+            json!({"table.include.list": "public.orders", "snapshot.mode": "no_data"}),
+        ),
+        "n_slot",
+    )
+    .await;
     // A value stored out of line (TOAST): uncompressed and larger than a page allows.
     db.batch_execute(
         "ALTER TABLE orders ALTER COLUMN customer SET STORAGE EXTERNAL;
@@ -339,16 +357,14 @@ async fn replica_identity_full_and_unchanged_toast_values() {
     assert_eq!(records[1].1["after"]["state"], "paid");
 
     worker.call("DELETE", "/connectors/notes", None).await;
-    worker
-        .create(
-            "full",
-            connector(&pg, "f", json!({"table.include.list": "public.notes"})),
-        )
-        .await;
-    worker
-        .wait_task("full", "the task runs", |t| t["state"] == "RUNNING")
-        .await;
-    wait_streaming(&db, "f_slot").await;
+    capture(
+        &worker,
+        &db,
+        "full",
+        connector(&pg, "f", json!({"table.include.list": "public.notes"})),
+        "f_slot",
+    )
+    .await;
     db.batch_execute(
         "INSERT INTO notes (body) VALUES ('one');
          UPDATE notes SET body = 'two';
@@ -446,13 +462,14 @@ async fn a_database_restart_mid_stream_and_a_dropped_slot() {
     let db = shop(&pg).await;
     let node = TestNode::start(&[]).await;
     let worker = RunningWorker::start(&node, "cdc-e", "").await;
-    worker
-        .create("inventory", connector(&pg, "r", json!({})))
-        .await;
-    worker
-        .wait_task("inventory", "the task runs", |t| t["state"] == "RUNNING")
-        .await;
-    wait_streaming(&db, "r_slot").await;
+    capture(
+        &worker,
+        &db,
+        "inventory",
+        connector(&pg, "r", json!({})),
+        "r_slot",
+    )
+    .await;
     for i in 100..105 {
         db.execute("INSERT INTO orders (id, customer) VALUES ($1, 'x')", &[&i])
             .await
@@ -611,11 +628,7 @@ async fn a_restart_behind_the_slot_repeats_nothing() {
     // it was created.
     let config = connector(&pg, "s", json!({"status.update.interval.ms": "600000"}));
     let worker = RunningWorker::start(&node, "cdc-g", "").await;
-    worker.create("lagging", config).await;
-    worker
-        .wait_task("lagging", "the task runs", |t| t["state"] == "RUNNING")
-        .await;
-    wait_streaming(&db, "s_slot").await;
+    capture(&worker, &db, "lagging", config, "s_slot").await;
     for i in 200..204 {
         db.execute("INSERT INTO orders (id, customer) VALUES ($1, 'x')", &[&i])
             .await
@@ -636,12 +649,7 @@ async fn a_restart_behind_the_slot_repeats_nothing() {
         .await;
     worker.stop().await;
     let worker = RunningWorker::start(&node, "cdc-g", "").await;
-    worker
-        .wait_task("lagging", "the task runs again", |t| {
-            t["state"] == "RUNNING"
-        })
-        .await;
-    wait_streaming(&db, "s_slot").await;
+    wait_running(&worker, &db, "lagging", "s_slot").await;
     db.execute("INSERT INTO orders (id, customer) VALUES (204, 'y')", &[])
         .await
         .unwrap();
@@ -661,11 +669,7 @@ async fn the_slot_advances_when_only_uncaptured_tables_change() {
     let node = TestNode::start(&[]).await;
     let worker = RunningWorker::start(&node, "cdc-h", "").await;
     let config = connector(&pg, "u", json!({"status.update.interval.ms": "500"}));
-    worker.create("quiet", config).await;
-    worker
-        .wait_task("quiet", "the task runs", |t| t["state"] == "RUNNING")
-        .await;
-    wait_streaming(&db, "u_slot").await;
+    capture(&worker, &db, "quiet", config, "u_slot").await;
     assert_eq!(
         read_until(&node, "u.public.orders", |r| r.len() >= 2)
             .await
