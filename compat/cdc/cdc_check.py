@@ -807,6 +807,20 @@ class Normalizer:
         except (ValueError, TypeError):
             return v
 
+    def commit(self, v):
+        """A commit's end LSN as the event it precedes: the first event LSN at or after
+        it ("L<=8"). Whether a background WAL record (a checkpoint, RUNNING_XACTS) falls
+        between a commit's end and the next change differs between two databases, so
+        "between L7 and L8" and "at L8" are the same place here."""
+        if self.exact or v is None:
+            return v
+        import bisect
+        try:
+            i = bisect.bisect_left(self.lsns, lsn_value(v))
+        except (ValueError, TypeError):
+            return v
+        return "L<=%d" % i if i < len(self.lsns) else "L%d+" % (len(self.lsns) - 1)
+
     def txid(self, v):
         if self.exact or v is None:
             return v
@@ -815,19 +829,21 @@ class Normalizer:
         except (ValueError, TypeError):
             return v
 
-    def tx_lsn(self, v):
-        """Debezium's transaction id, "<txId>:<lsn>"."""
+    def tx_lsn(self, v, commit=False):
+        """Debezium's transaction id, "<txId>:<lsn>" (an END record's LSN is its commit's)."""
         if self.exact or not isinstance(v, str) or ":" not in v:
             return v
         t, l = v.split(":", 1)
-        return "%s:%s" % (self.txid(t), self.lsn(l))
+        return "%s:%s" % (self.txid(t), self.commit(l) if commit else self.lsn(l))
 
     def sequence(self, v):
         """source.sequence: a JSON array of LSN strings, as a string."""
         if self.exact or not isinstance(v, str):
             return v
         try:
-            return json.dumps([self.lsn(x) for x in json.loads(v)])
+            # [the previous transaction's commit, this event]
+            items = json.loads(v)
+            return json.dumps([self.commit(x) if i == 0 else self.lsn(x) for i, x in enumerate(items)])
         except (ValueError, TypeError):
             return v
 
@@ -863,6 +879,8 @@ class Normalizer:
     def transaction_record(self, r):
         r = json.loads(json.dumps(r))
         self.headers(r)
+        status = payload({"value": r.get("value")})
+        end = isinstance(status, dict) and status.get("status") == "END"
         for part in ("key", "value"):
             p = payload({"value": r.get(part)})
             if isinstance(p, dict):
@@ -870,8 +888,8 @@ class Normalizer:
                     p.pop(k, None)
                 if "id" in p:
                     if part == "key" and isinstance(r.get("key_raw"), str):
-                        r["key_raw"] = r["key_raw"].replace(json.dumps(p["id"]), json.dumps(self.tx_lsn(p["id"])))
-                    p["id"] = self.tx_lsn(p["id"])
+                        r["key_raw"] = r["key_raw"].replace(json.dumps(p["id"]), json.dumps(self.tx_lsn(p["id"], end)))
+                    p["id"] = self.tx_lsn(p["id"], end)
         return r
 
     def offset_value(self, v):
@@ -879,9 +897,10 @@ class Normalizer:
             return v
         v = dict(v)
         v.pop("ts_usec", None)
+        committed = v.get("messageType") == "COMMIT"
         for k in ("lsn", "lsn_proc", "lsn_commit"):
             if k in v:
-                v[k] = self.lsn(v[k])
+                v[k] = self.commit(v[k]) if committed or k == "lsn_commit" else self.lsn(v[k])
         if "txId" in v:
             v["txId"] = self.txid(v["txId"])
         if isinstance(v.get("transaction_id"), str):
