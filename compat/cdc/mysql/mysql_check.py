@@ -125,6 +125,13 @@ VARIANTS = {
     # MariaDB (takes 10.11 for MySQL >= 8.4, SHOW BINARY LOG STATUS fails; POST gives 500).
     "debezium-3.6-mysql": {"kafka": "4.3.0", "debezium": "3.6.1.Final", "extra": {}},
 }
+# Sluice's native connector on Sluice's Connect worker, with the judge's config.
+VARIANTS["sluice"] = {"debezium": None, "extra": dict(VARIANTS["debezium-2.6-adapter"]["extra"]),
+                      "sluice_worker": True}
+VARIANTS["sluice-tx"] = {"debezium": None, "extra": dict(VARIANTS["debezium-2.6-adapter-tx"]["extra"]),
+                         "sluice_worker": True}
+# --side-by-side: each judge beside Sluice's capture of the same workload.
+SIDE_BY_SIDE = [("debezium-2.6-adapter", "sluice"), ("debezium-2.6-adapter-tx", "sluice-tx")]
 DEFAULT_VARIANTS = ["debezium-mariadb", "debezium-mariadb-tx", "debezium-2.6-adapter", "debezium-2.6-adapter-tx"]
 
 
@@ -722,6 +729,9 @@ def sanity(out, variant):
 IGNORED_TS = ("ts_ms", "ts_us", "ts_ns")
 
 
+ENVELOPE_ORDER = ["before", "after", "source", "transaction", "op", "ts_ms", "ts_us", "ts_ns"]
+
+
 class Normalizer:
     """What differs between two runs on fresh servers whatever the implementation: times,
     the Debezium version string, connection ids, the runId header."""
@@ -740,6 +750,17 @@ class Normalizer:
 
     def record(self, r):
         r = json.loads(json.dumps(r))
+        value = r.get("value")
+        schema = value.get("schema") if isinstance(value, dict) else None
+        if isinstance(schema, dict) and str(schema.get("name", "")).endswith(".Envelope"):
+            # Debezium 2.6 puts `transaction` last, 2.7 and 3.x before `op`: one envelope
+            # field order for both (an accepted difference, docs/cdc.md).
+            schema["fields"] = sorted(schema.get("fields") or [], key=lambda f: ENVELOPE_ORDER.index(f.get("field"))
+                                      if f.get("field") in ENVELOPE_ORDER else len(ENVELOPE_ORDER))
+            p = value.get("payload")
+            if isinstance(p, dict):
+                value["payload"] = {k: p[k] for k in sorted(p, key=lambda k: ENVELOPE_ORDER.index(k)
+                                                            if k in ENVELOPE_ORDER else len(ENVELOPE_ORDER))}
         r["headers"] = [[k, self.runs.get(v, v) if k == "__debezium.context.runId" else v]
                         for k, v in r.get("headers") or []]
         r.pop("offset", None)
@@ -818,6 +839,8 @@ def report_compare(a_dir, b_dir, names):
 
 def fetch_libs(variant):
     v = VARIANTS[variant]
+    if v.get("sluice_worker"):
+        return None
     env = dict(os.environ, KAFKA_VERSION=v["kafka"], DEBEZIUM_VERSION=v["debezium"])
     return subprocess.run([os.path.join(HERE, "fetch-debezium-mysql.sh")], check=True, env=env,
                           stdout=subprocess.PIPE, text=True).stdout.strip().splitlines()[-1]
@@ -898,6 +921,8 @@ def main():
     ap.add_argument("--libs", help="Connect + Debezium jars (default: fetch-debezium-mysql.sh's, per variant)")
     ap.add_argument("--compare", nargs=2, metavar=("A_DIR", "B_DIR"), help="only compare two captures")
     ap.add_argument("--bootstrap", help="use this running broker instead of starting Sluice's")
+    ap.add_argument("--side-by-side", action="store_true",
+                    help="capture %s and compare each pair" % ", ".join("%s + %s" % p for p in SIDE_BY_SIDE))
     ap.add_argument("--keep", action="store_true", help="keep the work dirs (and MariaDB's data dir)")
     args = ap.parse_args()
     if args.compare:
@@ -912,12 +937,18 @@ def main():
     for v in variants:
         if v not in VARIANTS:
             ap.error("unknown variant %s" % v)
+    if args.side_by_side:
+        variants = [v for pair in SIDE_BY_SIDE for v in pair]
     for variant in variants:
         t0 = time.time()
         libs = os.path.abspath(args.libs) if args.libs else fetch_libs(variant)
-        if capture_variant(variant, args, os.path.join(out, variant), libs):
+        if capture_variant(variant, args, os.path.join(out, variant), libs,
+                           sluice_worker=bool(VARIANTS[variant].get("sluice_worker"))):
             sanity(os.path.join(out, variant), variant)
         log("%s: %.0fs" % (variant, time.time() - t0))
+    if args.side_by_side:
+        for judge, ours in SIDE_BY_SIDE:
+            report_compare(os.path.join(out, judge), os.path.join(out, ours), (judge, ours))
     return finish()
 
 

@@ -10,6 +10,7 @@ use serde_json::{Map, Value as Json};
 use crate::data::Record;
 use crate::{ConfigError, Props};
 
+pub mod debezium;
 pub mod elasticsearch;
 pub mod file;
 pub mod jdbc;
@@ -153,6 +154,8 @@ pub fn plugins() -> Vec<Box<dyn ConnectorPlugin>> {
         Box::new(jdbc::JdbcSinkConnector),
         Box::new(elasticsearch::ElasticsearchSink),
         Box::new(postgres::PostgresConnector),
+        Box::new(mysql::MySqlConnector),
+        Box::new(mysql::MariaDbConnector),
     ]
 }
 

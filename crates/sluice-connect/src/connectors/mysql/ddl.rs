@@ -532,6 +532,10 @@ impl Tables {
         self.tables.get(id)
     }
 
+    pub fn get_mut(&mut self, id: &TableId) -> Option<&mut Table> {
+        self.tables.get_mut(id)
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = &Table> {
         self.tables.values()
     }

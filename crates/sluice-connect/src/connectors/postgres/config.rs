@@ -3,10 +3,9 @@
 
 use std::time::Duration;
 
-use regex::Regex;
-
 use super::values::{BinaryMode, DecimalMode, IntervalMode, Modes, TimeMode};
 use crate::connectors::ConfigKeyDef;
+use crate::connectors::debezium::{Filter, boolean, key, number, one_of, skipped_operations};
 use crate::{ConfigError, Props};
 
 /// `snapshot.mode` (Debezium 3.x's names; `never` is the old name of `no_data`).
@@ -31,61 +30,6 @@ pub enum PublicationMode {
     Disabled,
     Filtered,
     NoTables,
-}
-
-/// Regular expressions of `*.include.list` / `*.exclude.list`, each matched against the
-/// whole identifier, as Debezium's `Selectors` do.
-#[derive(Debug, Clone, Default)]
-pub struct Filter {
-    include: Vec<Regex>,
-    exclude: Vec<Regex>,
-}
-
-impl Filter {
-    fn parse(config: &Props, include: &str, exclude: &str) -> Result<Filter, ConfigError> {
-        let list = |key: &str| -> Result<Vec<Regex>, ConfigError> {
-            let Some(value) = config.get(key) else {
-                return Ok(Vec::new());
-            };
-            value
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(|s| {
-                    Regex::new(&format!("^(?:{s})$")).map_err(|e| {
-                        ConfigError::invalid(key, value, &format!("not a regular expression: {e}"))
-                    })
-                })
-                .collect()
-        };
-        let filter = Filter {
-            include: list(include)?,
-            exclude: list(exclude)?,
-        };
-        if !filter.include.is_empty() && !filter.exclude.is_empty() {
-            return Err(ConfigError::new(
-                exclude,
-                format!("\"{include}\" is already specified"),
-            ));
-        }
-        Ok(filter)
-    }
-
-    /// The index of the first include pattern `name` matches (`usize::MAX` for none):
-    /// Debezium snapshots tables in the include list's order.
-    pub fn position(&self, name: &str) -> usize {
-        self.include
-            .iter()
-            .position(|r| r.is_match(name))
-            .unwrap_or(usize::MAX)
-    }
-
-    pub fn matches(&self, name: &str) -> bool {
-        if !self.include.is_empty() {
-            return self.include.iter().any(|r| r.is_match(name));
-        }
-        !self.exclude.iter().any(|r| r.is_match(name))
-    }
 }
 
 #[derive(Debug, Clone)]
@@ -125,23 +69,6 @@ pub const SLOT: &str = "slot.name";
 pub const PUBLICATION: &str = "publication.name";
 pub const PUBLICATION_MODE: &str = "publication.autocreate.mode";
 pub const SNAPSHOT_MODE: &str = "snapshot.mode";
-
-fn key(
-    name: &'static str,
-    ty: &'static str,
-    default: Option<&'static str>,
-    importance: &'static str,
-    documentation: &'static str,
-) -> ConfigKeyDef {
-    ConfigKeyDef {
-        name,
-        ty,
-        default,
-        required: false,
-        importance,
-        documentation,
-    }
-}
 
 pub fn keys() -> Vec<ConfigKeyDef> {
     vec![
@@ -356,68 +283,6 @@ pub fn keys() -> Vec<ConfigKeyDef> {
     ]
 }
 
-fn one_of<T: Copy>(
-    config: &Props,
-    key: &str,
-    default: &str,
-    choices: &[(&str, T)],
-    errors: &mut ConfigError,
-) -> Option<T> {
-    let value = config.get(key).map(String::as_str).unwrap_or(default);
-    let found = choices
-        .iter()
-        .find(|(name, _)| name.eq_ignore_ascii_case(value.trim()))
-        .map(|(_, v)| *v);
-    if found.is_none() {
-        let names: Vec<&str> = choices.iter().map(|(n, _)| *n).collect();
-        errors.push(ConfigError::invalid(
-            key,
-            value,
-            &format!(
-                "The '{key}' value is invalid: must be one of {}",
-                names.join(", ")
-            ),
-        ));
-    }
-    found
-}
-
-fn number<T: std::str::FromStr>(
-    config: &Props,
-    key: &str,
-    default: T,
-    ty: &str,
-    errors: &mut ConfigError,
-) -> T {
-    match config.get(key) {
-        None => default,
-        Some(v) => v.trim().parse().unwrap_or_else(|_| {
-            errors.push(ConfigError::invalid(
-                key,
-                v,
-                &format!("Not a number of type {ty}"),
-            ));
-            default
-        }),
-    }
-}
-
-fn boolean(config: &Props, key: &str, default: bool, errors: &mut ConfigError) -> bool {
-    match config.get(key).map(|v| v.trim().to_ascii_lowercase()) {
-        None => default,
-        Some(v) if v == "true" => true,
-        Some(v) if v == "false" => false,
-        Some(v) => {
-            errors.push(ConfigError::invalid(
-                key,
-                &v,
-                "Expected value to be either true or false",
-            ));
-            default
-        }
-    }
-}
-
 impl Settings {
     pub fn parse(config: &Props) -> Result<Settings, ConfigError> {
         let mut errors = ConfigError::default();
@@ -564,25 +429,7 @@ impl Settings {
             &mut errors,
         )
         .unwrap_or(PublicationMode::AllTables);
-        let mut skipped = Vec::new();
-        for op in config
-            .get("skipped.operations")
-            .map(String::as_str)
-            .unwrap_or("t")
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-        {
-            match op {
-                "none" => skipped.clear(),
-                "c" | "u" | "d" | "t" => skipped.push(op.chars().next().expect("one char")),
-                other => errors.push(ConfigError::invalid(
-                    "skipped.operations",
-                    other,
-                    "The 'skipped.operations' value is invalid: must be one of c, u, d, t, none",
-                )),
-            }
-        }
+        let skipped = skipped_operations(config, &mut errors);
         let schemas = Filter::parse(config, "schema.include.list", "schema.exclude.list")
             .unwrap_or_else(|e| {
                 errors.push(e);

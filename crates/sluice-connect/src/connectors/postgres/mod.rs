@@ -40,6 +40,7 @@ use self::config::{PublicationMode, Settings, SnapshotMode};
 use self::pgoutput::{Datum, Message};
 use self::tables::{Column, Table, TableRef};
 use self::values::PgType;
+use super::debezium::{java_hash_map_order, struct_json};
 use super::{
     BoxFuture, ConfigKeyDef, ConnectError, ConnectorPlugin, Kind, OffsetReader, SourceTask,
 };
@@ -286,62 +287,6 @@ async fn text_rows(client: &Client, sql: &str) -> Result<Vec<Vec<Option<String>>
 fn snapshot_order(settings: &Settings, mut tables: Vec<TableRef>) -> Vec<TableRef> {
     tables.sort_by_key(|t| (settings.tables.position(&t.id()), t.id()));
     tables
-}
-
-/// A key struct as JSON, for Debezium's `__debezium.oldkey`/`newkey` headers.
-fn struct_json(s: &Struct) -> Json {
-    fn value(v: &Value) -> Json {
-        match v {
-            Value::Null => Json::Null,
-            Value::Int8(n) => Json::from(*n),
-            Value::Int16(n) => Json::from(*n),
-            Value::Int32(n) => Json::from(*n),
-            Value::Int64(n) => Json::from(*n),
-            Value::Float32(n) => Json::from(*n),
-            Value::Float64(n) => Json::from(*n),
-            Value::Boolean(b) => Json::Bool(*b),
-            Value::String(t) => Json::String(t.clone()),
-            Value::Bytes(b) => {
-                use base64::Engine;
-                Json::String(base64::engine::general_purpose::STANDARD.encode(b))
-            }
-            Value::Array(items) => Json::Array(items.iter().map(value).collect()),
-            Value::Map(entries) => Json::Array(
-                entries
-                    .iter()
-                    .map(|(k, v)| Json::Array(vec![value(k), value(v)]))
-                    .collect(),
-            ),
-            Value::Struct(s) => struct_json(s),
-        }
-    }
-    Json::Object(
-        s.schema
-            .fields
-            .iter()
-            .map(|f| (f.name.clone(), value(&s.values[f.index])))
-            .collect(),
-    )
-}
-
-/// Entries in the order a Java `HashMap<String, _>` with them inserted in this order
-/// iterates (Debezium's `data_collections`): by bucket of the spread `String.hashCode`
-/// in a table of the capacity the map grew to, then in insertion order.
-fn java_hash_map_order(entries: &[(String, i64)]) -> Vec<&(String, i64)> {
-    let mut capacity = 16usize;
-    while entries.len() > capacity * 3 / 4 {
-        capacity *= 2;
-    }
-    let bucket = |key: &str| {
-        let h = key
-            .encode_utf16()
-            .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)));
-        let h = h as u32;
-        ((h ^ (h >> 16)) as usize) & (capacity - 1)
-    };
-    let mut ordered: Vec<&(String, i64)> = entries.iter().collect();
-    ordered.sort_by_key(|(k, _)| bucket(k));
-    ordered
 }
 
 /// For the `connect_records` fuzz target: decodes a pgoutput message and reads the rows

@@ -367,7 +367,7 @@ fn timestamp_micros(text: &str) -> Result<i64, String> {
 }
 
 /// Civil date and time of microseconds since the epoch.
-fn civil(micros: i64) -> (i64, i64, i64, i64, i64, i64, i64) {
+pub(crate) fn civil(micros: i64) -> (i64, i64, i64, i64, i64, i64, i64) {
     let days = micros.div_euclid(86_400_000_000);
     let rest = micros.rem_euclid(86_400_000_000);
     let z = days + 719_468;

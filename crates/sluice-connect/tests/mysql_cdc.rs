@@ -1,0 +1,373 @@
+//! Debezium's MySQL connector, native, against a real MariaDB 10.11 (binlog in ROW
+//! format) and a real broker, through the worker's REST API: the snapshot and the binlog
+//! as Debezium's events, the schema history and schema change topics, offsets in
+//! Debezium's shape, a restart that resumes without gaps or repeats (its schema rebuilt
+//! from the history, across an ALTER TABLE), and the failures a user meets first (wrong
+//! credentials, a database that is down, a binlog purged past the offset).
+//! `compat/cdc/mysql` compares the events with Debezium's own, field by field.
+
+#[path = "../../sluice-broker/tests/common/mod.rs"]
+mod common;
+#[path = "support/worker.rs"]
+mod harness;
+#[path = "support/mariadb.rs"]
+mod mariadb;
+
+use std::time::{Duration, Instant};
+
+use common::TestNode;
+use harness::RunningWorker;
+use mariadb::MariaDb;
+use serde_json::{Value, json};
+use sluice_client::TopicPartition;
+use sluice_client::consumer::{Consumer, ConsumerConfig};
+
+/// Every record of a topic's partition 0 as (key, value) JSON (null for a tombstone or
+/// a raw string value that is not JSON), once `done` holds for what was read (or 30 s
+/// passed), plus anything that follows within a quiet half second.
+async fn read_until(
+    node: &TestNode,
+    topic: &str,
+    done: impl Fn(&[(Value, Value)]) -> bool,
+) -> Vec<(Value, Value)> {
+    let mut config = ConsumerConfig::new([node.address.to_string()]);
+    config.set("auto.offset.reset", "earliest").unwrap();
+    let mut consumer = Consumer::new(config).await.unwrap();
+    let tp = TopicPartition::new(topic, 0);
+    consumer.assign([tp.clone()]).unwrap();
+    consumer.seek(&tp, 0).unwrap();
+    let json = |b: Option<bytes::Bytes>| match b {
+        Some(b) if !b.is_empty() => serde_json::from_slice(&b).unwrap_or(Value::Null),
+        _ => Value::Null,
+    };
+    let mut records = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done(&records) && Instant::now() < deadline {
+        for r in consumer
+            .poll(Duration::from_millis(200))
+            .await
+            .unwrap_or_default()
+        {
+            records.push((json(r.key), json(r.value)));
+        }
+    }
+    for r in consumer
+        .poll(Duration::from_millis(500))
+        .await
+        .unwrap_or_default()
+    {
+        records.push((json(r.key), json(r.value)));
+    }
+    records
+}
+
+fn connector(db: &MariaDb, node: &TestNode, prefix: &str, extra: Value) -> Value {
+    let mut config = json!({
+        "connector.class": "io.debezium.connector.mysql.MySqlConnector",
+        "database.hostname": "127.0.0.1",
+        "database.port": db.port.to_string(),
+        "database.user": "cdc",
+        "database.password": "secret",
+        "database.server.id": "184054",
+        "topic.prefix": prefix,
+        "database.include.list": "shop",
+        "table.include.list": "shop.orders,shop.items",
+        "schema.history.internal.kafka.bootstrap.servers": node.address.to_string(),
+        "schema.history.internal.kafka.topic": format!("history.{prefix}"),
+        "include.schema.changes": "true",
+        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "key.converter.schemas.enable": "false",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "false",
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        config[k] = v.clone();
+    }
+    config
+}
+
+fn shop(db: &MariaDb) {
+    db.sql(
+        "CREATE DATABASE shop;
+         USE shop;
+         CREATE TABLE orders (
+             id INT AUTO_INCREMENT PRIMARY KEY,
+             customer VARCHAR(32) NOT NULL,
+             amount DECIMAL(10,2),
+             state ENUM('new','paid','shipped') NOT NULL DEFAULT 'new',
+             placed TIMESTAMP(6) NULL,
+             day DATE
+         );
+         CREATE TABLE items (order_id INT NOT NULL, line_no SMALLINT NOT NULL, sku CHAR(8), PRIMARY KEY (order_id, line_no));
+         CREATE TABLE ignored (id INT PRIMARY KEY);
+         INSERT INTO orders VALUES
+           (1, 'ada', 10.50, 'new', '2024-01-15 10:00:00.5', '2024-01-15'),
+           (2, 'bob', 20.00, 'paid', NULL, NULL);
+         INSERT INTO items VALUES (1, 1, 'SKU-1');",
+    );
+}
+
+/// Waits until the connector's task runs and its binlog dump thread is connected (what
+/// commits from now on is captured).
+async fn wait_streaming(worker: &RunningWorker, db: &MariaDb, name: &str) {
+    worker
+        .wait_task(name, "the task runs", |t| t["state"] == "RUNNING")
+        .await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let dumps = db.sql(
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = 'cdc' AND COMMAND LIKE 'Binlog Dump%'",
+        );
+        if dumps.trim() != "0" {
+            return;
+        }
+        let task = worker.task_state(name).await;
+        assert_ne!(task["state"], "FAILED", "{task}");
+        assert!(Instant::now() < deadline, "no binlog dump thread: {task}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn ops(records: &[(Value, Value)]) -> Vec<String> {
+    records
+        .iter()
+        .map(|(_, v)| match v {
+            Value::Null => "tombstone".to_string(),
+            v => v["op"].as_str().unwrap_or("?").to_string(),
+        })
+        .collect()
+}
+
+/// The snapshot's rows as `op: r` with Debezium's markers, then inserts, updates (one
+/// changing the primary key: delete, tombstone, create) and deletes, an ALTER TABLE the
+/// later events follow, the schema change and history topics, and the offsets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_snapshot_then_the_binlog_as_debezium_writes_them() {
+    let db = MariaDb::start();
+    shop(&db);
+    let node = TestNode::start(&[]).await;
+    let worker = RunningWorker::start(&node, "mysql-a", "").await;
+    worker
+        .create("shop", connector(&db, &node, "dbz", json!({})))
+        .await;
+    wait_streaming(&worker, &db, "shop").await;
+    let snapshot = read_until(&node, "dbz.shop.orders", |r| r.len() >= 2).await;
+    assert_eq!(ops(&snapshot), ["r", "r"], "{snapshot:?}");
+    let (key, first) = &snapshot[0];
+    assert_eq!(key, &json!({"id": 1}));
+    assert_eq!(first["after"]["customer"], "ada");
+    assert_eq!(first["after"]["amount"], "BBo=", "10.50 as Decimal bytes");
+    assert_eq!(first["after"]["state"], "new");
+    assert_eq!(first["after"]["placed"], "2024-01-15T10:00:00.5Z");
+    assert_eq!(first["after"]["day"], 19737);
+    assert_eq!(first["source"]["snapshot"], "first");
+    assert_eq!(first["source"]["connector"], "mysql");
+    assert_eq!(first["source"]["server_id"], 0);
+    assert_eq!(
+        snapshot[1].1["source"]["snapshot"],
+        "last_in_data_collection"
+    );
+    let lines = read_until(&node, "dbz.shop.items", |r| !r.is_empty()).await;
+    assert_eq!(lines[0].1["source"]["snapshot"], "last");
+    assert_eq!(lines[0].0, json!({"order_id": 1, "line_no": 1}));
+
+    db.sql(
+        "USE shop;
+         INSERT INTO orders (customer, amount, placed) VALUES ('cy', 5.25, '2024-02-01 00:00:00');
+         UPDATE orders SET state = 'shipped' WHERE id = 1;
+         UPDATE orders SET id = 102 WHERE id = 2;
+         DELETE FROM orders WHERE id = 3;
+         ALTER TABLE orders ADD COLUMN channel VARCHAR(16) DEFAULT 'web';
+         INSERT INTO orders (customer) VALUES ('dee');
+         INSERT INTO ignored VALUES (1);",
+    );
+    let all = read_until(&node, "dbz.shop.orders", |r| r.len() >= 10).await;
+    assert_eq!(
+        ops(&all[2..]),
+        ["c", "u", "d", "tombstone", "c", "d", "tombstone", "c"],
+        "{all:?}"
+    );
+    let insert = &all[2].1;
+    assert_eq!(insert["after"]["customer"], "cy");
+    assert_eq!(insert["after"]["placed"], "2024-02-01T00:00:00.000000Z");
+    assert_eq!(insert["source"]["snapshot"], "false");
+    assert_eq!(insert["source"]["server_id"], 1);
+    let gtid = insert["source"]["gtid"].as_str().unwrap();
+    assert!(gtid.starts_with("0-1-"), "a MariaDB GTID: {gtid}");
+    let update = &all[3].1;
+    assert_eq!(update["before"]["state"], "new");
+    assert_eq!(update["after"]["state"], "shipped");
+    assert_eq!(all[4].0, json!({"id": 2}));
+    assert_eq!(all[6].0, json!({"id": 102}));
+    let last = &all[9].1;
+    assert_eq!(last["after"]["customer"], "dee");
+    assert_eq!(last["after"]["channel"], "web", "the ALTER is followed");
+
+    // The schema change topic: the snapshot's DDL, then the ALTER.
+    let changes = read_until(&node, "dbz", |r| {
+        r.iter().any(|(_, v)| {
+            v["ddl"]
+                .as_str()
+                .is_some_and(|d| d.starts_with("ALTER TABLE orders"))
+        })
+    })
+    .await;
+    assert_eq!(
+        changes[0].1["ddl"],
+        "SET character_set_server=utf8mb4, collation_server=utf8mb4_general_ci"
+    );
+    let alter = changes
+        .iter()
+        .find(|(_, v)| v["ddl"].as_str().unwrap_or("").starts_with("ALTER"))
+        .unwrap();
+    assert_eq!(alter.0, json!({"databaseName": "shop"}));
+    assert_eq!(alter.1["tableChanges"][0]["type"], "ALTER");
+    let columns = alter.1["tableChanges"][0]["table"]["columns"]
+        .as_array()
+        .unwrap();
+    assert_eq!(columns.last().unwrap()["name"], "channel");
+    // The history topic holds the same DDL, as Debezium's pretty-printed documents.
+    let history = read_until(&node, "history.dbz", |r| r.len() >= changes.len()).await;
+    assert_eq!(history.len(), changes.len());
+    assert!(
+        history
+            .iter()
+            .all(|(k, v)| k.is_null() && v["position"].is_object())
+    );
+    worker.stop().await;
+}
+
+/// A worker stopped while changes keep coming (and an ALTER TABLE among them) resumes
+/// from its offset: nothing is lost or repeated, and its schema is rebuilt from the
+/// history topic up to the offset.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_restarted_worker_resumes_without_gaps_or_repeats() {
+    let db = MariaDb::start();
+    shop(&db);
+    let node = TestNode::start(&[]).await;
+    let worker = RunningWorker::start(&node, "mysql-b", "").await;
+    worker
+        .create("shop", connector(&db, &node, "dbz", json!({})))
+        .await;
+    wait_streaming(&worker, &db, "shop").await;
+    for i in 10..20 {
+        db.sql(&format!(
+            "INSERT INTO shop.orders (id, customer) VALUES ({i}, 'x')"
+        ));
+    }
+    let first = read_until(&node, "dbz.shop.orders", |r| r.len() >= 12).await;
+    assert_eq!(first.len(), 12, "{:?}", ops(&first));
+    // Offsets are committed every offset.flush.interval.ms.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    worker.stop().await;
+
+    db.sql(
+        "USE shop;
+         BEGIN;
+         INSERT INTO orders (id, customer) VALUES (20, 'y');
+         UPDATE orders SET customer = 'z' WHERE id = 10;
+         DELETE FROM orders WHERE id = 11;
+         COMMIT;
+         ALTER TABLE orders ADD COLUMN note TEXT;
+         INSERT INTO orders (id, customer, note) VALUES (21, 'w', 'after the alter');",
+    );
+    let worker = RunningWorker::start(&node, "mysql-b", "").await;
+    wait_streaming(&worker, &db, "shop").await;
+    let all = read_until(&node, "dbz.shop.orders", |r| r.len() >= 17).await;
+    assert_eq!(
+        ops(&all[12..]),
+        ["c", "u", "d", "tombstone", "c"],
+        "{all:?}"
+    );
+    assert_eq!(all.len(), 17, "nothing repeats: {:?}", ops(&all));
+    assert_eq!(all[16].1["after"]["note"], "after the alter");
+    assert!(all[12].1["after"].get("note").is_none(), "before the alter");
+    worker.stop().await;
+}
+
+/// The failures a user meets first: wrong credentials and a database that is down fail
+/// the task with the reason (no retry storm), a restart runs once the database is back;
+/// a binlog purged past the stored offset names `snapshot.mode=when_needed`, which then
+/// takes a new snapshot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn wrong_credentials_a_database_down_and_a_purged_binlog() {
+    let mut db = MariaDb::start();
+    shop(&db);
+    let node = TestNode::start(&[]).await;
+    let worker = RunningWorker::start(&node, "mysql-c", "").await;
+    worker
+        .create(
+            "wrong",
+            connector(&db, &node, "w", json!({"database.password": "nope"})),
+        )
+        .await;
+    let task = worker
+        .wait_task("wrong", "the task fails", |t| t["state"] == "FAILED")
+        .await;
+    assert!(
+        task["trace"].as_str().unwrap().contains("Access denied"),
+        "{task}"
+    );
+    worker.call("DELETE", "/connectors/wrong", None).await;
+
+    db.kill();
+    worker
+        .create("shop", connector(&db, &node, "dbz", json!({})))
+        .await;
+    let task = worker
+        .wait_task("shop", "the task fails", |t| t["state"] == "FAILED")
+        .await;
+    assert!(
+        task["trace"]
+            .as_str()
+            .unwrap()
+            .contains("Unable to connect"),
+        "{task}"
+    );
+    db.restart();
+    worker
+        .call("POST", "/connectors/shop/tasks/0/restart", None)
+        .await;
+    wait_streaming(&worker, &db, "shop").await;
+    db.sql("INSERT INTO shop.orders (id, customer) VALUES (30, 'back')");
+    let records = read_until(&node, "dbz.shop.orders", |r| r.len() >= 3).await;
+    assert_eq!(ops(&records), ["r", "r", "c"]);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    worker.call("DELETE", "/connectors/shop", None).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    // The binlog the offset names is purged while the connector is away.
+    db.sql("FLUSH BINARY LOGS; INSERT INTO shop.orders (id, customer) VALUES (31, 'gone'); FLUSH BINARY LOGS;");
+    let current = db.sql("SHOW MASTER STATUS");
+    let current = current.split_whitespace().next().unwrap().to_string();
+    db.sql(&format!("PURGE BINARY LOGS TO '{current}'"));
+    worker
+        .create("shop", connector(&db, &node, "dbz", json!({})))
+        .await;
+    let task = worker
+        .wait_task("shop", "the task fails", |t| t["state"] == "FAILED")
+        .await;
+    assert!(
+        task["trace"]
+            .as_str()
+            .unwrap()
+            .contains("snapshot.mode=when_needed"),
+        "{task}"
+    );
+    worker.call("DELETE", "/connectors/shop", None).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    worker
+        .create(
+            "shop",
+            connector(&db, &node, "dbz", json!({"snapshot.mode": "when_needed"})),
+        )
+        .await;
+    wait_streaming(&worker, &db, "shop").await;
+    let records = read_until(&node, "dbz.shop.orders", |r| r.len() >= 7).await;
+    assert_eq!(
+        ops(&records[3..]),
+        ["r", "r", "r", "r"],
+        "a new snapshot: {records:?}"
+    );
+    worker.stop().await;
+}
