@@ -3,7 +3,9 @@
 # judges Sluice's native Postgres source, both writing into a Sluice broker from a real
 # PostgreSQL 15 (cdc_check.py's docstring); then Sluice's worker SIGKILLed twice
 # mid-stream, nothing lost, and exactly once with exactly.once.source.support
-# (kill_check.py).
+# (kill_check.py); then Debezium 2.6.2's MySqlConnector on Apache Connect 3.7.0 judges
+# Sluice's native MySQL/MariaDB source on a real MariaDB 10.11 (mysql/mysql_check.py
+# --side-by-side).
 #
 #   compat/cdc/run.sh [--no-build] [--side debezium|sluice|both] [--out DIR] [--keep]
 #
@@ -42,6 +44,9 @@ rc=$?
 if [[ $side != debezium ]]; then
   # Durability: Sluice's worker SIGKILLed mid-stream, at least once and exactly once.
   python3 compat/cdc/kill_check.py --sluice "$sluice" "${keep[@]}" || rc=1
+  # MariaDB: Debezium 2.6.2's MySqlConnector (connector.adapter=mariadb) on Apache Connect
+  # 3.7.0 beside Sluice's native one, without and with transaction metadata.
+  python3 compat/cdc/mysql/mysql_check.py --sluice "$sluice" --out "$out/mariadb" --side-by-side "${keep[@]}" || rc=1
 fi
 echo "cdc compat: $(( $(date +%s) - started ))s"
 if [[ -n "$tmp" && ${#keep[@]} -eq 0 ]]; then rm -rf "$tmp"; elif [[ -n "$tmp" ]]; then echo "captures kept: $tmp"; fi

@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 
 const MARIADBD: &str = "/usr/sbin/mariadbd";
 
+static INSTALL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 pub struct MariaDb {
     pub port: u16,
     dir: tempfile::TempDir,
@@ -57,7 +59,12 @@ impl MariaDb {
             assert!(status.success());
             install.arg("--user=mysql");
         }
-        let out = install.output().expect("mariadb-install-db runs");
+        // One install at a time: concurrent mariadb-install-db runs (the tests of a
+        // binary run in parallel) were seen to fail now and then.
+        let out = {
+            let _one = INSTALL.lock().unwrap_or_else(|e| e.into_inner());
+            install.output().expect("mariadb-install-db runs")
+        };
         assert!(
             out.status.success(),
             "mariadb-install-db failed: {}",

@@ -2129,8 +2129,21 @@ impl SourceTask for MySqlTask {
             };
             let first = match tokio::time::timeout(self.poll_interval, batches.recv()).await {
                 Err(_) => return Ok(Vec::new()),
-                // The capture finished (snapshot.mode=initial_only): nothing more comes.
+                // The capture ended: finished (snapshot.mode=initial_only, nothing more
+                // comes) or panicked on something it read (the task fails with it).
                 Ok(None) => {
+                    if let Some(capture) = self.capture.take()
+                        && let Err(e) = capture.await
+                        && e.is_panic()
+                    {
+                        let panic = e.into_panic();
+                        let message = panic
+                            .downcast_ref::<String>()
+                            .cloned()
+                            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                            .unwrap_or_default();
+                        return Err(ConnectError(format!("the capture failed: {message}")));
+                    }
                     tokio::time::sleep(self.poll_interval).await;
                     return Ok(Vec::new());
                 }
