@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""CDC durability: Sluice's native Debezium PostgreSQL source SIGKILLed mid-stream.
+"""CDC durability: Sluice's native Debezium PostgreSQL and MySQL/MariaDB sources
+SIGKILLed mid-stream.
 
 What the source promises: the replication slot's confirmed position moves only behind
 offsets the worker committed for records Kafka acknowledged, so a worker killed at any
@@ -15,7 +16,13 @@ again on the same internal topics; then the inserts stop. Every inserted id must
 the topic (none lost), the slot may not be ahead of what the topic holds, and for the
 exactly-once worker each id must be there once (read_committed).
 
-Usage: kill_check.py --sluice target/debug/sluice [--keep]
+MariaDB (the MySQL source): the same two cases against MariaDB 10.11 (the binlog is the
+database's, not held for the connector: what is promised is that a restarted task
+resumes from its last committed offset, so nothing committed in MariaDB is lost, and
+with exactly-once support nothing is repeated).
+
+Usage: kill_check.py --sluice target/debug/sluice [--keep]   (KILL_DBS=postgres,mariadb picks;
+KILL_ONLY_EOS=1 runs only the exactly-once cases)
 Prints PASS/FAIL lines and "cdc kill: N passed, M failed"; exits 1 on a failure.
 """
 import argparse
@@ -32,6 +39,8 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cdc_check  # noqa: E402
 from cdc_check import Postgres, free_port, http, start_broker, start_sluice, wait_rest, wait_until  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "mysql"))
+import mysql_check  # noqa: E402
 
 RESULTS = []
 
@@ -46,13 +55,14 @@ class Inserter(threading.Thread):
     """Inserts ids 1, 2, ... one transaction each through one psql session until stopped;
     `committed` is the last id PostgreSQL confirmed."""
 
-    def __init__(self, pg, table):
+    def __init__(self, pg, table, mariadb=None):
         super().__init__(daemon=True)
         import subprocess
+        command = ["psql", "-h", "127.0.0.1", "-p", str(pg.port), "-U", "postgres", "-d", "kill", "-q",
+                   "-At", "-v", "ON_ERROR_STOP=1"] if mariadb is None else \
+            mariadb.client("killdb") + ["--batch", "--skip-column-names", "-n"]
         self.proc = subprocess.Popen(
-            ["psql", "-h", "127.0.0.1", "-p", str(pg.port), "-U", "postgres", "-d", "kill", "-q",
-             "-At", "-v", "ON_ERROR_STOP=1"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
         self.table = table
         self.stopped = threading.Event()
         self.committed = 0
@@ -96,10 +106,11 @@ def read_ids(broker, topic, isolation):
             pos = msg.offset() + 1
             if msg.value():
                 payload = json.loads(msg.value())["payload"]
+                source = payload["source"]
                 ids.append(payload["after"]["id"])
-                lsns.append(payload["source"]["lsn"])
-                detail.append((payload["after"]["id"], payload["op"], payload["source"]["txId"],
-                               payload["source"]["lsn"], msg.offset()))
+                lsns.append(source.get("lsn"))
+                detail.append((payload["after"]["id"], payload["op"], source.get("txId", source.get("gtid")),
+                               source.get("lsn", source.get("pos")), msg.offset()))
         read_ids.detail = detail
         return ids, lsns
     finally:
@@ -200,6 +211,92 @@ def run_case(args, work, broker, pg, name, exactly_once):
         worker.stop()
 
 
+def run_mariadb_case(args, work, broker, db, name, exactly_once):
+    """The same kills against the MySQL source on MariaDB."""
+    table = name.replace("-", "_")
+    db.script("CREATE TABLE %s (id INT PRIMARY KEY, v TEXT)" % table, "killdb")
+    port = free_port()
+    props = cdc_check.worker_props(work, name, broker, port)
+    with open(props, "a") as f:
+        f.write("group.id=cdc-kill-%s\noffset.storage.topic=%s-offsets\nconfig.storage.topic=%s-configs\n"
+                "status.storage.topic=%s-status\noffset.flush.interval.ms=200\n"
+                "session.timeout.ms=6000\nheartbeat.interval.ms=1000\n" % (name, name, name, name))
+        if exactly_once:
+            f.write("exactly.once.source.support=enabled\n")
+    url = "http://127.0.0.1:%d" % port
+    prefix = "k" + table
+    config = {
+        "connector.class": "io.debezium.connector.mysql.MySqlConnector",
+        "database.hostname": "127.0.0.1", "database.port": str(db.port), "database.user": mysql_check.DBZ_USER,
+        "database.password": mysql_check.DBZ_PASSWORD, "database.server.id": "5400",
+        "topic.prefix": prefix, "database.include.list": "killdb", "table.include.list": "killdb." + table,
+        "schema.history.internal.kafka.bootstrap.servers": broker,
+        "schema.history.internal.kafka.topic": "history-" + prefix,
+    }
+    if exactly_once:
+        config["exactly.once.support"] = "required"
+
+    def start():
+        w = start_sluice(work, "%s-worker" % name, props, args.sluice)
+        wait_rest(url, w)
+        return w
+
+    def streaming():
+        return bool(db.dump_threads())
+
+    worker = start()
+    inserter = None
+    try:
+        status, body = http("POST", url + "/connectors", {"name": name, "config": config})
+        if not check("%s: connector created" % name, status == 201, "%s %s" % (status, body)):
+            return
+        wait_until("the binlog streaming", streaming, 60)
+        inserter = Inserter(None, table, mariadb=db)
+        inserter.start()
+        for kill in (1, 2):
+            time.sleep(1.5)
+            os.killpg(worker.p.pid, signal.SIGKILL)
+            killed = time.time()
+            worker.p.wait()
+            at = inserter.committed
+            time.sleep(0.5)
+            worker = start()
+            # The killed worker's dump thread lingers until MariaDB notices; the new one
+            # registers with the same server id and replaces it.
+            wait_until("the binlog streaming again", streaming, 60)
+            print("cdc kill: %s: worker SIGKILLed (kill %d, %d rows committed), streaming again after %.0fs"
+                  % (name, kill, at, time.time() - killed), flush=True)
+        time.sleep(2.0)
+        inserter.stop()
+        last = inserter.committed
+        inserter = None
+        topic = "%s.killdb.%s" % (prefix, table)
+        isolation = "read_committed" if exactly_once else "read_uncommitted"
+
+        def all_in():
+            ids, _ = read_ids(broker, topic, isolation)
+            return set(range(1, last + 1)) <= set(ids)
+        try:
+            wait_until("every committed row in %s" % topic, all_in, 60)
+        except RuntimeError:
+            pass
+        ids, _ = read_ids(broker, topic, isolation)
+        missing = sorted(set(range(1, last + 1)) - set(ids))
+        check("%s: every one of %d committed rows is in the topic after 2 SIGKILLs" % (name, last),
+              not missing and last > 100, "missing %d: %s" % (len(missing), missing[:20]))
+        dupes = len(ids) - len(set(ids))
+        if exactly_once:
+            check("%s: each row exactly once (read_committed)" % name, dupes == 0,
+                  "%d duplicates: %s" % (dupes, read_ids.detail[:5]))
+        else:
+            print("cdc kill: %s: %d rows delivered again after the kills (at least once)" % (name, dupes),
+                  flush=True)
+    finally:
+        if inserter:
+            inserter.stop()
+        worker.stop()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sluice", required=True)
@@ -207,16 +304,26 @@ def main():
     args = ap.parse_args()
     args.sluice = os.path.abspath(args.sluice)
     work = tempfile.mkdtemp(prefix="sluice-cdc-kill-")
-    procs, pg = [], None
+    procs, pg, db = [], None, None
     started = time.time()
     try:
         server, broker = start_broker(args.sluice, work)
         procs.append(server)
-        pg = Postgres()
-        pg.query("CREATE DATABASE kill", db="postgres")
-        if not os.environ.get("KILL_ONLY_EOS"):
-            run_case(args, work, broker, pg, "alo", exactly_once=False)
-        run_case(args, work, broker, pg, "eos", exactly_once=True)
+        which = os.environ.get("KILL_DBS", "postgres,mariadb").split(",")
+        if "postgres" in which:
+            pg = Postgres()
+            pg.query("CREATE DATABASE kill", db="postgres")
+            if not os.environ.get("KILL_ONLY_EOS"):
+                run_case(args, work, broker, pg, "alo", exactly_once=False)
+            run_case(args, work, broker, pg, "eos", exactly_once=True)
+        if "mariadb" in which:
+            db = mysql_check.MariaDB()
+            db.script("CREATE DATABASE killdb; CREATE USER '%s'@'%%' IDENTIFIED BY '%s'; GRANT SELECT, RELOAD, "
+                      "SHOW DATABASES, REPLICATION SLAVE, REPLICATION CLIENT, LOCK TABLES ON *.* TO '%s'@'%%';"
+                      % (mysql_check.DBZ_USER, mysql_check.DBZ_PASSWORD, mysql_check.DBZ_USER), None)
+            if not os.environ.get("KILL_ONLY_EOS"):
+                run_mariadb_case(args, work, broker, db, "mariadb-alo", exactly_once=False)
+            run_mariadb_case(args, work, broker, db, "mariadb-eos", exactly_once=True)
     except Exception as e:
         check("harness", False, "%s\n%s" % (e, "\n".join("--- %s\n%s" % (p.name, p.tail(25)) for p in procs)))
     finally:
@@ -224,6 +331,8 @@ def main():
             p.stop()
         if pg:
             pg.stop()
+        if db:
+            db.stop()
         if args.keep:
             print("cdc kill: work dir kept: " + work)
         else:
