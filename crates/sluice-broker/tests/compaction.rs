@@ -285,7 +285,20 @@ async fn internal_topics_stay_bounded_under_repeated_commits() {
                             .with_committed_offset(round * 10),
                     ]),
             ]);
-        let response = wire.call(&commit, 8).await;
+        // A coordinator still loading (COORDINATOR_LOAD_IN_PROGRESS) or moving
+        // (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR) is retried, as clients do.
+        let retry_until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let response = loop {
+            let response = wire.call(&commit, 8).await;
+            let retriable = response.topics[0]
+                .partitions
+                .iter()
+                .any(|p| [14, 15, 16].contains(&p.error_code));
+            if !retriable || std::time::Instant::now() > retry_until {
+                break response;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        };
         assert!(
             response.topics[0]
                 .partitions
@@ -299,7 +312,18 @@ async fn internal_topics_stay_bounded_under_repeated_commits() {
                 .with_transaction_timeout_ms(60_000)
                 .with_producer_id(ProducerId(-1))
                 .with_producer_epoch(-1);
-            let response = wire.call(&init, 4).await;
+            // COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE and
+            // CONCURRENT_TRANSACTIONS are retriable: a client asks again.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            let response = loop {
+                let response = wire.call(&init, 4).await;
+                if ![14, 15, 51].contains(&response.error_code)
+                    || std::time::Instant::now() > deadline
+                {
+                    break response;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            };
             assert_eq!(response.error_code, 0, "{response:?}");
             producer_epoch = response.producer_epoch;
         }

@@ -782,7 +782,17 @@ async fn an_eligible_leader_replica_is_elected_when_no_isr_member_can_lead() {
         leader_and_isr(observer, "eligible").await == Some((1, vec![1, 2]))
     );
     let mut leader = Wire::connect(cluster.nodes[0].address()).await;
-    let (_, p) = produce(&mut leader, "eligible", batch("a", 3), -1).await;
+    // The observer may know the leader before node 1 itself has applied the record: a
+    // produce it does not take yet (UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER) appended
+    // nothing and is sent again.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let p = loop {
+        let (_, p) = produce(&mut leader, "eligible", batch("a", 3), -1).await;
+        if p.error_code == NONE || Instant::now() > deadline {
+            break p;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     assert_eq!((p.error_code, p.base_offset), (NONE, 0));
     cluster.stop(1).await;
     eventually!(

@@ -146,7 +146,7 @@ pub struct JsonConverter {
     /// JSON of an envelope's schema → that schema.
     to_connect_schemas: Mutex<BoundedCache<String, SchemaRef>>,
     /// The schema last written and its JSON.
-    last_written_schema: Mutex<Option<(SchemaRef, Arc<JsonNode>)>>,
+    last_written_schema: Mutex<Option<(SchemaRef, Arc<Vec<u8>>)>>,
 }
 
 impl JsonConverter {
@@ -266,8 +266,10 @@ impl JsonConverter {
         }
     }
 
-    /// The envelope's schema for `schema`, from the previous record's when it is the same.
-    fn envelope_schema(&self, schema: &SchemaRef) -> Result<Arc<JsonNode>, DataError> {
+    /// The envelope's schema for `schema` as written JSON, from the previous record's
+    /// when it is the same schema (a source's records of one table share theirs: the
+    /// text is written once, not rebuilt and copied per record).
+    fn envelope_schema(&self, schema: &SchemaRef) -> Result<Arc<Vec<u8>>, DataError> {
         let mut last = self
             .last_written_schema
             .lock()
@@ -277,7 +279,7 @@ impl JsonConverter {
         {
             return Ok(Arc::clone(json));
         }
-        let json = Arc::new(self.as_json_schema(schema)?);
+        let json = Arc::new(jackson::write_bytes(&self.as_json_schema(schema)?));
         *last = Some((Arc::clone(schema), Arc::clone(&json)));
         Ok(json)
     }
@@ -693,15 +695,23 @@ impl Converter for JsonConverter {
         }
         let payload = self.convert_to_json(schema.map(|s| &**s), value)?;
         let bytes = if self.config.schemas_enable {
+            // `{"schema":...,"payload":...}`, as Jackson writes the envelope object.
             let schema = match schema {
                 Some(schema) => self.envelope_schema(schema)?,
-                None => Arc::new(JsonNode::Null),
+                None => Arc::new(b"null".to_vec()),
             };
-            let envelope = JsonNode::Object(vec![
-                (ENVELOPE_SCHEMA.into(), Arc::unwrap_or_clone(schema)),
-                (ENVELOPE_PAYLOAD.into(), payload),
-            ]);
-            jackson::write_bytes(&envelope)
+            let payload = jackson::write_bytes(&payload);
+            let mut out = Vec::with_capacity(schema.len() + payload.len() + 24);
+            out.extend_from_slice(b"{\"");
+            out.extend_from_slice(ENVELOPE_SCHEMA.as_bytes());
+            out.extend_from_slice(b"\":");
+            out.extend_from_slice(&schema);
+            out.extend_from_slice(b",\"");
+            out.extend_from_slice(ENVELOPE_PAYLOAD.as_bytes());
+            out.extend_from_slice(b"\":");
+            out.extend_from_slice(&payload);
+            out.push(b'}');
+            out
         } else {
             jackson::write_bytes(&payload)
         };
