@@ -108,6 +108,26 @@ async fn produce(
     (response, partition)
 }
 
+/// [`produce`] to a node an observer already saw elected: it may not have applied its
+/// election yet, and a produce it refuses with UNKNOWN_TOPIC_OR_PARTITION or
+/// NOT_LEADER_OR_FOLLOWER appended nothing, so it is sent again (as clients do) for up to
+/// 20 s.
+async fn produce_to_leader(
+    wire: &mut Wire,
+    topic: &str,
+    records: Bytes,
+    acks: i16,
+) -> produce_response::PartitionProduceResponse {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (_, p) = produce(wire, topic, records.clone(), acks).await;
+        if ![3, 6].contains(&p.error_code) || Instant::now() > deadline {
+            return p;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// A consumer's Fetch v12 of partition 0 (v11+ may be served by a follower).
 fn consumer_fetch(topic: &str, offset: i64, last_fetched_epoch: i32) -> FetchRequest {
     FetchRequest::default()
@@ -694,7 +714,7 @@ async fn a_divergent_tail_is_truncated_when_the_old_leader_returns() {
         leader_and_isr(observer, "diverging").await == Some((1, vec![1, 2]))
     );
     let mut leader = Wire::connect(cluster.nodes[0].address()).await;
-    let (_, p) = produce(&mut leader, "diverging", batch("a", 3), -1).await;
+    let p = produce_to_leader(&mut leader, "diverging", batch("a", 3), -1).await;
     assert_eq!((p.error_code, p.base_offset), (NONE, 0));
     // The follower stops; the ISR shrinks to the leader, which takes two more records.
     cluster.stop(1).await;
@@ -782,17 +802,7 @@ async fn an_eligible_leader_replica_is_elected_when_no_isr_member_can_lead() {
         leader_and_isr(observer, "eligible").await == Some((1, vec![1, 2]))
     );
     let mut leader = Wire::connect(cluster.nodes[0].address()).await;
-    // The observer may know the leader before node 1 itself has applied the record: a
-    // produce it does not take yet (UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER) appended
-    // nothing and is sent again.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let p = loop {
-        let (_, p) = produce(&mut leader, "eligible", batch("a", 3), -1).await;
-        if p.error_code == NONE || Instant::now() > deadline {
-            break p;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let p = produce_to_leader(&mut leader, "eligible", batch("a", 3), -1).await;
     assert_eq!((p.error_code, p.base_offset), (NONE, 0));
     cluster.stop(1).await;
     eventually!(
@@ -833,7 +843,7 @@ async fn an_eligible_leader_replica_is_elected_when_no_isr_member_can_lead() {
         leader_and_isr(observer, "eligible").await == Some((2, vec![1, 2]))
     );
     let mut new_leader = Wire::connect(cluster.nodes[1].address()).await;
-    let (_, p) = produce(&mut new_leader, "eligible", batch("b", 1), -1).await;
+    let p = produce_to_leader(&mut new_leader, "eligible", batch("b", 1), -1).await;
     assert_eq!((p.error_code, p.base_offset), (NONE, 3));
     let mut all = expected("a", 3);
     all.extend(expected("b", 1));

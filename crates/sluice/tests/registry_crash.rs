@@ -51,14 +51,21 @@ async fn acknowledged_registrations_survive_sigkill() {
         // What the earlier rounds acknowledged is all there.
         check(&http, &base, &acknowledged).await;
 
-        // Register until a kill lands at a moment chosen by time, not by progress.
+        // Register until a kill lands at a moment chosen by time, not by progress: the
+        // clock starts at the round's first acknowledged registration (a loaded machine
+        // can take longer than the window to serve the first one), and waits for it at
+        // most 30 s.
         let kill_after = Duration::from_millis(300 + 250 * round as u64);
-        let started = Instant::now();
+        let mut started: Option<Instant> = None;
+        let waiting_since = Instant::now();
         let subject = format!("crash-{round}");
-        while started.elapsed() < kill_after {
+        while started.is_none_or(|t| t.elapsed() < kill_after)
+            && waiting_since.elapsed() < Duration::from_secs(30)
+        {
             n += 1;
             if let Some(id) = register(&http, &base, &subject, n).await {
                 acknowledged.insert((subject.clone(), n), id);
+                started.get_or_insert_with(Instant::now);
             }
         }
         // An in-flight registration races the kill: it may or may not land.
