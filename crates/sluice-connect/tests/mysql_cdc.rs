@@ -6,6 +6,8 @@
 //! credentials, a database that is down, a binlog purged past the offset).
 //! `compat/cdc/mysql` compares the events with Debezium's own, field by field.
 
+#[path = "support/cdc.rs"]
+mod cdc;
 #[path = "../../sluice-broker/tests/common/mod.rs"]
 mod common;
 #[path = "support/worker.rs"]
@@ -15,51 +17,11 @@ mod mariadb;
 
 use std::time::{Duration, Instant};
 
+use cdc::{ops, read_until};
 use common::TestNode;
 use harness::RunningWorker;
 use mariadb::MariaDb;
 use serde_json::{Value, json};
-use sluice_client::TopicPartition;
-use sluice_client::consumer::{Consumer, ConsumerConfig};
-
-/// Every record of a topic's partition 0 as (key, value) JSON (null for a tombstone or
-/// a raw string value that is not JSON), once `done` holds for what was read (or 30 s
-/// passed), plus anything that follows within a quiet half second.
-async fn read_until(
-    node: &TestNode,
-    topic: &str,
-    done: impl Fn(&[(Value, Value)]) -> bool,
-) -> Vec<(Value, Value)> {
-    let mut config = ConsumerConfig::new([node.address.to_string()]);
-    config.set("auto.offset.reset", "earliest").unwrap();
-    let mut consumer = Consumer::new(config).await.unwrap();
-    let tp = TopicPartition::new(topic, 0);
-    consumer.assign([tp.clone()]).unwrap();
-    consumer.seek(&tp, 0).unwrap();
-    let json = |b: Option<bytes::Bytes>| match b {
-        Some(b) if !b.is_empty() => serde_json::from_slice(&b).unwrap_or(Value::Null),
-        _ => Value::Null,
-    };
-    let mut records = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !done(&records) && Instant::now() < deadline {
-        for r in consumer
-            .poll(Duration::from_millis(200))
-            .await
-            .unwrap_or_default()
-        {
-            records.push((json(r.key), json(r.value)));
-        }
-    }
-    for r in consumer
-        .poll(Duration::from_millis(500))
-        .await
-        .unwrap_or_default()
-    {
-        records.push((json(r.key), json(r.value)));
-    }
-    records
-}
 
 fn connector(db: &MariaDb, node: &TestNode, prefix: &str, extra: Value) -> Value {
     let mut config = json!({
@@ -128,14 +90,49 @@ async fn wait_streaming(worker: &RunningWorker, db: &MariaDb, name: &str) {
     }
 }
 
-fn ops(records: &[(Value, Value)]) -> Vec<String> {
-    records
-        .iter()
-        .map(|(_, v)| match v {
-            Value::Null => "tombstone".to_string(),
-            v => v["op"].as_str().unwrap_or("?").to_string(),
-        })
-        .collect()
+/// Waits until the worker committed the offset of `event` (a streamed change): Debezium's
+/// offset names the GTIDs completed before its transaction and the rows of its rows event
+/// done, `row` + 1.
+async fn wait_committed(worker: &RunningWorker, name: &str, event: &Value) {
+    let source = &event["source"];
+    let gtid = source["gtid"].as_str().expect("a streamed event's GTID");
+    let (prefix, sequence) = gtid.rsplit_once('-').expect("domain-server-sequence");
+    let before = format!("{prefix}-{}", sequence.parse::<u64>().unwrap() - 1);
+    let row = source["row"].as_i64().unwrap() + 1;
+    worker
+        .wait_for(
+            &format!("/connectors/{name}/offsets"),
+            "the last event's offset committed",
+            |body| {
+                let offset = &body["offsets"][0]["offset"];
+                offset["gtids"] == before.as_str() && offset["row"] == row
+            },
+        )
+        .await;
+}
+
+/// Deletes connector `name` and waits until it is gone and its binlog reader too.
+async fn delete(worker: &RunningWorker, db: &MariaDb, name: &str) {
+    worker
+        .call("DELETE", &format!("/connectors/{name}"), None)
+        .await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (status, _) = worker
+            .call("GET", &format!("/connectors/{name}"), None)
+            .await;
+        let dumps = db.sql(
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = 'cdc' AND COMMAND LIKE 'Binlog Dump%'",
+        );
+        if status == 404 && dumps.trim() == "0" {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{name} still there ({status}, {dumps} dump threads)"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// The snapshot's rows as `op: r` with Debezium's markers, then inserts, updates (one
@@ -257,8 +254,7 @@ async fn a_restarted_worker_resumes_without_gaps_or_repeats() {
     }
     let first = read_until(&node, "dbz.shop.orders", |r| r.len() >= 12).await;
     assert_eq!(first.len(), 12, "{:?}", ops(&first));
-    // Offsets are committed every offset.flush.interval.ms.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    wait_committed(&worker, "shop", &first[11].1).await;
     worker.stop().await;
 
     db.sql(
@@ -350,9 +346,8 @@ async fn wrong_credentials_a_database_down_and_a_purged_binlog() {
     );
     let task = worker.task_state("shop").await;
     assert_eq!(task["state"], "RUNNING", "{task}");
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    worker.call("DELETE", "/connectors/shop", None).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    wait_committed(&worker, "shop", &records[7].1).await;
+    delete(&worker, &db, "shop").await;
 
     // The binlog the offset names is purged while the connector is away.
     db.sql("FLUSH BINARY LOGS; INSERT INTO shop.orders (id, customer) VALUES (31, 'gone'); FLUSH BINARY LOGS;");
@@ -372,8 +367,7 @@ async fn wrong_credentials_a_database_down_and_a_purged_binlog() {
             .contains("snapshot.mode=when_needed"),
         "{task}"
     );
-    worker.call("DELETE", "/connectors/shop", None).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    delete(&worker, &db, "shop").await;
     worker
         .create(
             "shop",

@@ -5,6 +5,8 @@
 //! and TOAST, and the failures a user meets first (wrong plugin, wal_level, a database
 //! that is down).
 
+#[path = "support/cdc.rs"]
+mod cdc;
 #[path = "../../sluice-broker/tests/common/mod.rs"]
 mod common;
 #[path = "support/worker.rs"]
@@ -16,51 +18,13 @@ mod registry;
 
 use std::time::{Duration, Instant};
 
+use cdc::{ops, read_until};
 use common::TestNode;
 use harness::RunningWorker;
 use postgres::Postgres;
 use serde_json::{Value, json};
 use sluice_client::TopicPartition;
 use sluice_client::consumer::{Consumer, ConsumerConfig};
-
-/// Every record of a topic's partition 0 as (key, value) JSON (null for a tombstone),
-/// once `done` holds for what was read (or 30 s passed), plus anything that follows
-/// within a quiet half second.
-async fn read_until(
-    node: &TestNode,
-    topic: &str,
-    done: impl Fn(&[(Value, Value)]) -> bool,
-) -> Vec<(Value, Value)> {
-    let mut config = ConsumerConfig::new([node.address.to_string()]);
-    config.set("auto.offset.reset", "earliest").unwrap();
-    let mut consumer = Consumer::new(config).await.unwrap();
-    let tp = TopicPartition::new(topic, 0);
-    consumer.assign([tp.clone()]).unwrap();
-    consumer.seek(&tp, 0).unwrap();
-    let json = |b: Option<bytes::Bytes>| match b {
-        Some(b) if !b.is_empty() => serde_json::from_slice(&b).unwrap(),
-        _ => Value::Null,
-    };
-    let mut records = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !done(&records) && Instant::now() < deadline {
-        for r in consumer
-            .poll(Duration::from_millis(200))
-            .await
-            .unwrap_or_default()
-        {
-            records.push((json(r.key), json(r.value)));
-        }
-    }
-    for r in consumer
-        .poll(Duration::from_millis(500))
-        .await
-        .unwrap_or_default()
-    {
-        records.push((json(r.key), json(r.value)));
-    }
-    records
-}
 
 fn connector(pg: &Postgres, prefix: &str, extra: Value) -> Value {
     let mut config = json!({
@@ -152,16 +116,6 @@ async fn wait_running(worker: &RunningWorker, db: &tokio_postgres::Client, name:
         .wait_task(name, "the task runs", |t| t["state"] == "RUNNING")
         .await;
     wait_streaming(db, slot).await;
-}
-
-fn ops(records: &[(Value, Value)]) -> Vec<String> {
-    records
-        .iter()
-        .map(|(_, v)| match v {
-            Value::Null => "tombstone".to_string(),
-            v => v["op"].as_str().unwrap_or("?").to_string(),
-        })
-        .collect()
 }
 
 /// The snapshot's rows as `op: r` (first and last marked), then inserts, updates and

@@ -7,7 +7,7 @@ use regex::Regex;
 use serde_json::Value as Json;
 
 use crate::connectors::ConfigKeyDef;
-use crate::data::{Struct, Value};
+use crate::data::{Schema, SchemaRef, Struct, Type, Value};
 use crate::{ConfigError, Props};
 
 /// Regular expressions of `*.include.list` / `*.exclude.list`, each matched against the
@@ -158,7 +158,10 @@ pub fn skipped_operations(config: &Props, errors: &mut ConfigError) -> Vec<char>
     {
         match op {
             "none" => skipped.clear(),
-            "c" | "u" | "d" | "t" => skipped.push(op.chars().next().expect("one char")),
+            "c" => skipped.push('c'),
+            "u" => skipped.push('u'),
+            "d" => skipped.push('d'),
+            "t" => skipped.push('t'),
             other => errors.push(ConfigError::invalid(
                 "skipped.operations",
                 other,
@@ -223,4 +226,72 @@ pub fn java_hash_map_order(entries: &[(String, i64)]) -> Vec<&(String, i64)> {
     let mut ordered: Vec<&(String, i64)> = entries.iter().collect();
     ordered.sort_by_key(|(k, _)| bucket(k));
     ordered
+}
+
+/// The `transaction` block of a change event (`event.block`).
+pub fn transaction_block_schema() -> SchemaRef {
+    Schema::new(Type::Struct)
+        .optional()
+        .named("event.block")
+        .with_version(1)
+        .field("id", Schema::new(Type::String))
+        .field("total_order", Schema::new(Type::Int64))
+        .field("data_collection_order", Schema::new(Type::Int64))
+        .into()
+}
+
+/// A transaction metadata record's key and value (`<prefix>.transaction`): `BEGIN` with
+/// no counts, `END` with the event count and `(data collection, count)` pairs in the
+/// order given.
+pub fn transaction_metadata(
+    status: &str,
+    id: &str,
+    end: Option<(i64, Vec<(&str, i64)>)>,
+    ts_ms: i64,
+) -> ((SchemaRef, Struct), (SchemaRef, Struct)) {
+    let key_schema: SchemaRef = Schema::new(Type::Struct)
+        .named("io.debezium.connector.common.TransactionMetadataKey")
+        .with_version(1)
+        .field("id", Schema::new(Type::String))
+        .into();
+    let collection: SchemaRef = Schema::new(Type::Struct)
+        .optional()
+        .named("event.collection")
+        .with_version(1)
+        .field("data_collection", Schema::new(Type::String))
+        .field("event_count", Schema::new(Type::Int64))
+        .into();
+    let value_schema: SchemaRef = Schema::new(Type::Struct)
+        .named("io.debezium.connector.common.TransactionMetadataValue")
+        .with_version(1)
+        .field("status", Schema::new(Type::String))
+        .field("id", Schema::new(Type::String))
+        .field("event_count", Schema::new(Type::Int64).optional())
+        .field(
+            "data_collections",
+            Schema::array(collection.clone()).optional(),
+        )
+        .field("ts_ms", Schema::new(Type::Int64))
+        .into();
+    let mut key = Struct::new(key_schema.clone());
+    key.values[0] = Value::String(id.into());
+    let mut value = Struct::new(value_schema.clone());
+    value.values[0] = Value::String(status.into());
+    value.values[1] = Value::String(id.into());
+    if let Some((total, collections)) = end {
+        value.values[2] = Value::Int64(total);
+        value.values[3] = Value::Array(
+            collections
+                .into_iter()
+                .map(|(name, count)| {
+                    let mut c = Struct::new(collection.clone());
+                    c.values[0] = Value::String(name.into());
+                    c.values[1] = Value::Int64(count);
+                    Value::Struct(c)
+                })
+                .collect(),
+        );
+    }
+    value.values[4] = Value::Int64(ts_ms);
+    ((key_schema, key), (value_schema, value))
 }

@@ -748,38 +748,9 @@ mod tests {
         }
     }
 
-    /// `io.debezium.connector.mysql.Source` as §6 lists it.
+    /// The connector's own `io.debezium.connector.mysql.Source` (§6 lists it).
     fn source_schema() -> SchemaRef {
-        let string = || Schema::new(Type::String);
-        let long = || Schema::new(Type::Int64);
-        Schema::new(Type::Struct)
-            .named("io.debezium.connector.mysql.Source")
-            .field("version", string())
-            .field("connector", string())
-            .field("name", string())
-            .field("ts_ms", long())
-            .field(
-                "snapshot",
-                string()
-                    .optional()
-                    .named("io.debezium.data.Enum")
-                    .with_version(1)
-                    .with_parameter("allowed", "true,last,false,incremental")
-                    .with_default(Value::String("false".into())),
-            )
-            .field("db", string())
-            .field("sequence", string().optional())
-            .field("ts_us", long().optional())
-            .field("ts_ns", long().optional())
-            .field("table", string().optional())
-            .field("server_id", long())
-            .field("gtid", string().optional())
-            .field("file", string())
-            .field("pos", long())
-            .field("row", Schema::new(Type::Int32))
-            .field("thread", long().optional())
-            .field("query", string().optional())
-            .into()
+        crate::connectors::mysql::tables::source_schema(false)
     }
 
     /// The ALTER's source block (debezium-mariadb `order-service` offset 14).

@@ -52,11 +52,11 @@ use self::binlog::{Gtid, GtidSet};
 use self::config::{Settings, SnapshotMode};
 use self::history::{ChangeType, TableChange};
 use self::tables::{Captured, quote_ident};
-use super::debezium::{java_hash_map_order, struct_json};
+use super::debezium::{java_hash_map_order, struct_json, transaction_metadata};
 use super::{
     BoxFuture, ConfigKeyDef, ConnectError, ConnectorPlugin, Kind, OffsetReader, SourceTask,
 };
-use crate::data::{Header, Record, Schema, SchemaRef, Struct, Type, Value};
+use crate::data::{Header, Record, SchemaRef, Struct, Value};
 use crate::{ConfigError, Props};
 
 /// `io.debezium.connector.mysql.MySqlConnector`.
@@ -209,8 +209,9 @@ async fn text_rows(conn: &mut Conn, sql: &str) -> Result<Vec<Vec<Option<String>>
     Ok(rows
         .into_iter()
         .map(|row| {
-            row.unwrap()
+            row.unwrap_raw()
                 .into_iter()
+                .map(|v| v.unwrap_or(mysql_async::Value::NULL))
                 .map(|v| match v {
                     mysql_async::Value::NULL => None,
                     mysql_async::Value::Bytes(b) => Some(String::from_utf8_lossy(&b).into_owned()),
@@ -1011,9 +1012,9 @@ impl Capture {
                 let row = match next {
                     Some(row) => {
                         let values: Vec<Option<Vec<u8>>> = row
-                            .unwrap()
+                            .unwrap_raw()
                             .into_iter()
-                            .map(|v| match v {
+                            .map(|v| match v.unwrap_or(mysql_async::Value::NULL) {
                                 mysql_async::Value::NULL => None,
                                 mysql_async::Value::Bytes(b) => Some(b),
                                 other => Some(other.as_sql(true).into_bytes()),
@@ -1122,50 +1123,17 @@ impl Capture {
         offset: Map<String, Json>,
     ) -> Option<Record> {
         let id = tx.gtid?.to_string();
-        let key_schema: SchemaRef = Schema::new(Type::Struct)
-            .named("io.debezium.connector.common.TransactionMetadataKey")
-            .with_version(1)
-            .field("id", Schema::new(Type::String))
-            .into();
-        let collection: SchemaRef = Schema::new(Type::Struct)
-            .optional()
-            .named("event.collection")
-            .with_version(1)
-            .field("data_collection", Schema::new(Type::String))
-            .field("event_count", Schema::new(Type::Int64))
-            .into();
-        let value_schema: SchemaRef = Schema::new(Type::Struct)
-            .named("io.debezium.connector.common.TransactionMetadataValue")
-            .with_version(1)
-            .field("status", Schema::new(Type::String))
-            .field("id", Schema::new(Type::String))
-            .field("event_count", Schema::new(Type::Int64).optional())
-            .field(
-                "data_collections",
-                Schema::array(collection.clone()).optional(),
-            )
-            .field("ts_ms", Schema::new(Type::Int64))
-            .into();
-        let mut key = Struct::new(key_schema.clone());
-        key.values[0] = Value::String(id.clone());
-        let mut value = Struct::new(value_schema.clone());
-        value.values[0] = Value::String(status.into());
-        value.values[1] = Value::String(id);
-        if status == "END" {
-            value.values[2] = Value::Int64(tx.total);
-            value.values[3] = Value::Array(
+        let end = (status == "END").then(|| {
+            (
+                tx.total,
                 java_hash_map_order(&tx.per_table)
                     .into_iter()
-                    .map(|(t, n)| {
-                        let mut c = Struct::new(collection.clone());
-                        c.values[0] = Value::String(t.clone());
-                        c.values[1] = Value::Int64(*n);
-                        Value::Struct(c)
-                    })
+                    .map(|(t, n)| (t.as_str(), *n))
                     .collect(),
-            );
-        }
-        value.values[4] = Value::Int64(self.last_event_ts);
+            )
+        });
+        let ((key_schema, key), (value_schema, value)) =
+            transaction_metadata(status, &id, end, self.last_event_ts);
         let mut record = Record::new(
             format!("{}.transaction", self.settings.prefix),
             Some(value_schema),

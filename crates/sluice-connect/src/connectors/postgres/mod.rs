@@ -40,11 +40,11 @@ use self::config::{PublicationMode, Settings, SnapshotMode};
 use self::pgoutput::{Datum, Message};
 use self::tables::{Column, Table, TableRef};
 use self::values::PgType;
-use super::debezium::{java_hash_map_order, struct_json};
+use super::debezium::{java_hash_map_order, struct_json, transaction_metadata};
 use super::{
     BoxFuture, ConfigKeyDef, ConnectError, ConnectorPlugin, Kind, OffsetReader, SourceTask,
 };
-use crate::data::{Header, Record, Schema, SchemaRef, Struct, Type, Value};
+use crate::data::{Header, Record, SchemaRef, Struct, Value};
 use crate::{ConfigError, Props};
 
 pub struct PostgresConnector;
@@ -1287,56 +1287,23 @@ impl PostgresTask {
         offset: Map<String, Json>,
     ) -> Record {
         let prefix = &self.settings().prefix;
-        let key_schema: SchemaRef = Schema::new(Type::Struct)
-            .named("io.debezium.connector.common.TransactionMetadataKey")
-            .with_version(1)
-            .field("id", Schema::new(Type::String))
-            .into();
-        let collection: SchemaRef = Schema::new(Type::Struct)
-            .optional()
-            .named("event.collection")
-            .with_version(1)
-            .field("data_collection", Schema::new(Type::String))
-            .field("event_count", Schema::new(Type::Int64))
-            .into();
-        let value_schema: SchemaRef = Schema::new(Type::Struct)
-            .named("io.debezium.connector.common.TransactionMetadataValue")
-            .with_version(1)
-            .field("status", Schema::new(Type::String))
-            .field("id", Schema::new(Type::String))
-            .field("event_count", Schema::new(Type::Int64).optional())
-            .field(
-                "data_collections",
-                Schema::array(collection.clone()).optional(),
-            )
-            .field("ts_ms", Schema::new(Type::Int64))
-            .into();
         let lsn = if status == "BEGIN" {
             tx.first_lsn
         } else {
             self.last_commit
         };
         let id = format!("{}:{lsn}", tx.xid);
-        let mut key = Struct::new(key_schema.clone());
-        key.values[0] = Value::String(id.clone());
-        let mut value = Struct::new(value_schema.clone());
-        value.values[0] = Value::String(status.into());
-        value.values[1] = Value::String(id);
-        if status == "END" {
-            value.values[2] = Value::Int64(tx.total);
-            value.values[3] = Value::Array(
+        let end = (status == "END").then(|| {
+            (
+                tx.total,
                 java_hash_map_order(&tx.per_table)
                     .into_iter()
-                    .map(|(t, n)| {
-                        let mut c = Struct::new(collection.clone());
-                        c.values[0] = Value::String(t.clone());
-                        c.values[1] = Value::Int64(*n);
-                        Value::Struct(c)
-                    })
+                    .map(|(t, n)| (t.as_str(), *n))
                     .collect(),
-            );
-        }
-        value.values[4] = Value::Int64(tx.commit_micros.div_euclid(1000));
+            )
+        });
+        let ((key_schema, key), (value_schema, value)) =
+            transaction_metadata(status, &id, end, tx.commit_micros.div_euclid(1000));
         let mut record = Record::new(
             format!("{prefix}.transaction"),
             Some(value_schema),

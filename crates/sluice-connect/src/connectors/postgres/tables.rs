@@ -81,17 +81,7 @@ pub fn source_schema() -> SchemaRef {
         .into()
 }
 
-/// The `transaction` block of an event (`event.block`).
-pub fn transaction_block_schema() -> SchemaRef {
-    Schema::new(Type::Struct)
-        .optional()
-        .named("event.block")
-        .with_version(1)
-        .field("id", Schema::new(Type::String))
-        .field("total_order", Schema::new(Type::Int64))
-        .field("data_collection_order", Schema::new(Type::Int64))
-        .into()
-}
+pub use crate::connectors::debezium::transaction_block_schema;
 
 impl Table {
     pub fn new(
