@@ -120,11 +120,17 @@ if [[ " $suites " == *" restart "* && "$broker_died" == 0 && "$(cat "$work/resta
   if [[ "$broker" == kafka ]]; then
     python3 "$root/compat/kafka/kafka_ctl.py" restart "$work/kafka" > /dev/null 2>> "$work/restart.err"; rc=$?
   else
+    stopping_from=$(wc -l < "$broker_log")
     stop_sluice; src=$?
     rc=0
     if [[ "$src" != 0 ]]; then
-      echo "FAIL restart: broker stops on SIGTERM: exit code $src" >> "$work/restart-phase.out"
+      echo "FAIL restart: broker stops on SIGTERM: exit code $src after $((stop_ms / 1000)).$((stop_ms % 1000 / 100))s;" \
+        "its log since the signal: $(tail -n +$((stopping_from + 1)) "$broker_log" | tail -c 1500 | tr '\n' ' ')" \
+        >> "$work/restart-phase.out"
       extra_fail=$((extra_fail + 1))
+    else
+      echo "PASS restart: broker stops on SIGTERM ($((stop_ms / 1000)).$((stop_ms % 1000 / 100))s)" >> "$work/restart-phase.out"
+      extra_pass=$((extra_pass + 1))
     fi
     start_sluice 2>> "$work/restart.err" || rc=1
   fi

@@ -48,14 +48,18 @@ start_sluice() {
   return 1
 }
 
-# SIGTERM, SIGKILL after 5 s; returns Sluice's exit code.
+# SIGTERM, SIGKILL after 20 s; returns Sluice's exit code and sets stop_ms (how long the
+# stop took).
 stop_sluice() {
-  local rc=0
+  local rc=0 t0
+  stop_ms=0
   [[ -n "$broker_pid" ]] || return 0
+  t0=$(date +%s%N)
   kill -TERM "$broker_pid" 2>/dev/null
-  for _ in $(seq 50); do kill -0 "$broker_pid" 2>/dev/null || break; sleep 0.1; done
+  for _ in $(seq 200); do kill -0 "$broker_pid" 2>/dev/null || break; sleep 0.1; done
   kill -KILL "$broker_pid" 2>/dev/null
   wait "$broker_pid" 2>/dev/null; rc=$?
+  stop_ms=$((($(date +%s%N) - t0) / 1000000))
   broker_pid=""
   return $rc
 }

@@ -62,6 +62,9 @@ fn startup_timeout(config: &BrokerConfig) -> Duration {
 const STARTUP_TIMEOUT_KEY: &str = "initial.broker.registration.timeout.ms";
 /// How long a stopping broker waits for its leaderships to move.
 const CONTROLLED_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
+/// A shutdown step that takes this long is logged as a warning.
+const SLOW_SHUTDOWN_STEP_MS: u64 = 1000;
+
 /// How often time-based flushes (`flush.ms`) are checked, at most.
 const FLUSH_CHECK_INTERVAL_MS: u64 = 1_000;
 
@@ -472,7 +475,7 @@ pub async fn run(
     let mut tasks = Vec::new();
     let mut bound_listeners = Vec::new();
     for (listener, bound, server, is_controller_listener) in servers {
-        tasks.push(tokio::spawn(server.run(shutdown.clone())));
+        tasks.push(("listener", tokio::spawn(server.run(shutdown.clone()))));
         bound_listeners.push((listener, bound, is_controller_listener));
     }
     if !quorum.is_voter() {
@@ -552,28 +555,31 @@ pub async fn run(
                     >
             }
         };
-        tasks.push(tokio::spawn(crate::controller::run_heartbeats(
-            broker.clone(),
-            shutdown.clone(),
-            registration,
-        )));
-        tasks.push(tokio::spawn(crate::group::run(
-            broker.clone(),
-            shutdown.clone(),
-        )));
-        tasks.push(tokio::spawn(crate::txn::run(
-            broker.clone(),
-            shutdown.clone(),
-        )));
+        tasks.push((
+            "broker heartbeats",
+            tokio::spawn(crate::controller::run_heartbeats(
+                broker.clone(),
+                shutdown.clone(),
+                registration,
+            )),
+        ));
+        tasks.push((
+            "group coordinator",
+            tokio::spawn(crate::group::run(broker.clone(), shutdown.clone())),
+        ));
+        tasks.push((
+            "transaction coordinator",
+            tokio::spawn(crate::txn::run(broker.clone(), shutdown.clone())),
+        ));
     }
     if quorum.is_voter() {
-        tasks.push(tokio::spawn(crate::controller::run(
-            broker.clone(),
-            shutdown.clone(),
-        )));
+        tasks.push((
+            "controller",
+            tokio::spawn(crate::controller::run(broker.clone(), shutdown.clone())),
+        ));
     }
     if let Some(metrics) = bind_metrics(&config, &broker, &request_metrics).await? {
-        tasks.push(tokio::spawn(metrics.run(shutdown.clone())));
+        tasks.push(("metrics", tokio::spawn(metrics.run(shutdown.clone()))));
     }
     // Broker listeners first: callers take the first address as the node's.
     for (listener, bound, _) in bound_listeners.iter().filter(|l| !l.2) {
@@ -587,10 +593,10 @@ pub async fn run(
     let retention_every = config.log_retention_check_interval_ms().max(1) as u64;
     // The log cleaner: `log.cleaner.threads` passes at a time (a dynamic config).
     if is_broker && config.get("log.cleaner.enable") != Some("false") {
-        tasks.push(tokio::spawn(crate::log_cleaner::run(
-            broker.clone(),
-            shutdown.clone(),
-        )));
+        tasks.push((
+            "log cleaner",
+            tokio::spawn(crate::log_cleaner::run(broker.clone(), shutdown.clone())),
+        ));
     }
     let mut flush_timer = tokio::time::interval(Duration::from_millis(FLUSH_CHECK_INTERVAL_MS));
     let mut retention_timer = tokio::time::interval(Duration::from_millis(retention_every));
@@ -636,16 +642,33 @@ pub async fn run(
         .await;
         tracing::info!(moved, "controlled shutdown");
     }
-    for (i, task) in tasks.into_iter().enumerate() {
-        tracing::debug!(task = i, "waiting for a task to stop");
+    // Each step's time is logged, as Kafka logs each component's shutdown: a stop that
+    // hangs names the step it hangs in.
+    let stopping = std::time::Instant::now();
+    let mut step = std::time::Instant::now();
+    let mut stopped = |what: &str| {
+        let ms = step.elapsed().as_millis() as u64;
+        if ms >= SLOW_SHUTDOWN_STEP_MS {
+            tracing::warn!(ms, "stopped: {what} (slowly)");
+        } else {
+            tracing::info!(ms, "stopped: {what}");
+        }
+        step = std::time::Instant::now();
+    };
+    for (name, task) in tasks {
         let _ = task.await;
+        stopped(name);
     }
-    tracing::debug!("stopping replication");
     crate::replication::shutdown(&broker).await;
-    tracing::debug!("stopping the metadata quorum");
+    stopped("replication");
     quorum.shutdown().await;
+    stopped("metadata quorum");
     broker.shutdown()?;
-    tracing::info!("shut down cleanly");
+    stopped("logs flushed, checkpoints written");
+    tracing::info!(
+        ms = stopping.elapsed().as_millis() as u64,
+        "shut down cleanly"
+    );
     Ok(())
 }
 

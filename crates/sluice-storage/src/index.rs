@@ -39,6 +39,11 @@ pub(crate) struct Index<E: IndexEntry> {
     entries: Vec<E>,
     /// Entries `..persisted` are in the file as they are in memory.
     persisted: usize,
+    /// The file is fsynced as it is (`..persisted`, nothing truncated since), or holds
+    /// nothing and never did: a flush with nothing new skips the fsync, so a clean
+    /// shutdown of a node with many idle partitions does not wait on hundreds of them
+    /// (under another process's heavy writes each fsync can take tens of milliseconds).
+    synced: bool,
     max_entries: usize,
 }
 
@@ -48,6 +53,7 @@ impl<E: IndexEntry> Index<E> {
             path,
             entries: Vec::new(),
             persisted: 0,
+            synced: false,
             max_entries,
         }
     }
@@ -72,6 +78,9 @@ impl<E: IndexEntry> Index<E> {
             path,
             entries,
             persisted,
+            // Read back, not known durable (the process may have stopped before an
+            // fsync): the first flush syncs it.
+            synced: false,
             max_entries: max_entries.max(persisted),
         }))
     }
@@ -109,12 +118,18 @@ impl<E: IndexEntry> Index<E> {
         while self.entries.last().is_some_and(&drop) {
             self.entries.pop();
         }
-        self.persisted = self.persisted.min(self.entries.len());
+        if self.entries.len() < self.persisted {
+            self.persisted = self.entries.len();
+            self.synced = false;
+        }
     }
 
     /// Writes unpersisted entries (or the whole file after a truncation) and, with
     /// `sync`, fsyncs it.
     pub fn persist(&mut self, sync: bool) -> Result<()> {
+        if self.synced && self.persisted == self.entries.len() {
+            return Ok(());
+        }
         let file = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -134,9 +149,13 @@ impl<E: IndexEntry> Index<E> {
             file.write_all_at(&out, persisted_bytes).at(&self.path)?;
             self.persisted = self.entries.len();
         }
-        if sync {
+        // An index that never had an entry needs no fsync: lost, it is rebuilt (empty)
+        // from its segment at open.
+        let nothing = length == 0 && self.entries.is_empty();
+        if sync && !nothing {
             file.sync_data().at(&self.path)?;
         }
+        self.synced = sync || nothing;
         Ok(())
     }
 }
@@ -243,5 +262,41 @@ mod tests {
         let entries = read_entries::<OffsetEntry>(&path).unwrap().unwrap();
         assert_eq!(entries.len(), 51);
         assert_eq!(entries.last().unwrap().relative_offset, 600);
+    }
+
+    #[test]
+    fn a_flush_with_nothing_new_leaves_the_file_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("00000000000000000000.index");
+        let mut index = Index::<OffsetEntry>::empty(path.clone(), 1000);
+        // Created on the first flush, even empty (Kafka's tools expect the file).
+        index.persist(true).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
+        index.push(OffsetEntry {
+            relative_offset: 5,
+            position: 0,
+        });
+        index.persist(true).unwrap();
+        assert_eq!(
+            read_entries::<OffsetEntry>(&path).unwrap().unwrap().len(),
+            1
+        );
+        // Synced and unchanged: the next flush does not open the file (a file removed
+        // behind the index's back stays removed).
+        std::fs::remove_file(&path).unwrap();
+        index.persist(true).unwrap();
+        assert!(!path.exists());
+        // A new entry, or an unsynced write, is written again.
+        index.push(OffsetEntry {
+            relative_offset: 9,
+            position: 100,
+        });
+        index.persist(false).unwrap();
+        assert!(path.exists());
+        index.persist(true).unwrap();
+        // A truncation is written (and synced) even with no new entry.
+        index.truncate_while(|e| e.relative_offset >= 9);
+        index.persist(true).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 8);
     }
 }
