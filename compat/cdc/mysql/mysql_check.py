@@ -153,12 +153,12 @@ def log(msg):
 class MariaDB:
     """MariaDB 10.11 from Debian's packages (mariadbd, mariadb-install-db), in a temp dir,
     as the mysql user when run as root: 127.0.0.1 on a free port, its unix socket in the
-    temp dir, binlog in ROW format with full row images, server id 1 (MariaDB's GTIDs are
-    always on: domain 0, server 1), the general log on (every statement and command the
+    temp dir, binlog in ROW format with full row images, server id 1 unless told
+    (MariaDB's GTIDs are always on: domain 0, server 1), the general log on (every statement and command the
     connector sends), the time zone UTC and utf8mb4 as in Debian's config (--no-defaults
     would otherwise give latin1). root@localhost has no password (socket only)."""
 
-    def __init__(self):
+    def __init__(self, server_id=1):
         t0 = time.time()
         self.dir = tempfile.mkdtemp(prefix="sluice-cdc-mariadb-")
         os.chmod(self.dir, 0o755)
@@ -182,7 +182,7 @@ class MariaDB:
              "--port=%d" % self.port, "--bind-address=127.0.0.1", "--socket=" + self.sock,
              "--pid-file=" + os.path.join(self.dir, "mysqld.pid"),
              "--log-bin=" + os.path.join(self.data, "binlog"), "--binlog-format=ROW",
-             "--binlog-row-image=FULL", "--server-id=1",
+             "--binlog-row-image=FULL", "--server-id=%d" % server_id,
              "--character-set-server=utf8mb4", "--collation-server=utf8mb4_general_ci",
              "--default-time-zone=+00:00", "--skip-name-resolve",
              "--general-log=1", "--general-log-file=" + self.general_log,

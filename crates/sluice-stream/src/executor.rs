@@ -422,6 +422,12 @@ impl Runtime {
             let mut next_checkpoint_id = 1;
             if let Some(checkpoint) = &checkpointing.restore {
                 self.restore(checkpoint)?;
+                // As Flink's "Restoring job … from Checkpoint N".
+                tracing::info!(
+                    checkpoint_id = checkpoint.checkpoint_id,
+                    "restored the job from checkpoint {}",
+                    checkpoint.checkpoint_id
+                );
                 restored_checkpoint_id = Some(checkpoint.checkpoint_id);
                 next_checkpoint_id = checkpoint.checkpoint_id + 1;
             }

@@ -1,6 +1,6 @@
 //! The Kafka connectors against a real Sluice node started in-process:
 //! - a source → exactly-once sink round trip, read_committed on both ends (an aborted
-//!   record reaching the job fails it);
+//!   record reaching the job fails it); tombstones written by the sink;
 //! - at-least-once: a failure after the last checkpoint loses nothing;
 //! - the source's watermark is the minimum over its partitions';
 //! - issue 10's fault test on the guide's order-statistics pipeline
@@ -84,6 +84,45 @@ fn a_round_trip_reads_and_writes_committed_records_only() {
     expected.sort();
     output.sort();
     assert_eq!(output, expected);
+}
+
+/// `KafkaSink::with_tombstones`: a record the serializer gives no value is written as a
+/// tombstone (a null value, not an empty one), in the checkpoint's transaction.
+#[test]
+fn a_sink_writes_tombstones() {
+    let broker = Broker::start();
+    broker.create_topic("changes", 1);
+    broker.create_topic("changelog", 1);
+    let input: Vec<(i32, i64, String)> = ["a=1", "b=2", "a=", "c=3", "b="]
+        .iter()
+        .enumerate()
+        .map(|(index, change)| (0, 1_000 + index as i64, change.to_string()))
+        .collect();
+    broker.produce_plain("changes", &input);
+    let checkpoints = tempfile::tempdir().unwrap();
+    let env = checkpointed_env(checkpoints.path(), RestartStrategy::NoRestart);
+    let source = KafkaSource::new(broker.bootstrap(), ["changes"], |value: &[u8]| {
+        String::from_utf8(value.to_vec()).map_err(|error| error.to_string())
+    })
+    .with_stop_when_idle(Duration::from_millis(500), true);
+    env.from_kafka_source(source, WatermarkStrategy::no_watermarks(), "changes")
+        .sink_to(KafkaSink::with_tombstones(
+            broker.bootstrap(),
+            "changelog",
+            |change: &String| {
+                let (key, value) = change.split_once('=').expect("key=value");
+                let value = (!value.is_empty()).then(|| value.as_bytes().to_vec());
+                (Some(key.as_bytes().to_vec()), value)
+            },
+            DeliveryGuarantee::ExactlyOnce {
+                transactional_id_prefix: "tombstones".to_string(),
+            },
+        ));
+    env.execute("tombstones").unwrap();
+    assert_eq!(
+        broker.read_committed("changelog", 1),
+        ["1", "2", support::TOMBSTONE, "3", support::TOMBSTONE]
+    );
 }
 
 /// The sink's `transaction.timeout.ms` (15 minutes by default) above the broker's

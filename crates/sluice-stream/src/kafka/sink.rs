@@ -105,7 +105,8 @@ const TRANSACTION_TIMEOUT_MS_DEFAULT: u32 = 900_000;
 const RECOVERY_COMMIT_TIMEOUT: Duration = Duration::from_secs(30);
 const COORDINATOR_TYPE_TRANSACTION: i8 = 1;
 
-type Serializer<T> = Box<dyn Fn(&T) -> (Option<Vec<u8>>, Vec<u8>)>;
+/// (key, value) of a record; a `None` value is a tombstone.
+type Serializer<T> = Box<dyn Fn(&T) -> (Option<Vec<u8>>, Option<Vec<u8>>)>;
 
 /// Writes a stream to a Kafka topic (Flink's `KafkaSink`).
 pub struct KafkaSink<T> {
@@ -171,6 +172,28 @@ impl<T> KafkaSink<T> {
         bootstrap_servers: impl Into<String>,
         topic: impl Into<String>,
         serializer: impl Fn(&T) -> (Option<Vec<u8>>, Vec<u8>) + 'static,
+        guarantee: DeliveryGuarantee,
+    ) -> Self {
+        Self::with_tombstones(
+            bootstrap_servers,
+            topic,
+            move |record| {
+                let (key, value) = serializer(record);
+                (key, Some(value))
+            },
+            guarantee,
+        )
+    }
+
+    /// A sink whose `serializer` may also write tombstones (a `None` value), as Flink's
+    /// `KafkaRecordSerializationSchema` may return a record with a null value: the way a
+    /// changelog deletes a key for a compacted topic and for sinks downstream (the
+    /// Elasticsearch sink's `behavior.on.null.values=delete`, the JDBC sink's
+    /// `delete.enabled`).
+    pub fn with_tombstones(
+        bootstrap_servers: impl Into<String>,
+        topic: impl Into<String>,
+        serializer: impl Fn(&T) -> (Option<Vec<u8>>, Option<Vec<u8>>) + 'static,
         guarantee: DeliveryGuarantee,
     ) -> Self {
         let topic = topic.into();
@@ -492,7 +515,8 @@ impl<T: 'static> Sink<T> for KafkaSink<T> {
     fn write(&mut self, value: T, timestamp: Option<i64>) -> Result<(), StreamError> {
         self.ensure_producer()?;
         let (key, payload) = (self.serializer)(&value);
-        let mut record = ProducerRecord::new(self.topic.clone(), Bytes::from(payload));
+        let mut record = ProducerRecord::new(self.topic.clone(), Bytes::new());
+        record.value = payload.map(Bytes::from);
         if let Some(key) = key {
             record = record.with_key(Bytes::from(key));
         }

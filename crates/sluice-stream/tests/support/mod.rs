@@ -112,7 +112,8 @@ impl Broker {
         });
     }
 
-    /// Every value a read_committed reader sees in `topic`, once nothing more arrives.
+    /// Every value a read_committed reader sees in `topic`, once nothing more arrives; a
+    /// tombstone reads as [`TOMBSTONE`].
     pub fn read_committed(&self, topic: &str, partitions: i32) -> Vec<String> {
         self.runtime.block_on(async {
             let mut consumer = Consumer::new(
@@ -138,14 +139,19 @@ impl Broker {
                     empty_polls += 1;
                 }
                 for record in records {
-                    let value = record.value.unwrap_or_default();
-                    values.push(String::from_utf8(value.to_vec()).unwrap());
+                    values.push(match record.value {
+                        Some(value) => String::from_utf8(value.to_vec()).unwrap(),
+                        None => TOMBSTONE.to_string(),
+                    });
                 }
             }
             values
         })
     }
 }
+
+/// What [`Broker::read_committed`] reads for a record without a value.
+pub const TOMBSTONE: &str = "(tombstone)";
 
 impl Drop for Broker {
     fn drop(&mut self) {
