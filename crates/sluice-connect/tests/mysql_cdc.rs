@@ -3,7 +3,8 @@
 //! as Debezium's events, the schema history and schema change topics, offsets in
 //! Debezium's shape, a restart that resumes without gaps or repeats (its schema rebuilt
 //! from the history, across an ALTER TABLE), and the failures a user meets first (wrong
-//! credentials, a database that is down, a binlog purged past the offset).
+//! credentials, a database that is down, a binlog purged past the offset); every
+//! MariaDB type through the registry's Avro converter, read back as through JsonConverter.
 //! `compat/cdc/mysql` compares the events with Debezium's own, field by field.
 
 #[path = "support/cdc.rs"]
@@ -14,6 +15,8 @@ mod common;
 mod harness;
 #[path = "support/mariadb.rs"]
 mod mariadb;
+#[path = "support/registry.rs"]
+mod registry;
 
 use std::time::{Duration, Instant};
 
@@ -382,4 +385,162 @@ async fn wrong_credentials_a_database_down_and_a_purged_binlog() {
         "a new snapshot of the 9 rows: {records:?}"
     );
     worker.stop().await;
+}
+
+/// Every MariaDB column type a typical schema uses, captured twice at once: through
+/// JsonConverter with schemas and through Confluent's Avro converter with Sluice's
+/// registry. Read back with each converter, the `after` of each event (a snapshot row and
+/// a streamed one) is the same Connect data, logical types and parameters included: a
+/// Debezium consumer may use either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_type_through_the_avro_converter_reads_back_as_through_json() {
+    let db = MariaDb::start();
+    let row = "(-5, 200, 70000, 18446744073709551615, 1, -1234.5678, 1.5, -2.25, b'101', \
+               2024, 'ab', 'text ü', x'00ff', x'c0ffee', 'paid', 'a,c', '{\"k\": [1, null]}', \
+               '2024-02-29', '-12:30:00.25', '2024-02-29 13:45:56.123456', '2024-02-29 13:45:56')";
+    db.sql(&format!(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.types (
+             id INT AUTO_INCREMENT PRIMARY KEY,
+             c_tinyint TINYINT, c_tinyint_u TINYINT UNSIGNED, c_mediumint MEDIUMINT,
+             c_bigint_u BIGINT UNSIGNED, c_bool BOOLEAN, c_decimal DECIMAL(12,4),
+             c_float FLOAT, c_double DOUBLE, c_bit BIT(3), c_year YEAR, c_char CHAR(2),
+             c_text TEXT, c_binary BINARY(2), c_varbinary VARBINARY(8),
+             c_enum ENUM('new','paid'), c_set SET('a','b','c'), c_json JSON, c_date DATE,
+             c_time TIME(6), c_datetime DATETIME(6), c_timestamp TIMESTAMP NULL
+         );
+         INSERT INTO shop.types (c_tinyint, c_tinyint_u, c_mediumint, c_bigint_u, c_bool,
+             c_decimal, c_float, c_double, c_bit, c_year, c_char, c_text, c_binary,
+             c_varbinary, c_enum, c_set, c_json, c_date, c_time, c_datetime, c_timestamp)
+             VALUES {row};"
+    ));
+    let url = registry::registry();
+    let node = TestNode::start(&[]).await;
+    let worker = RunningWorker::start(&node, "mysql-avro", "").await;
+    let json_converter = "org.apache.kafka.connect.json.JsonConverter";
+    let avro = "io.confluent.connect.avro.AvroConverter";
+    let base = |prefix: &str, id: &str, converter: &str| {
+        connector(
+            &db,
+            &node,
+            prefix,
+            json!({
+                "database.server.id": id,
+                "table.include.list": "shop.types",
+                "key.converter": converter,
+                "key.converter.schemas.enable": "true",
+                "key.converter.schema.registry.url": url,
+                "value.converter": converter,
+                "value.converter.schemas.enable": "true",
+                "value.converter.schema.registry.url": url,
+            }),
+        )
+    };
+    worker
+        .create("json", base("j", "5501", json_converter))
+        .await;
+    worker.create("avro", base("a", "5502", avro)).await;
+    wait_streaming(&worker, &db, "json").await;
+    wait_streaming(&worker, &db, "avro").await;
+    db.sql(&format!(
+        "INSERT INTO shop.types (c_tinyint, c_tinyint_u, c_mediumint, c_bigint_u, c_bool,
+             c_decimal, c_float, c_double, c_bit, c_year, c_char, c_text, c_binary,
+             c_varbinary, c_enum, c_set, c_json, c_date, c_time, c_datetime, c_timestamp)
+             VALUES {row}, (NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+             NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);"
+    ));
+    let mut events = Vec::new();
+    for (topic, class) in [("j.shop.types", json_converter), ("a.shop.types", avro)] {
+        let raw = raw_records(&node, topic, 3).await;
+        assert_eq!(raw.len(), 3, "{topic}: {}", worker.task_state(class).await);
+        let reader =
+            registry::registry_converter(class, &url, &[("schemas.enable", "true")], false);
+        let topic = topic.to_string();
+        let decoded = tokio::task::spawn_blocking(move || {
+            raw.iter()
+                .map(|value| reader.to_connect(&topic, Some(value)).unwrap())
+                .collect::<Vec<_>>()
+        })
+        .await
+        .unwrap();
+        events.push(decoded);
+    }
+    let (json_events, avro_events) = (&events[0], &events[1]);
+    for (index, ((_, json_value), (_, avro_value))) in
+        json_events.iter().zip(avro_events).enumerate()
+    {
+        let after = |value: &sluice_connect::data::Value| {
+            value
+                .as_struct()
+                .unwrap()
+                .get("after")
+                .unwrap()
+                .as_struct()
+                .unwrap()
+                .clone()
+        };
+        let (from_json, from_avro) = (after(json_value), after(avro_value));
+        assert_eq!(from_json.schema.fields.len(), 22);
+        for field in &from_json.schema.fields {
+            let other = from_avro
+                .schema
+                .get_field(&field.name)
+                .unwrap_or_else(|| panic!("event {index}: {} missing through Avro", field.name));
+            assert_eq!(
+                other.schema, field.schema,
+                "event {index}: {}'s schema through Avro",
+                field.name
+            );
+            assert_eq!(
+                from_avro.get(&field.name),
+                from_json.get(&field.name),
+                "event {index}: {} through Avro",
+                field.name
+            );
+        }
+    }
+    // The snapshot row and the streamed copy of it carry the same values.
+    let values = |event: &(
+        Option<sluice_connect::data::SchemaRef>,
+        sluice_connect::data::Value,
+    )| {
+        let after = event
+            .1
+            .as_struct()
+            .unwrap()
+            .get("after")
+            .unwrap()
+            .as_struct()
+            .unwrap()
+            .clone();
+        after.values[1..].to_vec()
+    };
+    assert_eq!(values(&json_events[0]), values(&json_events[1]));
+    let subjects = registry::get(&url, "/subjects");
+    assert!(subjects.contains("a.shop.types-value"), "{subjects}");
+    worker.stop().await;
+}
+
+/// The first `count` values of a topic's partition 0, as written (none missing).
+async fn raw_records(node: &TestNode, topic: &str, count: usize) -> Vec<bytes::Bytes> {
+    use sluice_client::TopicPartition;
+    use sluice_client::consumer::{Consumer, ConsumerConfig};
+    let mut config = ConsumerConfig::new([node.address.to_string()]);
+    config.set("auto.offset.reset", "earliest").unwrap();
+    let mut consumer = Consumer::new(config).await.unwrap();
+    let tp = TopicPartition::new(topic, 0);
+    consumer.assign([tp.clone()]).unwrap();
+    consumer.seek(&tp, 0).unwrap();
+    let mut values = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while values.len() < count && Instant::now() < deadline {
+        for record in consumer
+            .poll(Duration::from_millis(200))
+            .await
+            .unwrap_or_default()
+        {
+            values.extend(record.value);
+        }
+    }
+    values
 }
