@@ -117,9 +117,84 @@ def read_ids(broker, topic, isolation):
         c.close()
 
 
-def run_case(args, work, broker, pg, name, exactly_once):
+class PostgresSource:
+    """The PostgreSQL side of a case: its table, connector config, slot and checks."""
+
+    def __init__(self, pg):
+        self.pg = pg
+
+    def prepare(self, table, prefix):
+        self.pg.query("CREATE TABLE %s (id integer PRIMARY KEY, v text)" % table, db="kill")
+        self.slot = prefix + "_slot"
+
+    def config(self, table, prefix, broker):
+        return {
+            "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+            "database.hostname": "127.0.0.1", "database.port": str(self.pg.port), "database.user": "postgres",
+            "database.dbname": "kill", "topic.prefix": prefix, "plugin.name": "pgoutput",
+            "slot.name": self.slot, "publication.name": prefix + "_pub", "table.include.list": "public." + table,
+        }
+
+    def streaming(self):
+        return self.pg.query("SELECT active FROM pg_replication_slots WHERE slot_name = '%s'" % self.slot,
+                             db="kill") == "t"
+
+    def topic(self, table, prefix):
+        return "%s.public.%s" % (prefix, table)
+
+    def inserter(self, table):
+        return Inserter(self.pg, table)
+
+    def after(self, name, lsns):
+        flushed = self.pg.query("SELECT (confirmed_flush_lsn - '0/0')::bigint FROM pg_replication_slots "
+                                "WHERE slot_name = '%s'" % self.slot, db="kill")
+        check("%s: the slot is not ahead of the topic" % name,
+              flushed and lsns and int(flushed) <= max(lsns) + 1024 * 1024,
+              "confirmed_flush %s, last event lsn %s" % (flushed, max(lsns) if lsns else None))
+
+
+class MariaDbSource:
+    """The MariaDB side: the binlog is the server's, not held for the connector, so there
+    is no slot to check; a killed worker's dump thread lingers until MariaDB notices, and
+    the new one registers with the same server id and replaces it."""
+
+    def __init__(self, db):
+        self.db = db
+
+    def prepare(self, table, prefix):
+        self.db.script("CREATE TABLE %s (id INT PRIMARY KEY, v TEXT)" % table, "killdb")
+
+    def config(self, table, prefix, broker):
+        return {
+            "connector.class": "io.debezium.connector.mysql.MySqlConnector",
+            "database.hostname": "127.0.0.1", "database.port": str(self.db.port),
+            "database.user": mysql_check.DBZ_USER, "database.password": mysql_check.DBZ_PASSWORD,
+            "database.server.id": "5400", "topic.prefix": prefix, "database.include.list": "killdb",
+            "table.include.list": "killdb." + table,
+            "schema.history.internal.kafka.bootstrap.servers": broker,
+            "schema.history.internal.kafka.topic": "history-" + prefix,
+        }
+
+    def streaming(self):
+        return bool(self.db.dump_threads())
+
+    def topic(self, table, prefix):
+        return "%s.killdb.%s" % (prefix, table)
+
+    def inserter(self, table):
+        return Inserter(None, table, mariadb=self.db)
+
+    def after(self, name, lsns):
+        pass
+
+
+def run_case(args, work, broker, source, name, exactly_once):
+    """A worker streaming `source` while rows are inserted without pause, SIGKILLed twice
+    and started again on the same internal topics; then every committed row must be in
+    the topic (once each with exactly-once source support)."""
     table = name.replace("-", "_")
-    pg.query("CREATE TABLE %s (id integer PRIMARY KEY, v text)" % table, db="kill")
+    prefix = "k" + table
+    source.prepare(table, prefix)
     port = free_port()
     props = cdc_check.worker_props(work, name, broker, port)
     with open(props, "a") as f:
@@ -130,14 +205,7 @@ def run_case(args, work, broker, pg, name, exactly_once):
         if exactly_once:
             f.write("exactly.once.source.support=enabled\n")
     url = "http://127.0.0.1:%d" % port
-    prefix = "k" + table
-    slot = prefix + "_slot"
-    config = {
-        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
-        "database.hostname": "127.0.0.1", "database.port": str(pg.port), "database.user": "postgres",
-        "database.dbname": "kill", "topic.prefix": prefix, "plugin.name": "pgoutput",
-        "slot.name": slot, "publication.name": prefix + "_pub", "table.include.list": "public." + table,
-    }
+    config = source.config(table, prefix, broker)
     if exactly_once:
         config["exactly.once.support"] = "required"
 
@@ -146,17 +214,14 @@ def run_case(args, work, broker, pg, name, exactly_once):
         wait_rest(url, w)
         return w
 
-    def streaming():
-        return pg.query("SELECT active FROM pg_replication_slots WHERE slot_name = '%s'" % slot, db="kill") == "t"
-
     worker = start()
     inserter = None
     try:
         status, body = http("POST", url + "/connectors", {"name": name, "config": config})
         if not check("%s: connector created" % name, status == 201, "%s %s" % (status, body)):
             return
-        wait_until("the slot streaming", streaming, 60)
-        inserter = Inserter(pg, table)
+        wait_until("%s streaming" % name, source.streaming, 60)
+        inserter = source.inserter(table)
         inserter.start()
         for kill in (1, 2):
             time.sleep(1.5)
@@ -166,14 +231,14 @@ def run_case(args, work, broker, pg, name, exactly_once):
             at = inserter.committed
             time.sleep(0.5)
             worker = start()
-            wait_until("the slot streaming again", streaming, 60)
+            wait_until("%s streaming again" % name, source.streaming, 60)
             print("cdc kill: %s: worker SIGKILLed (kill %d, %d rows committed), streaming again after %.0fs"
                   % (name, kill, at, time.time() - killed), flush=True)
         time.sleep(2.0)
         inserter.stop()
         last = inserter.committed
         inserter = None
-        topic = "%s.public.%s" % (prefix, table)
+        topic = source.topic(table, prefix)
         isolation = "read_committed" if exactly_once else "read_uncommitted"
 
         def all_in():
@@ -200,97 +265,7 @@ def run_case(args, work, broker, pg, name, exactly_once):
         else:
             print("cdc kill: %s: %d rows delivered again after the kills (at least once)" % (name, dupes),
                   flush=True)
-        flushed = pg.query("SELECT (confirmed_flush_lsn - '0/0')::bigint FROM pg_replication_slots "
-                           "WHERE slot_name = '%s'" % slot, db="kill")
-        check("%s: the slot is not ahead of the topic" % name,
-              flushed and lsns and int(flushed) <= max(lsns) + 1024 * 1024,
-              "confirmed_flush %s, last event lsn %s" % (flushed, max(lsns) if lsns else None))
-    finally:
-        if inserter:
-            inserter.stop()
-        worker.stop()
-
-
-def run_mariadb_case(args, work, broker, db, name, exactly_once):
-    """The same kills against the MySQL source on MariaDB."""
-    table = name.replace("-", "_")
-    db.script("CREATE TABLE %s (id INT PRIMARY KEY, v TEXT)" % table, "killdb")
-    port = free_port()
-    props = cdc_check.worker_props(work, name, broker, port)
-    with open(props, "a") as f:
-        f.write("group.id=cdc-kill-%s\noffset.storage.topic=%s-offsets\nconfig.storage.topic=%s-configs\n"
-                "status.storage.topic=%s-status\noffset.flush.interval.ms=200\n"
-                "session.timeout.ms=6000\nheartbeat.interval.ms=1000\n" % (name, name, name, name))
-        if exactly_once:
-            f.write("exactly.once.source.support=enabled\n")
-    url = "http://127.0.0.1:%d" % port
-    prefix = "k" + table
-    config = {
-        "connector.class": "io.debezium.connector.mysql.MySqlConnector",
-        "database.hostname": "127.0.0.1", "database.port": str(db.port), "database.user": mysql_check.DBZ_USER,
-        "database.password": mysql_check.DBZ_PASSWORD, "database.server.id": "5400",
-        "topic.prefix": prefix, "database.include.list": "killdb", "table.include.list": "killdb." + table,
-        "schema.history.internal.kafka.bootstrap.servers": broker,
-        "schema.history.internal.kafka.topic": "history-" + prefix,
-    }
-    if exactly_once:
-        config["exactly.once.support"] = "required"
-
-    def start():
-        w = start_sluice(work, "%s-worker" % name, props, args.sluice)
-        wait_rest(url, w)
-        return w
-
-    def streaming():
-        return bool(db.dump_threads())
-
-    worker = start()
-    inserter = None
-    try:
-        status, body = http("POST", url + "/connectors", {"name": name, "config": config})
-        if not check("%s: connector created" % name, status == 201, "%s %s" % (status, body)):
-            return
-        wait_until("the binlog streaming", streaming, 60)
-        inserter = Inserter(None, table, mariadb=db)
-        inserter.start()
-        for kill in (1, 2):
-            time.sleep(1.5)
-            os.killpg(worker.p.pid, signal.SIGKILL)
-            killed = time.time()
-            worker.p.wait()
-            at = inserter.committed
-            time.sleep(0.5)
-            worker = start()
-            # The killed worker's dump thread lingers until MariaDB notices; the new one
-            # registers with the same server id and replaces it.
-            wait_until("the binlog streaming again", streaming, 60)
-            print("cdc kill: %s: worker SIGKILLed (kill %d, %d rows committed), streaming again after %.0fs"
-                  % (name, kill, at, time.time() - killed), flush=True)
-        time.sleep(2.0)
-        inserter.stop()
-        last = inserter.committed
-        inserter = None
-        topic = "%s.killdb.%s" % (prefix, table)
-        isolation = "read_committed" if exactly_once else "read_uncommitted"
-
-        def all_in():
-            ids, _ = read_ids(broker, topic, isolation)
-            return set(range(1, last + 1)) <= set(ids)
-        try:
-            wait_until("every committed row in %s" % topic, all_in, 60)
-        except RuntimeError:
-            pass
-        ids, _ = read_ids(broker, topic, isolation)
-        missing = sorted(set(range(1, last + 1)) - set(ids))
-        check("%s: every one of %d committed rows is in the topic after 2 SIGKILLs" % (name, last),
-              not missing and last > 100, "missing %d: %s" % (len(missing), missing[:20]))
-        dupes = len(ids) - len(set(ids))
-        if exactly_once:
-            check("%s: each row exactly once (read_committed)" % name, dupes == 0,
-                  "%d duplicates: %s" % (dupes, read_ids.detail[:5]))
-        else:
-            print("cdc kill: %s: %d rows delivered again after the kills (at least once)" % (name, dupes),
-                  flush=True)
+        source.after(name, lsns)
     finally:
         if inserter:
             inserter.stop()
@@ -314,16 +289,16 @@ def main():
             pg = Postgres()
             pg.query("CREATE DATABASE kill", db="postgres")
             if not os.environ.get("KILL_ONLY_EOS"):
-                run_case(args, work, broker, pg, "alo", exactly_once=False)
-            run_case(args, work, broker, pg, "eos", exactly_once=True)
+                run_case(args, work, broker, PostgresSource(pg), "alo", exactly_once=False)
+            run_case(args, work, broker, PostgresSource(pg), "eos", exactly_once=True)
         if "mariadb" in which:
             db = mysql_check.MariaDB()
             db.script("CREATE DATABASE killdb; CREATE USER '%s'@'%%' IDENTIFIED BY '%s'; GRANT SELECT, RELOAD, "
                       "SHOW DATABASES, REPLICATION SLAVE, REPLICATION CLIENT, LOCK TABLES ON *.* TO '%s'@'%%';"
                       % (mysql_check.DBZ_USER, mysql_check.DBZ_PASSWORD, mysql_check.DBZ_USER), None)
             if not os.environ.get("KILL_ONLY_EOS"):
-                run_mariadb_case(args, work, broker, db, "mariadb-alo", exactly_once=False)
-            run_mariadb_case(args, work, broker, db, "mariadb-eos", exactly_once=True)
+                run_case(args, work, broker, MariaDbSource(db), "mariadb-alo", exactly_once=False)
+            run_case(args, work, broker, MariaDbSource(db), "mariadb-eos", exactly_once=True)
     except Exception as e:
         check("harness", False, "%s\n%s" % (e, "\n".join("--- %s\n%s" % (p.name, p.tail(25)) for p in procs)))
     finally:

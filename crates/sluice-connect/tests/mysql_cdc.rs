@@ -20,7 +20,7 @@ mod registry;
 
 use std::time::{Duration, Instant};
 
-use cdc::{ops, read_until};
+use cdc::{ops, raw_values, read_until};
 use common::TestNode;
 use harness::RunningWorker;
 use mariadb::MariaDb;
@@ -395,6 +395,9 @@ async fn wrong_credentials_a_database_down_and_a_purged_binlog() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_type_through_the_avro_converter_reads_back_as_through_json() {
     let db = MariaDb::start();
+    let insert = "INSERT INTO shop.types (c_tinyint, c_tinyint_u, c_mediumint, c_bigint_u, \
+                  c_bool, c_decimal, c_float, c_double, c_bit, c_year, c_char, c_text, c_binary, \
+                  c_varbinary, c_enum, c_set, c_json, c_date, c_time, c_datetime, c_timestamp) VALUES";
     let row = "(-5, 200, 70000, 18446744073709551615, 1, -1234.5678, 1.5, -2.25, b'101', \
                2024, 'ab', 'text ü', x'00ff', x'c0ffee', 'paid', 'a,c', '{\"k\": [1, null]}', \
                '2024-02-29', '-12:30:00.25', '2024-02-29 13:45:56.123456', '2024-02-29 13:45:56')";
@@ -409,10 +412,7 @@ async fn every_type_through_the_avro_converter_reads_back_as_through_json() {
              c_enum ENUM('new','paid'), c_set SET('a','b','c'), c_json JSON, c_date DATE,
              c_time TIME(6), c_datetime DATETIME(6), c_timestamp TIMESTAMP NULL
          );
-         INSERT INTO shop.types (c_tinyint, c_tinyint_u, c_mediumint, c_bigint_u, c_bool,
-             c_decimal, c_float, c_double, c_bit, c_year, c_char, c_text, c_binary,
-             c_varbinary, c_enum, c_set, c_json, c_date, c_time, c_datetime, c_timestamp)
-             VALUES {row};"
+         {insert} {row};"
     ));
     let url = registry::registry();
     let node = TestNode::start(&[]).await;
@@ -443,15 +443,12 @@ async fn every_type_through_the_avro_converter_reads_back_as_through_json() {
     wait_streaming(&worker, &db, "json").await;
     wait_streaming(&worker, &db, "avro").await;
     db.sql(&format!(
-        "INSERT INTO shop.types (c_tinyint, c_tinyint_u, c_mediumint, c_bigint_u, c_bool,
-             c_decimal, c_float, c_double, c_bit, c_year, c_char, c_text, c_binary,
-             c_varbinary, c_enum, c_set, c_json, c_date, c_time, c_datetime, c_timestamp)
-             VALUES {row}, (NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+        "{insert} {row}, (NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
              NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);"
     ));
     let mut events = Vec::new();
     for (topic, class) in [("j.shop.types", json_converter), ("a.shop.types", avro)] {
-        let raw = raw_records(&node, topic, 3).await;
+        let raw = raw_values(&node, topic, 3).await;
         assert_eq!(raw.len(), 3, "{topic}: {}", worker.task_state(class).await);
         let reader =
             registry::registry_converter(class, &url, &[("schemas.enable", "true")], false);
@@ -519,28 +516,4 @@ async fn every_type_through_the_avro_converter_reads_back_as_through_json() {
     let subjects = registry::get(&url, "/subjects");
     assert!(subjects.contains("a.shop.types-value"), "{subjects}");
     worker.stop().await;
-}
-
-/// The first `count` values of a topic's partition 0, as written (none missing).
-async fn raw_records(node: &TestNode, topic: &str, count: usize) -> Vec<bytes::Bytes> {
-    use sluice_client::TopicPartition;
-    use sluice_client::consumer::{Consumer, ConsumerConfig};
-    let mut config = ConsumerConfig::new([node.address.to_string()]);
-    config.set("auto.offset.reset", "earliest").unwrap();
-    let mut consumer = Consumer::new(config).await.unwrap();
-    let tp = TopicPartition::new(topic, 0);
-    consumer.assign([tp.clone()]).unwrap();
-    consumer.seek(&tp, 0).unwrap();
-    let mut values = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while values.len() < count && Instant::now() < deadline {
-        for record in consumer
-            .poll(Duration::from_millis(200))
-            .await
-            .unwrap_or_default()
-        {
-            values.extend(record.value);
-        }
-    }
-    values
 }

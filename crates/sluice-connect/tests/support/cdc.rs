@@ -18,12 +18,7 @@ pub async fn read_until(
     topic: &str,
     done: impl Fn(&[(Value, Value)]) -> bool,
 ) -> Vec<(Value, Value)> {
-    let mut config = ConsumerConfig::new([node.address.to_string()]);
-    config.set("auto.offset.reset", "earliest").unwrap();
-    let mut consumer = Consumer::new(config).await.unwrap();
-    let tp = TopicPartition::new(topic, 0);
-    consumer.assign([tp.clone()]).unwrap();
-    consumer.seek(&tp, 0).unwrap();
+    let mut consumer = from_the_start(node, topic).await;
     let json = |b: Option<bytes::Bytes>| match b {
         Some(b) if !b.is_empty() => serde_json::from_slice(&b).unwrap_or(Value::Null),
         _ => Value::Null,
@@ -47,6 +42,34 @@ pub async fn read_until(
         records.push((json(r.key), json(r.value)));
     }
     records
+}
+
+/// The first `count` values of a topic's partition 0 as written (fewer if 30 s pass).
+pub async fn raw_values(node: &TestNode, topic: &str, count: usize) -> Vec<bytes::Bytes> {
+    let mut consumer = from_the_start(node, topic).await;
+    let mut values = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while values.len() < count && Instant::now() < deadline {
+        for record in consumer
+            .poll(Duration::from_millis(200))
+            .await
+            .unwrap_or_default()
+        {
+            values.extend(record.value);
+        }
+    }
+    values
+}
+
+/// A consumer assigned to partition 0 of `topic`, at offset 0.
+async fn from_the_start(node: &TestNode, topic: &str) -> Consumer {
+    let mut config = ConsumerConfig::new([node.address.to_string()]);
+    config.set("auto.offset.reset", "earliest").unwrap();
+    let mut consumer = Consumer::new(config).await.unwrap();
+    let tp = TopicPartition::new(topic, 0);
+    consumer.assign([tp.clone()]).unwrap();
+    consumer.seek(&tp, 0).unwrap();
+    consumer
 }
 
 /// Each record's `op`, `tombstone` for a null value.
