@@ -42,12 +42,7 @@ check() {
 }
 
 # Six free ports: three broker listeners, three controller listeners.
-read -r -a ports <<<"$(python3 -c '
-import socket
-socks = [socket.socket() for _ in range(6)]
-for s in socks: s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-')"
+read -r -a ports <<<"$(python3 "$(dirname "$0")/../lib/ports.py" 6)"
 voters="1@127.0.0.1:${ports[3]},2@127.0.0.1:${ports[4]},3@127.0.0.1:${ports[5]}"
 start_node() {
   local i="$1"

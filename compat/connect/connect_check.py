@@ -45,7 +45,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -63,12 +62,8 @@ def check(name, ok, reason=""):
     return ok
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from ports import free_port  # noqa: E402,F401  (below the ephemeral range: compat/lib/ports.py)
 
 
 def http(method, url, body=None, timeout=30):

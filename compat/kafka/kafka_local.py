@@ -76,10 +76,8 @@ def java_cmd(main_class, *args):
     return ["java", *JVM_FLAGS, "-cp", os.path.join(LIBS, "*"), main_class, *args]
 
 
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from ports import free_port  # noqa: E402,F401  (below the ephemeral range: compat/lib/ports.py)
 
 
 def random_cluster_id():

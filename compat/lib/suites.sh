@@ -16,11 +16,7 @@ failed=0
 
 # Two free ports on 127.0.0.1: "port cport".
 free_ports() {
-  python3 -c '
-import socket
-s1, s2 = socket.socket(), socket.socket()
-s1.bind(("127.0.0.1", 0)); s2.bind(("127.0.0.1", 0))
-print(s1.getsockname()[1], s2.getsockname()[1])'
+  python3 "$(dirname "${BASH_SOURCE[0]}")/ports.py" 2
 }
 
 # Starts Sluice on $port/$cport with log dir $work/data; returns 1 if it does not listen.
@@ -44,7 +40,8 @@ start_sluice() {
     sleep 0.05
   done
   echo "run.sh: sluice did not start listening on 127.0.0.1:$port:" >&2
-  tail -30 "$broker_log" >&2
+  # Its log since this start, without the backtrace's frames (the error is what counts).
+  tail -n +$((from + 1)) "$broker_log" | grep -Ev '^ +([0-9]+: | *at )' | tail -30 >&2
   return 1
 }
 

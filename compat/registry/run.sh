@@ -118,7 +118,7 @@ trap 'exit 130' INT TERM
 
 # -- broker and registry -----------------------------------------------------------------
 free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  python3 "$root/compat/lib/ports.py"
 }
 
 # Starts Sluice with its in-process registry on $port/$cport/$rport, log dir $work/data;
