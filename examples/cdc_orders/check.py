@@ -21,7 +21,7 @@ deleted the document and the row); the snapshot must not have been taken twice (
 the job must have restored a checkpoint after its kill.
 
 Usage: check.py --sluice target/debug/sluice --job target/debug/examples/cdc_orders
-                [--seconds 18] [--seed N] [--keep]
+                [--transactions 600] [--seed N] [--keep]
 Prints PASS/FAIL lines and "cdc_orders: N passed, M failed"; exits 1 on a failure.
 """
 import argparse
@@ -240,7 +240,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--sluice", default=os.path.join(ROOT, "target/debug/sluice"))
     parser.add_argument("--job", default=os.path.join(ROOT, "target/debug/examples/cdc_orders"))
-    parser.add_argument("--seconds", type=float, default=18.0, help="how long the workload runs")
+    parser.add_argument("--transactions", type=int, default=600, help="how many the workload commits")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
@@ -304,18 +304,23 @@ def main():
 
         workload = Workload(db, rng.randrange(1 << 30))
         workload.start()
-        phase = args.seconds / 3
-        time.sleep(phase)
+        # The kills come a third and two thirds of the way through the workload.
+        phase = args.transactions // 3
+
+        def reached(n):
+            wait_until("%d transactions" % n, lambda: workload.done >= n or workload.error is not None, 300)
+
+        reached(phase)
         os.killpg(worker.p.pid, signal.SIGKILL)
         worker.p.wait()
         log("Connect worker SIGKILLed after %d transactions" % workload.done)
         worker = start_worker(2)
-        time.sleep(phase)
+        reached(2 * phase)
         os.killpg(job.p.pid, signal.SIGKILL)
         job.p.wait()
         log("stream job SIGKILLed after %d transactions" % workload.done)
         job = start_job(2)
-        time.sleep(phase)
+        reached(args.transactions)
         workload.stop()
         check("the workload ran (%d transactions)" % workload.done, workload.error is None and workload.done > 50,
               repr(workload.error))

@@ -466,16 +466,6 @@ async fn every_type_through_the_avro_converter_reads_back_as_through_json() {
     for (index, ((_, json_value), (_, avro_value))) in
         json_events.iter().zip(avro_events).enumerate()
     {
-        let after = |value: &sluice_connect::data::Value| {
-            value
-                .as_struct()
-                .unwrap()
-                .get("after")
-                .unwrap()
-                .as_struct()
-                .unwrap()
-                .clone()
-        };
         let (from_json, from_avro) = (after(json_value), after(avro_value));
         assert_eq!(from_json.schema.fields.len(), 22);
         for field in &from_json.schema.fields {
@@ -500,20 +490,19 @@ async fn every_type_through_the_avro_converter_reads_back_as_through_json() {
     let values = |event: &(
         Option<sluice_connect::data::SchemaRef>,
         sluice_connect::data::Value,
-    )| {
-        let after = event
-            .1
-            .as_struct()
-            .unwrap()
-            .get("after")
-            .unwrap()
-            .as_struct()
-            .unwrap()
-            .clone();
-        after.values[1..].to_vec()
-    };
+    )| after(&event.1).values[1..].to_vec();
     assert_eq!(values(&json_events[0]), values(&json_events[1]));
     let subjects = registry::get(&url, "/subjects");
     assert!(subjects.contains("a.shop.types-value"), "{subjects}");
     worker.stop().await;
+}
+
+/// The `after` struct of a change event read back through a converter.
+fn after(event: &sluice_connect::data::Value) -> sluice_connect::data::Struct {
+    event
+        .as_struct()
+        .and_then(|envelope| envelope.get("after"))
+        .and_then(|after| after.as_struct())
+        .expect("an envelope with an after struct")
+        .clone()
 }
