@@ -19,6 +19,7 @@ use kafka_protocol::protocol::{Request, StrBytes};
 use crate::config::ClientConfig;
 use crate::connection::{Connection, api_key};
 use crate::error::{Error, ErrorCode};
+use crate::metrics::network::NetworkSensors;
 
 /// Where a request must go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +34,8 @@ pub enum Target {
 pub struct Client {
     config: ClientConfig,
     state: Mutex<ClusterState>,
+    /// Where the connections record their bytes (a producer's or consumer's metrics).
+    network: Option<Arc<NetworkSensors>>,
 }
 
 #[derive(Default)]
@@ -48,12 +51,21 @@ struct ClusterState {
 impl Client {
     /// Finds the cluster through `config.bootstrap_servers` and learns its brokers.
     pub async fn connect(config: ClientConfig) -> Result<Client, Error> {
+        Client::connect_observed(config, None).await
+    }
+
+    /// [`Client::connect`] whose connections record their traffic in `network`.
+    pub(crate) async fn connect_observed(
+        config: ClientConfig,
+        network: Option<Arc<NetworkSensors>>,
+    ) -> Result<Client, Error> {
         if config.bootstrap_servers.is_empty() {
             return Err(Error::Config("bootstrap.servers is empty".to_string()));
         }
         let client = Client {
             config,
             state: Mutex::new(ClusterState::default()),
+            network,
         };
         client.metadata(Some(&[])).await?;
         Ok(client)
@@ -167,7 +179,7 @@ impl Client {
         };
         let mut last_error = None;
         for address in &candidates {
-            match Connection::connect(address, &self.config).await {
+            match Connection::connect_observed(address, &self.config, self.network.clone()).await {
                 Ok(connection) => {
                     let connection = Arc::new(connection);
                     self.lock()

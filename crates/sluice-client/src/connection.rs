@@ -35,6 +35,7 @@ use tokio::task::JoinHandle;
 
 use crate::config::ClientConfig;
 use crate::error::{Error, ErrorCode};
+use crate::metrics::network::NetworkSensors;
 
 /// The versions of each API whose fields this client fills and reads: (API, lowest,
 /// highest). A request goes out at the highest version the broker also supports.
@@ -129,6 +130,16 @@ struct InFlight {
 impl Connection {
     /// Opens a TCP connection to `address` (`host:port`) and negotiates API versions.
     pub async fn connect(address: &str, config: &ClientConfig) -> Result<Connection, Error> {
+        Connection::connect_observed(address, config, None).await
+    }
+
+    /// [`Connection::connect`], recording the bytes of every request and response in
+    /// `network` (the client's `outgoing-byte-rate`, ...).
+    pub(crate) async fn connect_observed(
+        address: &str,
+        config: &ClientConfig,
+        network: Option<Arc<NetworkSensors>>,
+    ) -> Result<Connection, Error> {
         let connect_error = |reason: String| Error::Connect {
             address: address.to_string(),
             reason,
@@ -149,14 +160,19 @@ impl Connection {
         stream
             .set_nodelay(true)
             .map_err(|error| connect_error(error.to_string()))?;
-        let mut connection = Connection::start(address, stream, config);
+        let mut connection = Connection::start(address, stream, config, network);
         connection.broker_versions = connection.handshake().await?;
         tracing::debug!(address, "connected");
         Ok(connection)
     }
 
     /// Starts the reader and writer tasks on an open stream (no handshake yet).
-    fn start(address: &str, stream: TcpStream, config: &ClientConfig) -> Connection {
+    fn start(
+        address: &str,
+        stream: TcpStream,
+        config: &ClientConfig,
+        network: Option<Arc<NetworkSensors>>,
+    ) -> Connection {
         let (read_half, write_half) = stream.into_split();
         let shared = Arc::new(Shared {
             address: address.to_string(),
@@ -169,8 +185,14 @@ impl Connection {
             read_half,
             shared.clone(),
             config.response_max_bytes,
+            network.clone(),
         ));
-        let writer = tokio::spawn(write_requests(write_half, outgoing, shared.clone()));
+        let writer = tokio::spawn(write_requests(
+            write_half,
+            outgoing,
+            shared.clone(),
+            network,
+        ));
         Connection {
             address: address.to_string(),
             client_id: StrBytes::from_string(config.client_id.clone()),
@@ -474,13 +496,21 @@ fn decode_api_versions(body: Bytes, version: i16) -> Result<ApiVersionsResponse,
         .map_err(|error| format!("ApiVersions v{version} response does not decode: {error}"))
 }
 
-async fn read_responses(mut reader: OwnedReadHalf, shared: Arc<Shared>, max_bytes: usize) {
+async fn read_responses(
+    mut reader: OwnedReadHalf,
+    shared: Arc<Shared>,
+    max_bytes: usize,
+    network: Option<Arc<NetworkSensors>>,
+) {
     let reason = loop {
         let frame = match read_frame(&mut reader, max_bytes).await {
             Ok(Some(frame)) => frame,
             Ok(None) => break "the broker closed the connection".to_string(),
             Err(reason) => break reason,
         };
+        if let Some(network) = &network {
+            network.response_received(frame.len() + 4);
+        }
         if let Err(reason) = shared.deliver(frame) {
             break reason;
         }
@@ -492,11 +522,15 @@ async fn write_requests(
     mut writer: OwnedWriteHalf,
     mut frames: mpsc::UnboundedReceiver<Bytes>,
     shared: Arc<Shared>,
+    network: Option<Arc<NetworkSensors>>,
 ) {
     while let Some(frame) = frames.recv().await {
         if let Err(error) = writer.write_all(&frame).await {
             shared.close(format!("write failed: {error}"));
             return;
+        }
+        if let Some(network) = &network {
+            network.request_sent(frame.len());
         }
     }
     let _ = writer.shutdown().await;

@@ -5,7 +5,8 @@
 //! correlation ids, timeouts, ApiVersions negotiation), [`Client`] (bootstrap, cluster
 //! metadata, routing to brokers) and [`Admin`] (list, describe, create and delete topics;
 //! describe and alter topic configs; add partitions; groups and offsets), the
-//! [`producer`] and the [`consumer`]. It depends on no other Sluice crate but
+//! [`producer`] and the [`consumer`], and their [`metrics`] with Kafka's names (read
+//! through an API or a Prometheus registry). It depends on no other Sluice crate but
 //! `sluice-protocol` (record batches, the consumer protocol): message types come from
 //! `kafka-protocol`, IO from tokio.
 
@@ -17,6 +18,7 @@ pub mod consumer;
 mod error;
 mod groups;
 pub mod membership;
+pub mod metrics;
 pub mod producer;
 
 pub use admin::{

@@ -7,6 +7,7 @@
 use crate::config::ClientConfig;
 use crate::consumer::assignor::Assignor;
 use crate::error::Error;
+use crate::metrics::{self, MetricConfig, RecordingLevel};
 
 /// `auto.offset.reset`: where a partition without a committed offset (or whose offset
 /// left the log) starts.
@@ -85,6 +86,12 @@ pub struct ConsumerConfig {
     pub exclude_internal_topics: bool,
     /// `client.rack`: sent in Fetch and in the subscription (v3).
     pub client_rack: String,
+    /// `metrics.sample.window.ms`: how long one sample of a windowed metric lasts.
+    pub metrics_sample_window_ms: u64,
+    /// `metrics.num.samples`: the samples a windowed metric spans.
+    pub metrics_num_samples: u64,
+    /// `metrics.recording.level` (every metric here is INFO: see [`crate::metrics`]).
+    pub metrics_recording_level: RecordingLevel,
 }
 
 impl Default for ConsumerConfig {
@@ -117,6 +124,9 @@ impl Default for ConsumerConfig {
             check_crcs: true,
             exclude_internal_topics: true,
             client_rack: String::new(),
+            metrics_sample_window_ms: 30_000,
+            metrics_num_samples: 2,
+            metrics_recording_level: RecordingLevel::Info,
         }
     }
 }
@@ -217,6 +227,12 @@ impl ConsumerConfig {
             "check.crcs" => self.check_crcs = boolean(key, value)?,
             "exclude.internal.topics" => self.exclude_internal_topics = boolean(key, value)?,
             "client.rack" => self.client_rack = value.to_string(),
+            metrics::SAMPLE_WINDOW_KEY => self.metrics_sample_window_ms = number(key, value)?,
+            metrics::NUM_SAMPLES_KEY => self.metrics_num_samples = number(key, value)?,
+            metrics::RECORDING_LEVEL_KEY => {
+                self.metrics_recording_level = RecordingLevel::from_name(value)
+                    .ok_or_else(|| invalid(key, value, "INFO, DEBUG or TRACE"))?
+            }
             key if IGNORED_JAVA_KEYS.contains(&key) => {}
             _ => {
                 return Err(Error::Config(format!(
@@ -257,6 +273,9 @@ impl ConsumerConfig {
         if self.group_instance_id.is_some() && self.group_id.is_none() {
             return fail("group.instance.id needs a group.id".to_string());
         }
+        if let Err((key, reason)) = self.try_metric_config() {
+            return fail(format!("{key}: {reason}"));
+        }
         Ok(())
     }
 
@@ -271,6 +290,16 @@ impl ConsumerConfig {
             socket_connection_setup_timeout_ms: self.socket_connection_setup_timeout_ms,
             ..ClientConfig::default()
         }
+    }
+
+    /// The metrics' windows, from `metrics.sample.window.ms` and `metrics.num.samples`.
+    pub(crate) fn metric_config(&self) -> MetricConfig {
+        // `validate` checked them; Kafka's defaults otherwise.
+        self.try_metric_config().unwrap_or_default()
+    }
+
+    fn try_metric_config(&self) -> Result<MetricConfig, (&'static str, String)> {
+        MetricConfig::from_settings(self.metrics_sample_window_ms, self.metrics_num_samples)
     }
 
     // Typed builder setters.
@@ -347,6 +376,14 @@ impl ConsumerConfig {
         self.group_protocol = protocol;
         self
     }
+    pub fn metrics_sample_window_ms(mut self, window_ms: u64) -> Self {
+        self.metrics_sample_window_ms = window_ms;
+        self
+    }
+    pub fn metrics_num_samples(mut self, samples: u64) -> Self {
+        self.metrics_num_samples = samples;
+        self
+    }
 }
 
 fn list(value: &str) -> Vec<String> {
@@ -395,6 +432,8 @@ mod tests {
         assert_eq!(config.fetch_max_wait_ms, 500);
         assert_eq!(config.auto_commit_interval_ms, 5_000);
         assert!(config.enable_auto_commit);
+        assert_eq!(config.metric_config(), MetricConfig::default());
+        assert_eq!(config.metrics_recording_level, RecordingLevel::Info);
         assert_eq!(
             config.partition_assignment_strategy,
             vec![Assignor::Range, Assignor::CooperativeSticky]
@@ -420,7 +459,16 @@ mod tests {
             config.partition_assignment_strategy,
             vec![Assignor::Sticky, Assignor::RoundRobin]
         );
-        let cases: [(&[(&str, &str)], &str); 5] = [
+        let cases: [(&[(&str, &str)], &str); 8] = [
+            (
+                &[("metrics.sample.window.ms", "0")],
+                "metrics.sample.window.ms",
+            ),
+            (&[("metrics.num.samples", "0")], "metrics.num.samples"),
+            (
+                &[("metrics.recording.level", "LOUD")],
+                "metrics.recording.level",
+            ),
             (
                 &[("no.such.key", "1")],
                 "unknown consumer configuration key \"no.such.key\"",

@@ -84,6 +84,8 @@ impl Group {
                 .filter(|topics| epoch == 0 || state.sent_topics.as_ref() != Some(topics));
             (state.member_id.clone(), epoch, topics, owned)
         };
+        self.metrics.heartbeat_sent();
+        let started = std::time::Instant::now();
         let response = self
             .client
             .send(Target::Node(node), |_| {
@@ -105,6 +107,9 @@ impl Group {
                     .with_topic_partitions(owned.clone())
             })
             .await;
+        if response.is_ok() {
+            self.metrics.heartbeat_response(started.elapsed());
+        }
         let response = match response {
             Ok(response) if response.error_code == 0 => response,
             other => {

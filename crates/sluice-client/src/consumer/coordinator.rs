@@ -33,6 +33,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
+use super::metrics::CoordinatorMetrics;
 use crate::client::{Client, Target, topic_name};
 use crate::error::{ApiError, Error, ErrorCode};
 use crate::groups::{OffsetAndMetadata, TopicPartition};
@@ -100,6 +101,8 @@ impl MemberState {
 /// A group member's identity and settings, shared with the background tasks.
 pub(crate) struct Group {
     pub client: Arc<Client>,
+    /// `consumer-coordinator-metrics`.
+    pub metrics: Arc<CoordinatorMetrics>,
     pub group_id: String,
     pub group_instance_id: Option<String>,
     pub session_timeout_ms: u64,
@@ -217,6 +220,8 @@ impl Group {
                     .with_metadata(bytes::Bytes::from(metadata.clone()))
             })
             .collect();
+        self.metrics.rebalance_started();
+        let started = Instant::now();
         let result = self
             .client
             .send(Target::Node(node), |version| {
@@ -241,6 +246,9 @@ impl Group {
             Err(error) => return Err(self.transient(error).await),
         };
         let code = ErrorCode(response.error_code);
+        if code == ErrorCode::NONE {
+            self.metrics.joined(started.elapsed());
+        }
         match code {
             ErrorCode::NONE => Ok(Joined {
                 generation: response.generation_id,
@@ -295,6 +303,7 @@ impl Group {
                     .with_assignment(bytes::Bytes::from(assignment))
             })
             .collect();
+        let started = Instant::now();
         let result = self
             .client
             .send(Target::Node(node), |version| {
@@ -322,7 +331,11 @@ impl Group {
         };
         let code = ErrorCode(response.error_code);
         match code {
-            ErrorCode::NONE => Ok(response.assignment),
+            ErrorCode::NONE => {
+                self.metrics.synced(started.elapsed());
+                self.metrics.rebalance_completed();
+                Ok(response.assignment)
+            }
             REBALANCE_IN_PROGRESS => Err(JoinError::Retry),
             UNKNOWN_MEMBER_ID => {
                 self.lock().reset_generation(true);
@@ -398,6 +411,8 @@ impl Group {
         generation: i32,
         member_id: &str,
     ) -> Result<ErrorCode, Error> {
+        self.metrics.heartbeat_sent();
+        let started = Instant::now();
         let response = self
             .client
             .send(Target::Node(node), |version| {
@@ -412,6 +427,7 @@ impl Group {
                 }
             })
             .await?;
+        self.metrics.heartbeat_response(started.elapsed());
         Ok(ErrorCode(response.error_code))
     }
 
@@ -448,6 +464,7 @@ impl Group {
             };
             let attempt = async {
                 let node = self.coordinator().await?;
+                let started = Instant::now();
                 let response = self
                     .client
                     .send(Target::Node(node), |version| {
@@ -482,6 +499,8 @@ impl Group {
                         request
                     })
                     .await?;
+                // Every answer counts, whatever its errors (as Java records it).
+                self.metrics.commit_response(started.elapsed());
                 for topic in response.topics {
                     for partition in topic.partitions {
                         ErrorCode(partition.error_code).check(None)?;

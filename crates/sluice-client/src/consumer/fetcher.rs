@@ -24,6 +24,7 @@ use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListO
 use kafka_protocol::messages::{BrokerId, FetchRequest, ListOffsetsRequest};
 use kafka_protocol::protocol::StrBytes;
 use sluice_protocol::batches;
+use sluice_protocol::varint::{varint_size, varlong_size};
 
 use crate::client::{Client, Target, topic_name};
 use crate::consumer::ConsumerRecord;
@@ -55,6 +56,8 @@ pub(crate) struct PartitionData {
     pub last_stable_offset: i64,
     pub log_start_offset: i64,
     pub records: Vec<ConsumerRecord>,
+    /// Each record's encoded size, as Kafka counts consumed bytes.
+    pub record_sizes: Vec<u32>,
     /// Where the next fetch starts once `records` are consumed.
     pub next_offset: i64,
 }
@@ -146,6 +149,7 @@ pub(crate) fn parse_response(
                 last_stable_offset: data.last_stable_offset,
                 log_start_offset: data.log_start_offset,
                 records: Vec::new(),
+                record_sizes: Vec::new(),
                 next_offset: fetch_offset,
             };
             if error == ErrorCode::NONE {
@@ -154,7 +158,7 @@ pub(crate) fn parse_response(
                 } else {
                     Vec::new()
                 };
-                match decode(
+                match decode_sized(
                     &partition,
                     fetch_offset,
                     data.records.unwrap_or_default(),
@@ -162,8 +166,9 @@ pub(crate) fn parse_response(
                     isolation_level,
                     check_crcs,
                 ) {
-                    Ok((records, next_offset)) => {
+                    Ok((records, record_sizes, next_offset)) => {
                         result.records = records;
+                        result.record_sizes = record_sizes;
                         result.next_offset = next_offset;
                     }
                     Err(error) => {
@@ -179,14 +184,37 @@ pub(crate) fn parse_response(
 }
 
 /// The records at or after `fetch_offset` in `bytes`, and the next fetch offset.
+#[cfg(test)]
 pub(crate) fn decode(
+    partition: &TopicPartition,
+    fetch_offset: i64,
+    bytes: Bytes,
+    aborted: Vec<AbortedTransaction>,
+    isolation_level: IsolationLevel,
+    check_crcs: bool,
+) -> Result<(Vec<ConsumerRecord>, i64), Error> {
+    let (records, sizes, next_offset) = decode_sized(
+        partition,
+        fetch_offset,
+        bytes,
+        aborted,
+        isolation_level,
+        check_crcs,
+    )?;
+    assert_eq!(records.len(), sizes.len());
+    Ok((records, next_offset))
+}
+
+/// The records at or after `fetch_offset` in `bytes`, each record's encoded size, and
+/// the next fetch offset.
+pub(crate) fn decode_sized(
     partition: &TopicPartition,
     fetch_offset: i64,
     bytes: Bytes,
     mut aborted: Vec<AbortedTransaction>,
     isolation_level: IsolationLevel,
     check_crcs: bool,
-) -> Result<(Vec<ConsumerRecord>, i64), Error> {
+) -> Result<(Vec<ConsumerRecord>, Vec<u32>, i64), Error> {
     let corrupt = |reason: String| Error::Protocol {
         address: format!("the leader of {partition}"),
         reason,
@@ -195,6 +223,7 @@ pub(crate) fn decode(
     aborted.sort_by_key(|transaction| std::cmp::Reverse(transaction.first_offset));
     let mut aborted_producers: HashSet<i64> = HashSet::new();
     let mut records = Vec::new();
+    let mut record_sizes = Vec::new();
     let mut next_offset = fetch_offset;
     for batch in batches(bytes) {
         let batch = match batch {
@@ -251,6 +280,7 @@ pub(crate) fn decode(
             if offset < fetch_offset {
                 continue;
             }
+            record_sizes.push(record_size_bytes(&record));
             records.push(ConsumerRecord {
                 topic: partition.topic.clone(),
                 partition: partition.partition,
@@ -270,7 +300,31 @@ pub(crate) fn decode(
             .windows(2)
             .all(|pair| pair[0].offset < pair[1].offset)
     );
-    Ok((records, next_offset))
+    Ok((records, record_sizes, next_offset))
+}
+
+/// A record's encoded size in its batch (Kafka's `DefaultRecord.sizeInBytes`: the
+/// length varint and the body), what Kafka counts as consumed bytes.
+fn record_size_bytes(record: &sluice_protocol::Record) -> u32 {
+    let nullable = |bytes: Option<&[u8]>| {
+        bytes.map_or(1, |bytes| {
+            varint_size(i32::try_from(bytes.len()).unwrap_or(i32::MAX)) + bytes.len()
+        })
+    };
+    let headers: usize = record
+        .headers
+        .iter()
+        .map(|header| nullable(Some(&header.key)) + nullable(header.value.as_deref()))
+        .sum();
+    let body = 1
+        + varlong_size(record.timestamp_delta)
+        + varint_size(record.offset_delta)
+        + nullable(record.key.as_deref())
+        + nullable(record.value.as_deref())
+        + varint_size(i32::try_from(record.headers.len()).unwrap_or(i32::MAX))
+        + headers;
+    let total = varint_size(i32::try_from(body).unwrap_or(i32::MAX)) + body;
+    u32::try_from(total).unwrap_or(u32::MAX)
 }
 
 /// Whether a control batch is an abort marker (its one record's key: version, type).
@@ -431,6 +485,57 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    #[test]
+    fn record_sizes_are_the_encoded_sizes_kafka_counts_as_consumed_bytes() {
+        // Keys, values, headers of every length class (null, empty, one- and two-byte
+        // varint lengths) and timestamps far from the batch's first.
+        let mut builder = RecordBatchBuilder::new(Compression::Lz4);
+        let records = [
+            (0, None, None, vec![]),
+            (1, Some(""), Some("v"), vec![("h", None)]),
+            (
+                -5_000_000,
+                Some("key"),
+                Some(&*"x".repeat(200)),
+                vec![("h", Some("1"))],
+            ),
+            (
+                1 << 40,
+                None,
+                Some(&*"y".repeat(20_000)),
+                vec![("a", Some("")), ("b", None)],
+            ),
+        ];
+        for (timestamp, key, value, headers) in &records {
+            builder
+                .append(&NewRecord {
+                    timestamp: *timestamp,
+                    key: key.map(|key| Bytes::copy_from_slice(key.as_bytes())),
+                    value: value.map(|value| Bytes::copy_from_slice(value.as_bytes())),
+                    headers: headers
+                        .iter()
+                        .map(|(key, value)| sluice_protocol::Header {
+                            key: Bytes::copy_from_slice(key.as_bytes()),
+                            value: value.map(|value| Bytes::copy_from_slice(value.as_bytes())),
+                        })
+                        .collect(),
+                })
+                .unwrap();
+        }
+        let (decoded, sizes, _) = decode_sized(
+            &TopicPartition::new("t", 0),
+            0,
+            builder.build(),
+            Vec::new(),
+            IsolationLevel::ReadUncommitted,
+            true,
+        )
+        .unwrap();
+        assert_eq!(decoded.len(), records.len());
+        let total: usize = sizes.iter().map(|size| *size as usize).sum();
+        assert_eq!(total, builder.records_size_bytes());
     }
 
     #[test]

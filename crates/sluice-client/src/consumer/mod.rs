@@ -12,6 +12,7 @@
 //! - `coordinator`: the classic group protocol and its background heartbeat task.
 //! - `consumer_membership`: the KIP-848 protocol (ConsumerGroupHeartbeat).
 //! - `fetcher`: Fetch and ListOffsets requests and record decoding.
+//! - `metrics`: Kafka's consumer metrics (`records-lag-max`, `commit-latency-avg`, ...).
 //! - `pattern`: topic patterns for `subscribe_pattern`.
 //!
 //! `poll` runs the classic group protocol when a rebalance is due (rebalance listeners
@@ -39,6 +40,7 @@ mod config;
 mod consumer_membership;
 mod coordinator;
 mod fetcher;
+mod metrics;
 mod pattern;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
@@ -62,8 +64,10 @@ use crate::ConsumerGroupMetadata;
 use crate::client::Client;
 use crate::error::{ApiError, Error, ErrorCode};
 use crate::groups::{OffsetAndMetadata, TopicPartition};
+use crate::metrics::{ClientType, MetricName, Metrics};
 use coordinator::{Group, JoinError, MemberState};
 use fetcher::{EARLIEST_TIMESTAMP, FetchPlan, LATEST_TIMESTAMP, PartitionData};
+use metrics::{ConsumedShare, CoordinatorMetrics, FetchAggregate, FetchMetrics};
 
 /// The longest wait between metadata lookups of a subscribed topic that does not exist
 /// (Java's `retry.backoff.max.ms` default).
@@ -143,6 +147,17 @@ struct Leader {
     epoch: i32,
 }
 
+/// One partition's records from a Fetch response, not yet all handed out.
+struct BufferedFetch {
+    records: VecDeque<ConsumerRecord>,
+    /// Each record's encoded size, in step with `records` (for `bytes-consumed`).
+    record_sizes: VecDeque<u32>,
+    /// Where the next fetch starts once `records` are handed out.
+    next_offset: i64,
+    /// What was handed out, for the response's metrics (reported when dropped).
+    consumed: ConsumedShare,
+}
+
 type FetchOutcome = (
     FetchPlan,
     Result<kafka_protocol::messages::FetchResponse, Error>,
@@ -158,7 +173,11 @@ pub struct Consumer {
     listener: Option<Box<dyn RebalanceListener>>,
     assignment: BTreeMap<TopicPartition, PartitionState>,
     /// Decoded records not yet handed out, per partition.
-    buffered: BTreeMap<TopicPartition, (VecDeque<ConsumerRecord>, i64)>,
+    buffered: BTreeMap<TopicPartition, BufferedFetch>,
+    /// Kafka's `consumer-fetch-manager-metrics` (and the network's `consumer-metrics`).
+    fetch_metrics: Arc<FetchMetrics>,
+    /// Kafka's `consumer-coordinator-metrics`, with a group.
+    coordinator_metrics: Option<Arc<CoordinatorMetrics>>,
     /// Leaders of the partitions of interest, and every known topic's partition count.
     leaders: BTreeMap<TopicPartition, Leader>,
     partition_counts: BTreeMap<String, i32>,
@@ -196,16 +215,31 @@ impl Consumer {
     /// Connects to the cluster; joins nothing until `subscribe` and `poll`.
     pub async fn new(config: ConsumerConfig) -> Result<Consumer, Error> {
         config.validate()?;
-        let client = Arc::new(Client::connect(config.client_config(0)).await?);
-        let group = match &config.group_id {
-            Some(group_id) => {
+        let registry = Metrics::new(
+            ClientType::Consumer,
+            &config.client_id,
+            config.metric_config(),
+        );
+        let fetch_metrics = Arc::new(FetchMetrics::new(registry.clone()));
+        let network = Some(fetch_metrics.network.clone());
+        let client =
+            Arc::new(Client::connect_observed(config.client_config(0), network.clone()).await?);
+        let coordinator_metrics = config
+            .group_id
+            .as_ref()
+            .map(|_| Arc::new(CoordinatorMetrics::new(&registry)));
+        let group = match (&config.group_id, &coordinator_metrics) {
+            (Some(group_id), Some(metrics)) => {
                 // JoinGroup waits up to the rebalance timeout: its connection must wait
                 // as long (Java: rebalance timeout + 5 s).
-                let group_client =
-                    Client::connect(config.client_config(config.max_poll_interval_ms + 5_000))
-                        .await?;
+                let group_client = Client::connect_observed(
+                    config.client_config(config.max_poll_interval_ms + 5_000),
+                    network,
+                )
+                .await?;
                 Some(Arc::new(Group {
                     client: Arc::new(group_client),
+                    metrics: metrics.clone(),
                     group_id: group_id.clone(),
                     group_instance_id: config.group_instance_id.clone(),
                     session_timeout_ms: config.session_timeout_ms,
@@ -241,7 +275,7 @@ impl Consumer {
                     }),
                 }))
             }
-            None => None,
+            _ => None,
         };
         let (fetch_sender, fetch_results) = mpsc::unbounded_channel();
         let next_auto_commit =
@@ -255,6 +289,8 @@ impl Consumer {
             listener: None,
             assignment: BTreeMap::new(),
             buffered: BTreeMap::new(),
+            fetch_metrics,
+            coordinator_metrics,
             leaders: BTreeMap::new(),
             partition_counts: BTreeMap::new(),
             metadata_refreshed: None,
@@ -344,6 +380,7 @@ impl Consumer {
         for partition in partitions {
             self.assignment.entry(partition).or_default();
         }
+        self.assignment_changed();
         self.subscription = SubscriptionKind::Assigned;
         self.metadata_stale = true;
         Ok(())
@@ -365,6 +402,7 @@ impl Consumer {
         }
         self.assignment.clear();
         self.buffered.clear();
+        self.assignment_changed();
         self.subscription = SubscriptionKind::None;
         Ok(())
     }
@@ -604,6 +642,21 @@ impl Consumer {
             .collect()
     }
 
+    /// Every metric's current value, named as the Java consumer's (its `metrics()`;
+    /// [`Consumer::metrics`] is this client's per-partition offsets):
+    /// `consumer-fetch-manager-metrics` (`records-lag-max`, `records-consumed-rate`,
+    /// ...), `consumer-coordinator-metrics` (`commit-latency-avg`, ...) and
+    /// `consumer-metrics`, tagged `client-id` (see [`crate::metrics`]).
+    pub fn kafka_metrics(&self) -> BTreeMap<MetricName, f64> {
+        self.fetch_metrics.metrics.values()
+    }
+
+    /// The consumer's metrics registry: a handle that reads them from any task, or
+    /// exports them to Prometheus ([`Metrics::register_prometheus`]).
+    pub fn metrics_registry(&self) -> Metrics {
+        self.fetch_metrics.metrics.clone()
+    }
+
     /// Commits (with auto-commit on), revokes through the listener and leaves the group.
     pub async fn close(mut self) -> Result<(), Error> {
         let mut result = Ok(());
@@ -708,7 +761,11 @@ impl Consumer {
         loop {
             let topics = self.subscribed_topics();
             let protocols = self.join_protocols(&group, &topics);
-            let joined = match group.join(&protocols).await {
+            let joined = group.join(&protocols).await;
+            if joined.is_err() {
+                group.metrics.rebalance_failed();
+            }
+            let joined = match joined {
                 Ok(joined) => joined,
                 Err(JoinError::Retry) if Instant::now() < deadline => continue,
                 Err(JoinError::Retry) => {
@@ -731,7 +788,11 @@ impl Consumer {
                 self.assignment_snapshot = None;
                 Vec::new()
             };
-            let assignment = match group.sync(&joined, assignments).await {
+            let assignment = group.sync(&joined, assignments).await;
+            if assignment.is_err() {
+                group.metrics.rebalance_failed();
+            }
+            let assignment = match assignment {
                 Ok(assignment) => assignment,
                 Err(JoinError::Retry) if Instant::now() < deadline => {
                     self.lose_partitions_if_lost(&group);
@@ -940,6 +1001,7 @@ impl Consumer {
         for partition in &added {
             self.assignment.entry(partition.clone()).or_default();
         }
+        self.assignment_changed();
         self.metadata_stale = true;
         tracing::debug!(group = %group.group_id, ?target, "reconciled");
         // Called after every reconciliation, possibly empty, as Java does.
@@ -964,6 +1026,19 @@ impl Consumer {
             self.assignment.remove(partition);
             self.buffered.remove(partition);
         }
+        self.assignment_changed();
+    }
+
+    /// Keeps the metrics in step with the assignment: `assigned-partitions`, and no
+    /// per-partition sensors for partitions gone.
+    fn assignment_changed(&self) {
+        if let Some(metrics) = &self.coordinator_metrics {
+            metrics
+                .assigned_partitions
+                .store(self.assignment.len(), std::sync::atomic::Ordering::Relaxed);
+        }
+        self.fetch_metrics
+            .retain_partitions(|partition| self.assignment.contains_key(partition));
     }
 
     /// (assignor name, subscription bytes) for every configured assignor.
@@ -1091,6 +1166,7 @@ impl Consumer {
         for partition in &added {
             self.assignment.entry(partition.clone()).or_default();
         }
+        self.assignment_changed();
         self.previous_assignment = assigned.iter().cloned().collect();
         self.previous_generation = generation;
         self.metadata_stale = true;
@@ -1408,8 +1484,13 @@ impl Consumer {
             let client = self.client.clone();
             let config = self.config.clone();
             let sender = self.fetch_sender.clone();
+            let metrics = self.fetch_metrics.clone();
             tokio::spawn(async move {
+                let started = Instant::now();
                 let result = fetcher::fetch(&client, &plan, &config).await;
+                if let Ok(response) = &result {
+                    metrics.fetch_response(started.elapsed(), response.throttle_time_ms);
+                }
                 // The consumer may be gone; its responses then go nowhere.
                 let _ = sender.send((plan, result));
             });
@@ -1434,6 +1515,9 @@ impl Consumer {
             self.config.isolation_level,
             self.config.check_crcs,
         );
+        // Each partition's share reports when it is drained; the response's metrics
+        // are recorded once every share (and this handle) is gone.
+        let aggregate = FetchAggregate::new(self.fetch_metrics.clone());
         for item in parsed {
             let data: PartitionData = match item {
                 Ok(data) => data,
@@ -1465,10 +1549,21 @@ impl Consumer {
                         if data.next_offset > data.fetch_offset {
                             state.position = Some(data.next_offset);
                         }
+                        // Nothing to hand out: the lag is known now (Java records it
+                        // when it drains this empty fetch in the next poll).
+                        let (lag, lead) = lag_and_lead(state, self.config.isolation_level);
+                        self.fetch_metrics
+                            .partition_offsets(&data.partition, lag, lead);
                     } else {
+                        let consumed = ConsumedShare::new(&aggregate, &data.partition.topic);
                         self.buffered.insert(
                             data.partition.clone(),
-                            (data.records.into(), data.next_offset),
+                            BufferedFetch {
+                                records: data.records.into(),
+                                record_sizes: data.record_sizes.into(),
+                                next_offset: data.next_offset,
+                                consumed,
+                            },
                         );
                     }
                 }
@@ -1514,22 +1609,27 @@ impl Consumer {
             if state.paused {
                 continue;
             }
-            let Some((records, next_offset)) = self.buffered.get_mut(&partition) else {
+            let Some(fetch) = self.buffered.get_mut(&partition) else {
                 continue;
             };
             while budget > 0 {
-                let Some(record) = records.pop_front() else {
+                let Some(record) = fetch.records.pop_front() else {
                     break;
                 };
+                let size_bytes = fetch.record_sizes.pop_front().unwrap_or(0);
+                fetch.consumed.consumed(u64::from(size_bytes));
                 state.position = Some(record.offset + 1);
                 state.leader_epoch = record.leader_epoch.or(state.leader_epoch);
                 out.push(record);
                 budget -= 1;
             }
-            if records.is_empty() {
-                state.position = Some(state.position.unwrap_or(*next_offset).max(*next_offset));
+            if fetch.records.is_empty() {
+                let next_offset = fetch.next_offset;
+                state.position = Some(state.position.unwrap_or(next_offset).max(next_offset));
                 self.buffered.remove(&partition);
             }
+            let (lag, lead) = lag_and_lead(state, self.config.isolation_level);
+            self.fetch_metrics.partition_offsets(&partition, lag, lead);
         }
         out
     }
@@ -1541,4 +1641,24 @@ impl Drop for Consumer {
             heartbeat.abort();
         }
     }
+}
+
+/// A partition's lag (the readable end − the position) and lead (the position − the log
+/// start), as Java's `SubscriptionState.partitionLag`/`partitionLead`: not clamped.
+fn lag_and_lead(
+    state: &PartitionState,
+    isolation_level: IsolationLevel,
+) -> (Option<i64>, Option<i64>) {
+    let end = match isolation_level {
+        IsolationLevel::ReadCommitted => state.last_stable_offset,
+        IsolationLevel::ReadUncommitted => state.high_watermark,
+    };
+    let lag = end
+        .zip(state.position)
+        .map(|(end, position)| end - position);
+    let lead = state
+        .position
+        .zip(state.log_start_offset)
+        .map(|(position, start)| position - start);
+    (lag, lead)
 }

@@ -140,6 +140,8 @@ pub(crate) struct ProducerBatch {
     pub(crate) created: Instant,
     /// `buffer.memory` bytes this batch holds, given back when it completes.
     pub(crate) memory_bytes: usize,
+    /// The largest record's size estimate (the `record-size` metrics).
+    pub(crate) max_record_bytes: usize,
     pub(crate) completion: Arc<Completion>,
     pub(crate) attempts: u32,
     /// (producer id, epoch, base sequence) once an idempotent producer assigned them.
@@ -494,6 +496,7 @@ impl Accumulator {
                 state: BatchState::Open,
                 created: Instant::now(),
                 memory_bytes: 0,
+                max_record_bytes: 0,
                 completion: Arc::new(Completion::default()),
                 attempts: 0,
                 sequence: None,
@@ -510,6 +513,7 @@ impl Accumulator {
             return Err(ProducerError::InvalidRecord(error.to_string()));
         }
         batch.memory_bytes += memory_bytes;
+        batch.max_record_bytes = batch.max_record_bytes.max(memory_bytes);
         if batch.size_bytes() >= batch_size {
             batch.state = BatchState::Closed;
             wake_sender = true;

@@ -18,6 +18,7 @@ use sluice_protocol::Compression;
 use super::error::ProducerError;
 use super::partitioner::Partitioner;
 use crate::config::ClientConfig;
+use crate::metrics::{self, MetricConfig, RecordingLevel};
 
 /// `acks`: how many replicas must have a batch before the leader answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +67,9 @@ const KEYS: &[(&str, Option<&str>)] = &[
     ("retry.backoff.max.ms", Some("1000")),
     ("metadata.max.age.ms", Some("300000")),
     ("socket.connection.setup.timeout.ms", Some("10000")),
+    (metrics::SAMPLE_WINDOW_KEY, Some("30000")),
+    (metrics::NUM_SAMPLES_KEY, Some("2")),
+    (metrics::RECORDING_LEVEL_KEY, Some("INFO")),
 ];
 
 /// The producer's settings. Build with [`ProducerConfig::from_map`], [`from_iter`]
@@ -117,6 +121,10 @@ pub struct ProducerConfig {
     pub metadata_max_age_ms: u64,
     /// `socket.connection.setup.timeout.ms`.
     pub socket_connection_setup_timeout_ms: u64,
+    /// `metrics.sample.window.ms` and `metrics.num.samples`: the metrics' windows.
+    pub metric_config: MetricConfig,
+    /// `metrics.recording.level` (every metric here is INFO: see [`crate::metrics`]).
+    pub metrics_recording_level: RecordingLevel,
 }
 
 impl std::fmt::Debug for ProducerConfig {
@@ -262,6 +270,18 @@ impl ProducerConfig {
                 ));
             }
         };
+        let metric_config = MetricConfig::from_settings(
+            parse_int(value, metrics::SAMPLE_WINDOW_KEY, 1, i64::MAX)? as u64,
+            parse_int(value, metrics::NUM_SAMPLES_KEY, 1, i64::from(i32::MAX))? as u64,
+        )
+        .map_err(|(key, reason)| config_error(key, &reason))?;
+        let level = value(metrics::RECORDING_LEVEL_KEY).unwrap_or("INFO");
+        let metrics_recording_level = RecordingLevel::from_name(level).ok_or_else(|| {
+            config_error(
+                metrics::RECORDING_LEVEL_KEY,
+                &format!("invalid value {level:?}; expected one of INFO, DEBUG, TRACE"),
+            )
+        })?;
         let client_id = match value("client.id").unwrap_or("") {
             "" => format!(
                 "producer-{}",
@@ -303,6 +323,8 @@ impl ProducerConfig {
                 0,
                 i64::MAX,
             )? as u64,
+            metric_config,
+            metrics_recording_level,
         })
     }
 
@@ -409,6 +431,14 @@ impl ProducerConfigBuilder {
     pub fn metadata_max_age_ms(self, age_ms: u64) -> Self {
         self.set("metadata.max.age.ms", age_ms)
     }
+    /// `metrics.sample.window.ms`: how long one sample of a windowed metric lasts.
+    pub fn metrics_sample_window_ms(self, window_ms: u64) -> Self {
+        self.set(metrics::SAMPLE_WINDOW_KEY, window_ms)
+    }
+    /// `metrics.num.samples`: the samples a windowed metric spans.
+    pub fn metrics_num_samples(self, samples: u32) -> Self {
+        self.set(metrics::NUM_SAMPLES_KEY, samples)
+    }
     /// A custom partitioner (what `partitioner.class` names in the Java client).
     pub fn partitioner(mut self, partitioner: Arc<dyn Partitioner>) -> Self {
         self.partitioner = Some(partitioner);
@@ -491,6 +521,8 @@ mod tests {
         assert_eq!(config.retry_backoff_ms, 100);
         assert_eq!(config.metadata_max_age_ms, 300_000);
         assert!(config.client_id.starts_with("producer-"));
+        assert_eq!(config.metric_config, MetricConfig::default());
+        assert_eq!(config.metrics_recording_level, RecordingLevel::Info);
     }
 
     #[test]
@@ -501,6 +533,15 @@ mod tests {
             (&[("compression.type", "brotli")], "compression.type"),
             (&[("linger.ms", "soon")], "linger.ms"),
             (&[("batch.size", "-1")], "batch.size"),
+            (
+                &[("metrics.sample.window.ms", "0")],
+                "metrics.sample.window.ms",
+            ),
+            (&[("metrics.num.samples", "0")], "metrics.num.samples"),
+            (
+                &[("metrics.recording.level", "LOUD")],
+                "metrics.recording.level",
+            ),
             (&[("enable.idempotence", "true"), ("acks", "1")], "acks"),
             (
                 &[

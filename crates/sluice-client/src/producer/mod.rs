@@ -13,7 +13,9 @@
 //! until it acknowledged one of the producer's epoch and holds back behind a batch in
 //! retry (the drain rule in [`accumulator`]), a batch the broker can no longer take in
 //! order fails at once, and the producer bumps its epoch (KIP-360) when a batch is lost for
-//! good. A `transactional.id` makes it transactional ([`transaction`]).
+//! good. A `transactional.id` makes it transactional ([`transaction`]). The Java
+//! producer's metrics (`record-send-rate`, `request-latency-avg`, ...) are kept by
+//! `metrics` and read with [`Producer::kafka_metrics`].
 //!
 //! `acks=0` sends without waiting (the broker does not answer; offsets are reported as -1).
 //! Not here: splitting a batch the broker finds too large (MESSAGE_TOO_LARGE fails the batch), adaptive
@@ -24,6 +26,7 @@ mod accumulator;
 mod config;
 mod error;
 mod metadata;
+mod metrics;
 pub mod partitioner;
 mod sender;
 mod transaction;
@@ -43,6 +46,7 @@ pub use error::ProducerError;
 pub use partitioner::{Partitioner, murmur2, partition_for_key, to_positive};
 
 use crate::client::Client;
+use crate::metrics::{ClientType, MetricName, Metrics};
 use crate::{ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition};
 use accumulator::Accumulator;
 use transaction::{Transaction, TxnState};
@@ -97,6 +101,8 @@ impl ProducerRecord {
 pub(crate) struct Shared {
     pub(crate) config: ProducerConfig,
     pub(crate) client: Client,
+    /// Kafka's producer metrics (`producer-metrics`, `producer-topic-metrics`).
+    pub(crate) metrics: metrics::ProducerMetrics,
     state: Mutex<State>,
     /// `buffer.memory`, in bytes: a record takes its size, its batch gives it back.
     memory: Semaphore,
@@ -152,10 +158,17 @@ impl Producer {
     /// not transactional gets its producer id here; a transactional one in
     /// [`Producer::init_transactions`].
     pub async fn connect(config: ProducerConfig) -> Result<Producer, ProducerError> {
-        let client = Client::connect(config.client_config()).await?;
+        let metrics = metrics::ProducerMetrics::new(Metrics::new(
+            ClientType::Producer,
+            &config.client_id,
+            config.metric_config,
+        ));
+        let client =
+            Client::connect_observed(config.client_config(), Some(metrics.network.clone())).await?;
         let memory = Semaphore::new(config.buffer_memory);
         let shared = Arc::new(Shared {
             client,
+            metrics,
             state: Mutex::new(State {
                 accumulator: Accumulator::new(),
                 metadata: metadata::Metadata::new(),
@@ -176,6 +189,9 @@ impl Producer {
             txn_calls: tokio::sync::Mutex::new(()),
             config,
         });
+        shared
+            .metrics
+            .add_gauges(Arc::downgrade(&shared), shared.config.buffer_memory);
         if shared.config.enable_idempotence && !shared.transactional() {
             let deadline = Instant::now() + Duration::from_millis(shared.config.max_block_ms);
             let (producer_id, epoch) =
@@ -194,6 +210,20 @@ impl Producer {
     /// The configuration this producer was made with.
     pub fn config(&self) -> &ProducerConfig {
         &self.shared.config
+    }
+
+    /// Every metric's current value, named as the Java producer's (its `metrics()`):
+    /// `producer-metrics` (`record-send-rate`, `request-latency-avg`, ...) and
+    /// `producer-topic-metrics`, tagged `client-id` (see [`crate::metrics`]).
+    pub fn kafka_metrics(&self) -> BTreeMap<MetricName, f64> {
+        self.shared.metrics.metrics.values()
+    }
+
+    /// The producer's metrics registry: a handle that reads them from anywhere, or
+    /// exports them to Prometheus ([`Metrics::register_prometheus`]). It outlives
+    /// nothing: once the producer is dropped its values stop changing.
+    pub fn metrics_registry(&self) -> Metrics {
+        self.shared.metrics.metrics.clone()
     }
 
     /// Appends `record` to its partition's batch and returns its delivery future. Waits

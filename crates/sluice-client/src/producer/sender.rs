@@ -31,6 +31,7 @@ use super::accumulator::{
 use super::error::{
     DUPLICATE_SEQUENCE_NUMBER, OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID, classify,
 };
+use super::metrics::DrainedBatch;
 use super::{ProducerError, Shared, State, metadata, transaction};
 use crate::client::{Target, topic_name};
 use crate::error::ErrorCode;
@@ -43,6 +44,12 @@ struct Sent {
     partition: i32,
     batch_id: u64,
     bytes: Bytes,
+    /// For the metrics: records, their uncompressed bytes, the largest record, and the
+    /// time since the batch was created.
+    record_count: i32,
+    uncompressed_bytes: usize,
+    max_record_bytes: usize,
+    queue_time: Duration,
 }
 
 /// The longest the sender sleeps with nothing due (a bound, so a missed wake-up costs
@@ -210,6 +217,7 @@ fn drain(
                 batch.state != BatchState::InFlight && batch.created + delivery_timeout <= now
             }) {
                 let batch = queue.batches.remove(position).expect("found above");
+                shared.metrics.failed(topic, batch.record_count());
                 if batch.sequence.is_some() {
                     // A sequence gap the broker will never see filled.
                     *epoch_bump_needed = true;
@@ -251,18 +259,32 @@ fn drain(
             let identity =
                 idempotent.then_some((*producer_id, *producer_epoch, transaction.transactional));
             let bytes = queue.mark_sent(index, identity);
-            let batch_id = queue.batches[index].id;
+            let batch = &queue.batches[index];
             *request_bytes.entry(leader).or_default() += bytes.len();
             requests.entry(leader).or_default().push(Sent {
                 topic: topic.clone(),
                 partition,
-                batch_id,
+                batch_id: batch.id,
+                record_count: batch.record_count(),
+                uncompressed_bytes: batch.builder.records_size_bytes(),
+                max_record_bytes: batch.max_record_bytes,
+                queue_time: now.saturating_duration_since(batch.created),
                 bytes,
             });
         }
     }
-    for node in requests.keys() {
+    for (node, batches) in &requests {
         *requests_in_flight.entry(*node).or_default() += 1;
+        shared
+            .metrics
+            .request_drained(batches.iter().map(|sent| DrainedBatch {
+                topic: &sent.topic,
+                size_bytes: sent.bytes.len(),
+                uncompressed_bytes: sent.uncompressed_bytes,
+                record_count: sent.record_count,
+                max_record_bytes: sent.max_record_bytes,
+                queue_time: sent.queue_time,
+            }));
     }
     let expired_count = expired.len();
     for batch in expired {
@@ -365,7 +387,8 @@ async fn produce(shared: Arc<Shared>, node: i32, batches: Vec<Sent>) {
             .await
             .map(|()| ProduceResponse::default().with_responses(answered))
     } else {
-        shared
+        let started = Instant::now();
+        let answer = shared
             .client
             .send(Target::Node(node), |_version| {
                 ProduceRequest::default()
@@ -374,7 +397,13 @@ async fn produce(shared: Arc<Shared>, node: i32, batches: Vec<Sent>) {
                     .with_timeout_ms(timeout_ms)
                     .with_topic_data(topics)
             })
-            .await
+            .await;
+        if let Ok(response) = &answer {
+            shared
+                .metrics
+                .response(started.elapsed(), response.throttle_time_ms);
+        }
+        answer
     };
     settle(&shared, node, batches, result.map_err(ProducerError::from));
     shared.progress.notify_waiters();
@@ -523,6 +552,7 @@ fn settle(
         };
         match outcome {
             Outcome::Retry(error, refresh) => {
+                shared.metrics.retried(&sent.topic, batch.record_count());
                 tracing::debug!(topic = %sent.topic, partition = sent.partition, %error, "retrying a batch");
                 let backoff = retry_backoff(
                     config.retry_backoff_ms,
@@ -544,6 +574,7 @@ fn settle(
             }
             Outcome::Fail(error) => {
                 let batch = queue.failed(position);
+                shared.metrics.failed(&sent.topic, batch.record_count());
                 tracing::debug!(topic = %sent.topic, partition = sent.partition, %error, "a batch failed");
                 if batch.sequence.is_some() && !transaction.transactional {
                     // The partition's sequence has a gap now (KIP-360: bump the epoch).
