@@ -5,13 +5,16 @@
 //! `sluice topic` manages topics on a running cluster as Kafka's `kafka-topics.sh` does;
 //! `sluice group` lists, describes and deletes consumer groups and resets their offsets as
 //! Kafka's `kafka-consumer-groups.sh` does;
-//! `sluice cluster status` shows the metadata quorum as `kafka-metadata-quorum.sh` does.
+//! `sluice cluster status` shows the metadata quorum as `kafka-metadata-quorum.sh` does;
+//! `sluice plan` sizes a topic's partitions by the guide's formula, optionally measuring
+//! per-partition rates on a running cluster.
 
 mod cluster;
 mod connect;
 mod consume;
 mod dump_log;
 mod group;
+mod plan;
 mod produce;
 mod registry;
 mod remote;
@@ -123,6 +126,9 @@ enum Command {
     /// Print records, as `kcat -C` does (`-g group`, `-o beginning|end|<offset>|@<ms>`,
     /// `-c count`, `-e`, `-f format`, `-X key=value` consumer settings).
     Consume(consume::ConsumeArgs),
+    /// How many partitions a topic needs, reasoned as the guide's partition-count formula
+    /// (target throughput, per-partition rates given or `--measure`d, consumers, growth).
+    Plan(plan::PlanArgs),
     /// The cluster's metadata quorum, over the wire as Kafka's
     /// `kafka-metadata-quorum.sh describe --status --replication` shows it.
     Cluster {
@@ -243,6 +249,13 @@ fn main() -> anyhow::Result<()> {
         Command::Produce(args) => {
             if let Err(error) = produce::run(args) {
                 eprintln!("sluice produce: {error:#}");
+                std::process::exit(1);
+            }
+            Ok(())
+        }
+        Command::Plan(args) => {
+            if let Err(error) = plan::run(args) {
+                eprintln!("sluice plan: {error:#}");
                 std::process::exit(1);
             }
             Ok(())
