@@ -708,9 +708,15 @@ pub fn encode_consumer_group_member_metadata_value(
     w.i32(value.rebalance_timeout_ms);
     w.nullable_string(value.server_assignor.as_deref());
     let mut out = w.finish();
-    let mut tagged = Vec::new();
+    // Tagged field 0 is a nullable struct: Kafka's generated writer always writes it (its
+    // default is an empty struct, not null) behind a presence marker, a varint 0 for null
+    // and 1 before the fields.
+    let mut c = SchemaWriter::new(true);
+    match &value.classic_member_metadata {
+        None => c.uvarint(0),
+        Some(_) => c.uvarint(1),
+    }
     if let Some(classic) = &value.classic_member_metadata {
-        let mut c = SchemaWriter::new(true);
         c.i32(classic.session_timeout_ms);
         let protocols =
             &classic.supported_protocols[..classic.supported_protocols.len().min(MAX_BYTES_LEN)];
@@ -721,13 +727,29 @@ pub fn encode_consumer_group_member_metadata_value(
             c.tagged_fields();
         }
         c.tagged_fields();
-        tagged.push((0, c.finish()));
     }
-    append_tagged_fields(&mut out, &tagged);
+    append_tagged_fields(&mut out, &[(0, c.finish())]);
     out
 }
 
-fn decode_classic_member_metadata(data: &[u8]) -> Result<ClassicMemberMetadata, RecordError> {
+/// Tagged field 0 of a member's metadata: a presence marker (0 null, 1 present) and the
+/// struct, as Kafka writes it. Sluice before 2026-12-07 wrote the struct alone and nothing
+/// for null; such a field starts with the session timeout's top byte, 0 for any timeout
+/// below 4.6 hours, and is still read.
+fn decode_classic_member_metadata(
+    data: &[u8],
+) -> Result<Option<ClassicMemberMetadata>, RecordError> {
+    let fields = match data {
+        [0] => return Ok(None),
+        [1, fields @ ..] => fields,
+        _ => data,
+    };
+    decode_classic_member_metadata_fields(fields).map(Some)
+}
+
+fn decode_classic_member_metadata_fields(
+    data: &[u8],
+) -> Result<ClassicMemberMetadata, RecordError> {
     let mut r = SchemaReader::new(data);
     r.set_flexible(true);
     let session_timeout_ms = r.i32("sessionTimeoutMs")?;
@@ -763,7 +785,7 @@ pub fn decode_consumer_group_member_metadata_value(
     let mut classic_member_metadata = None;
     read_tagged_fields(&mut r, |tag, data| {
         if tag == 0 {
-            classic_member_metadata = Some(decode_classic_member_metadata(data)?);
+            classic_member_metadata = decode_classic_member_metadata(data)?;
         }
         Ok(())
     })?;
@@ -1417,8 +1439,12 @@ mod tests {
 
     #[test]
     fn consumer_group_member_metadata_value_bytes() {
+        // ClassicMemberMetadata is tagged field 0, a nullable struct Kafka 4.1 always
+        // writes behind a presence marker: null is one byte, 00 (as Kafka's generated
+        // ConsumerGroupMemberMetadataValue.write does; a Kafka-written record of a
+        // consumer-protocol member failed to decode before this).
         let bytes = hex("0000  00  00  02 63  03 2f68  02 04 666f6f  00  00007530
-             08 756e69666f726d  00");
+             08 756e69666f726d  01 00 01 00");
         assert_eq!(
             encode_consumer_group_member_metadata_value(&sample_member(false)),
             bytes
@@ -1427,10 +1453,10 @@ mod tests {
             decode_consumer_group_member_metadata_value(&bytes).unwrap(),
             sample_member(false)
         );
-        // ClassicMemberMetadata is tagged field 0: a 16-byte struct.
+        // Present: marker 01, then the 16-byte struct.
         let bytes = hex("0000  00  00  02 63  03 2f68  02 04 666f6f  00  00007530
              08 756e69666f726d
-             01 00 10  0000afc8 02 06 72616e6765 03 0102 00 00");
+             01 00 11  01 0000afc8 02 06 72616e6765 03 0102 00 00");
         assert_eq!(
             encode_consumer_group_member_metadata_value(&sample_member(true)),
             bytes
@@ -1439,6 +1465,25 @@ mod tests {
             decode_consumer_group_member_metadata_value(&bytes).unwrap(),
             sample_member(true)
         );
+        // What Sluice wrote before: no field for null, the struct without its marker.
+        for (legacy, classic) in [
+            (
+                "0000  00  00  02 63  03 2f68  02 04 666f6f  00  00007530
+                 08 756e69666f726d  00",
+                false,
+            ),
+            (
+                "0000  00  00  02 63  03 2f68  02 04 666f6f  00  00007530
+                 08 756e69666f726d
+                 01 00 10  0000afc8 02 06 72616e6765 03 0102 00 00",
+                true,
+            ),
+        ] {
+            assert_eq!(
+                decode_consumer_group_member_metadata_value(&hex(legacy)).unwrap(),
+                sample_member(classic)
+            );
+        }
     }
 
     #[test]
