@@ -606,9 +606,13 @@ impl MetricsServer {
         address: SocketAddr,
         broker: Arc<Broker>,
         requests: Arc<RequestMetrics>,
+        extra_collectors: Vec<Box<dyn Collector>>,
     ) -> std::io::Result<MetricsServer> {
         let mut registry = Registry::default();
         registry.register_collector(Box::new(BrokerCollector { broker, requests }));
+        for collector in extra_collectors {
+            registry.register_collector(collector);
+        }
         Ok(MetricsServer {
             listener: TcpListener::bind(address).await?,
             registry: Arc::new(registry),

@@ -221,6 +221,7 @@ async fn bind_metrics(
     config: &BrokerConfig,
     broker: &Arc<Broker>,
     request_metrics: &Arc<RequestMetrics>,
+    extra_collectors: Vec<Box<dyn prometheus_client::collector::Collector>>,
 ) -> Result<Option<MetricsServer>, NodeError> {
     let key = "metrics.listener";
     let error = |reason: String| NodeError::Listener {
@@ -232,9 +233,14 @@ async fn bind_metrics(
     else {
         return Ok(None);
     };
-    let bound = MetricsServer::bind(address, broker.clone(), request_metrics.clone())
-        .await
-        .and_then(|server| Ok((server.local_addr()?, server)));
+    let bound = MetricsServer::bind(
+        address,
+        broker.clone(),
+        request_metrics.clone(),
+        extra_collectors,
+    )
+    .await
+    .and_then(|server| Ok((server.local_addr()?, server)));
     match bound {
         Ok((bound, server)) => {
             tracing::info!("sluice: metrics on http://{bound}/metrics");
@@ -254,8 +260,19 @@ async fn bind_metrics(
 /// (the port is the real one when the configuration asked for port 0).
 pub async fn run(
     config: BrokerConfig,
+    shutdown: watch::Receiver<bool>,
+    on_listening: impl Fn(&Listener, SocketAddr),
+) -> Result<(), NodeError> {
+    run_with_collectors(config, shutdown, on_listening, Vec::new()).await
+}
+
+/// [`run`], with more metrics on the node's `/metrics` (what an in-process companion such
+/// as the lag monitor of `sluice server --with-monitor` exports).
+pub async fn run_with_collectors(
+    config: BrokerConfig,
     mut shutdown: watch::Receiver<bool>,
     on_listening: impl Fn(&Listener, SocketAddr),
+    extra_collectors: Vec<Box<dyn prometheus_client::collector::Collector>>,
 ) -> Result<(), NodeError> {
     let node_id = config.node_id();
     let mut managers = Vec::new();
@@ -578,7 +595,9 @@ pub async fn run(
             tokio::spawn(crate::controller::run(broker.clone(), shutdown.clone())),
         ));
     }
-    if let Some(metrics) = bind_metrics(&config, &broker, &request_metrics).await? {
+    if let Some(metrics) =
+        bind_metrics(&config, &broker, &request_metrics, extra_collectors).await?
+    {
         tasks.push(("metrics", tokio::spawn(metrics.run(shutdown.clone()))));
     }
     // Broker listeners first: callers take the first address as the node's.
