@@ -11,4 +11,13 @@
 //! ced55ba90f6b833a45a124d411fd5eef63a70933); none of its code is carried over, only its
 //! rules and its tests' data.
 
+pub mod cluster;
+pub mod config;
+pub mod consumer;
+pub mod evaluator;
+pub mod http;
+pub mod metrics;
+pub mod monitor;
+pub mod notifier;
+pub mod storage;
 pub mod types;

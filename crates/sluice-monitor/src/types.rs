@@ -107,6 +107,48 @@ pub struct GroupStatus {
     pub totallag: u64,
 }
 
+/// What the cluster and consumer modules tell storage, Burrow's storage requests: the
+/// only way observations reach it, so storage sees them in one order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StorageRequest {
+    /// A partition's log end offset, read by ListOffsets at `offset-refresh`.
+    SetBrokerOffset {
+        cluster: String,
+        topic: String,
+        partition: i32,
+        topic_partition_count: i32,
+        offset: i64,
+        timestamp_ms: i64,
+    },
+    /// A committed offset read from `__consumer_offsets`; `order` is the record's offset
+    /// there, which orders one group's commits (they share a partition).
+    SetConsumerOffset {
+        cluster: String,
+        group: String,
+        topic: String,
+        partition: i32,
+        offset: i64,
+        order: i64,
+        timestamp_ms: i64,
+        observed_ms: i64,
+    },
+    /// Who consumes a partition, from the group's membership records.
+    SetConsumerOwner {
+        cluster: String,
+        group: String,
+        topic: String,
+        partition: i32,
+        owner: String,
+        client_id: String,
+    },
+    /// A group's membership changed: forget its owners before the new ones arrive.
+    ClearConsumerOwners { cluster: String, group: String },
+    /// A topic no longer exists.
+    DeleteTopic { cluster: String, topic: String },
+    /// A group was deleted (its metadata tombstone) or removed through the API.
+    DeleteGroup { cluster: String, group: String },
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -67,6 +67,24 @@ pub enum GroupCommand {
         #[arg(long)]
         verbose: bool,
     },
+    /// Burrow's view of groups (every group when none is named): each partition's status
+    /// (OK, WARN, STOP, STALL, REWIND) from its window of recent commits, the group's
+    /// worst, its total and largest lag. From a running monitor with `--monitor URL`
+    /// (`sluice monitor`, `sluice server --with-monitor`, or Burrow itself), else from
+    /// one read of the cluster's committed offsets.
+    Lag {
+        /// The groups to evaluate.
+        groups: Vec<String>,
+        /// A monitor's base URL (`http://127.0.0.1:8000`) to ask instead of the cluster.
+        #[arg(long)]
+        monitor: Option<String>,
+        /// The cluster's name in the monitor's configuration.
+        #[arg(long, default_value = "local")]
+        cluster: String,
+        /// Print Burrow's status JSON instead of tables.
+        #[arg(long)]
+        json: bool,
+    },
     /// Delete groups with no members, and their committed offsets.
     Delete {
         /// The groups to delete.
@@ -120,6 +138,25 @@ pub enum GroupCommand {
 
 /// Runs one group command against the cluster at `bootstrap_servers`.
 pub fn run(bootstrap_servers: &[String], command: GroupCommand) -> anyhow::Result<()> {
+    if let GroupCommand::Lag {
+        groups,
+        monitor,
+        cluster,
+        json,
+    } = command
+    {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .context("starting the async runtime")?;
+        return runtime.block_on(crate::monitor::group_lag(
+            bootstrap_servers,
+            groups,
+            monitor,
+            &cluster,
+            json,
+        ));
+    }
     crate::remote::with_admin(
         bootstrap_servers,
         "sluice-group",
@@ -146,6 +183,9 @@ pub fn run(bootstrap_servers: &[String], command: GroupCommand) -> anyhow::Resul
             GroupCommand::Delete { groups, all_groups } => {
                 let groups = groups_or_all(admin, groups, all_groups).await?;
                 delete(admin, &groups).await
+            }
+            GroupCommand::Lag { .. } => {
+                unreachable!("`group lag` returns above, before an admin client connects")
             }
             GroupCommand::ResetOffsets {
                 group,

@@ -14,6 +14,7 @@ mod connect;
 mod consume;
 mod dump_log;
 mod group;
+mod monitor;
 mod plan;
 mod produce;
 mod registry;
@@ -69,7 +70,21 @@ enum Command {
         /// The Connect worker's REST address with `--with-connect`.
         #[arg(long, default_value = "127.0.0.1:8083")]
         connect_listen: String,
+        /// Also run the consumer-lag monitor (Burrow's evaluation, API and notifiers)
+        /// in-process against this node; its lag metrics join the node's `/metrics`.
+        #[arg(long)]
+        with_monitor: bool,
+        /// The monitor's API address with `--with-monitor` (Burrow's v3 API).
+        #[arg(long, default_value = "127.0.0.1:8000")]
+        monitor_listen: String,
+        /// A Burrow configuration for the in-process monitor (default: this node as
+        /// cluster `local`, Burrow's defaults, no notifiers).
+        #[arg(long)]
+        monitor_config: Option<PathBuf>,
     },
+    /// Watch consumer lag as LinkedIn's Burrow does (its config file, evaluation rules,
+    /// HTTP API v3, http and email notifiers), against any Kafka-protocol cluster.
+    Monitor(monitor::MonitorArgs),
     /// Run a Kafka Connect worker (distributed mode, Connect's REST API) from a
     /// `connect-distributed.properties` file; or drive a running one's REST API
     /// (`list`, `create`, `status`, `pause`, `resume`, `stop`, `restart`, `delete`,
@@ -175,12 +190,23 @@ fn main() -> anyhow::Result<()> {
             registry_listen,
             with_connect,
             connect_listen,
+            with_monitor,
+            monitor_listen,
+            monitor_config,
         } => server(
             config,
             &overrides,
             with_registry.then_some(registry_listen),
             with_connect.then_some(connect_listen),
+            with_monitor.then_some((monitor_listen, monitor_config)),
         ),
+        Command::Monitor(args) => {
+            if let Err(error) = monitor::run(args) {
+                eprintln!("sluice monitor: {error:#}");
+                std::process::exit(1);
+            }
+            Ok(())
+        }
         Command::Connect(args) => {
             if let Err(error) = connect::run(args) {
                 eprintln!("sluice connect: {error:#}");
@@ -278,6 +304,7 @@ fn server(
     overrides: &[String],
     registry_listen: Option<String>,
     connect_listen: Option<String>,
+    monitor: Option<(String, Option<PathBuf>)>,
 ) -> anyhow::Result<()> {
     use anyhow::Context;
     let text = match &config_path {
@@ -368,7 +395,32 @@ fn server(
                 }
             })
         });
-        let outcome = sluice_broker::node::run(loaded.config, stopped, |listener, address| {
+        // With --with-monitor, the monitor starts once the broker listens, and the node's
+        // /metrics exports its lag from then on.
+        let monitor_slot = std::sync::Arc::new(std::sync::OnceLock::new());
+        let mut collectors = Vec::new();
+        if let Some((listen, config_path)) = monitor {
+            collectors.push(sluice_monitor::metrics::collector(monitor_slot.clone()));
+            let address = broker_address.clone();
+            let stop_monitor = stopped.clone();
+            tokio::spawn(async move {
+                let Some(broker) = first_listener(address).await else {
+                    return;
+                };
+                if let Err(error) = monitor::start_in_process(
+                    broker,
+                    &listen,
+                    config_path,
+                    monitor_slot,
+                    stop_monitor,
+                )
+                .await
+                {
+                    eprintln!("sluice: the lag monitor did not start: {error:#}");
+                }
+            });
+        }
+        let on_listening = |listener: &sluice_broker::Listener, address: std::net::SocketAddr| {
             // One line per listener on stderr, for operators and for tests that ask
             // for port 0.
             eprintln!("sluice: listening on {}://{address}", listener.name);
@@ -377,7 +429,13 @@ fn server(
             {
                 let _ = bound.send(Some(address));
             }
-        })
+        };
+        let outcome = sluice_broker::node::run_with_collectors(
+            loaded.config,
+            stopped,
+            on_listening,
+            collectors,
+        )
         .await;
         if let Some(registry) = registry {
             registry.abort();

@@ -1,0 +1,2 @@
+module oracle
+go 1.22
