@@ -38,6 +38,13 @@ impl MariaDb {
              DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mariadb-server)"
         );
         let dir = tempfile::tempdir().expect("a temporary directory");
+        // Each server's temporary files in a directory of its own: a mariadbd starting
+        // removes every `#sql*` file in its tmpdir, and with the shared /tmp it removed
+        // those of a mariadb-install-db bootstrapping beside it (a test binary running
+        // in parallel), which then failed ("Could not remove temporary table ... error:
+        // 2", "Unknown table 'mysql.tmp_user_sys'").
+        let tmpdir = dir.path().join("tmp");
+        std::fs::create_dir(&tmpdir).expect("a tmpdir");
         let as_mysql_user = is_root();
         let mut install = Command::new("mariadb-install-db");
         install
@@ -47,6 +54,7 @@ impl MariaDb {
                 "--skip-test-db",
             ])
             .arg(format!("--datadir={}", dir.path().join("data").display()))
+            .arg(format!("--tmpdir={}", tmpdir.display()))
             .current_dir(dir.path())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
@@ -101,6 +109,10 @@ impl MariaDb {
         }
         command
             .arg(format!("--datadir={}", data.display()))
+            .arg(format!(
+                "--tmpdir={}",
+                self.dir.path().join("tmp").display()
+            ))
             .arg(format!("--port={}", self.port))
             .arg("--bind-address=127.0.0.1")
             .arg(format!("--socket={}", self.socket().display()))
