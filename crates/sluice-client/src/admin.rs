@@ -20,7 +20,8 @@ use kafka_protocol::messages::incremental_alter_configs_request::{
 };
 use kafka_protocol::messages::{
     CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest,
-    DescribeQuorumRequest, IncrementalAlterConfigsRequest, describe_quorum_request,
+    DescribeLogDirsRequest, DescribeQuorumRequest, IncrementalAlterConfigsRequest,
+    describe_quorum_request,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -568,5 +569,56 @@ impl Admin {
             voters: partition.current_voters.into_iter().map(replica).collect(),
             observers: partition.observers.into_iter().map(replica).collect(),
         })
+    }
+}
+
+/// One log directory of a broker, as DescribeLogDirs reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogDirDescription {
+    pub path: String,
+    /// NONE, or KAFKA_STORAGE_ERROR for a directory that failed.
+    pub error: Option<ApiError>,
+    /// The directory's volume size and free space (v4+; -1 when unknown).
+    pub total_bytes: i64,
+    pub usable_bytes: i64,
+    /// Each partition's size on disk in bytes, by topic and partition.
+    pub partition_sizes: BTreeMap<(String, i32), i64>,
+}
+
+impl Admin {
+    /// Every log directory of broker `node_id` and the size of each partition in it
+    /// (DescribeLogDirs for all topics, sent to that broker).
+    pub async fn describe_log_dirs(&self, node_id: i32) -> Result<Vec<LogDirDescription>, Error> {
+        let response = self
+            .client
+            .send(crate::client::Target::Node(node_id), |_| {
+                DescribeLogDirsRequest::default().with_topics(None)
+            })
+            .await?;
+        ErrorCode(response.error_code).check(None)?;
+        Ok(response
+            .results
+            .into_iter()
+            .map(|dir| {
+                let mut partition_sizes = BTreeMap::new();
+                for topic in dir.topics {
+                    for partition in topic.partitions {
+                        if !partition.is_future_key {
+                            partition_sizes.insert(
+                                (topic.name.to_string(), partition.partition_index),
+                                partition.partition_size,
+                            );
+                        }
+                    }
+                }
+                LogDirDescription {
+                    path: dir.log_dir.to_string(),
+                    error: ErrorCode(dir.error_code).check(None).err(),
+                    total_bytes: dir.total_bytes,
+                    usable_bytes: dir.usable_bytes,
+                    partition_sizes,
+                }
+            })
+            .collect())
     }
 }

@@ -50,6 +50,8 @@ pub const IMPLEMENTED_VERSIONS: &[(ApiKey, i16, i16)] = &[
     // Every version of these two carries the same fields.
     (ApiKey::IncrementalAlterConfigs, 0, 1),
     (ApiKey::CreatePartitions, 0, 3),
+    // v1 is Kafka 4's floor; v4 adds each directory's total and usable bytes.
+    (ApiKey::DescribeLogDirs, 1, 4),
     // The producer and consumer (issue 8). Produce v3 is the first with v2 record
     // batches (Kafka 4's floor); v12 is KIP-890's transactions v2 verification, left to
     // the broker side. Fetch v4 brings isolation levels, v7 sessions, v12 diverging

@@ -18,6 +18,7 @@
 //! Not here: share and streams groups.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
@@ -343,19 +344,22 @@ impl Admin {
         &self,
         group_id: &str,
     ) -> Result<ConsumerGroupDescription, Error> {
-        self.at_coordinator(group_id, async |coordinator, connection| {
-            if connection
-                .broker_versions(ApiKey::ConsumerGroupDescribe)
-                .is_some()
-            {
-                match consumer_group_describe(connection, &coordinator, group_id).await {
-                    Err(Error::Api(error)) if error.code == GROUP_ID_NOT_FOUND => {}
-                    Err(Error::Api(error)) if error.code == ErrorCode::UNSUPPORTED_VERSION => {}
-                    result => return result,
+        self.at_coordinator(
+            group_id,
+            move |coordinator, connection: Arc<Connection>| async move {
+                if connection
+                    .broker_versions(ApiKey::ConsumerGroupDescribe)
+                    .is_some()
+                {
+                    match consumer_group_describe(&connection, &coordinator, group_id).await {
+                        Err(Error::Api(error)) if error.code == GROUP_ID_NOT_FOUND => {}
+                        Err(Error::Api(error)) if error.code == ErrorCode::UNSUPPORTED_VERSION => {}
+                        result => return result,
+                    }
                 }
-            }
-            describe_groups(connection, &coordinator, group_id).await
-        })
+                describe_groups(&connection, &coordinator, group_id).await
+            },
+        )
         .await
     }
 
@@ -364,17 +368,23 @@ impl Admin {
         &self,
         group_id: &str,
     ) -> Result<ConsumerGroupDescription, Error> {
-        self.at_coordinator(group_id, async |coordinator, connection| {
-            consumer_group_describe(connection, &coordinator, group_id).await
-        })
+        self.at_coordinator(
+            group_id,
+            move |coordinator, connection: Arc<Connection>| async move {
+                consumer_group_describe(&connection, &coordinator, group_id).await
+            },
+        )
         .await
     }
 
     /// The group as DescribeGroups (classic protocol) reports it.
     pub async fn describe_groups(&self, group_id: &str) -> Result<ConsumerGroupDescription, Error> {
-        self.at_coordinator(group_id, async |coordinator, connection| {
-            describe_groups(connection, &coordinator, group_id).await
-        })
+        self.at_coordinator(
+            group_id,
+            move |coordinator, connection: Arc<Connection>| async move {
+                describe_groups(&connection, &coordinator, group_id).await
+            },
+        )
         .await
     }
 
@@ -383,8 +393,8 @@ impl Admin {
         &self,
         group_id: &str,
     ) -> Result<BTreeMap<TopicPartition, OffsetAndMetadata>, Error> {
-        self.at_coordinator(group_id, async |_, connection| {
-            let response = send(connection, |version| {
+        self.at_coordinator(group_id, move |_, connection: Arc<Connection>| async move {
+            let response = send(&connection, |version| {
                 if version >= 8 {
                     OffsetFetchRequest::default().with_groups(vec![
                         OffsetFetchRequestGroup::default()
@@ -412,8 +422,8 @@ impl Admin {
         let mut results = BTreeMap::new();
         for group_id in group_ids {
             let result = self
-                .at_coordinator(group_id, async |_, connection| {
-                    let response = send(connection, |_| {
+                .at_coordinator(group_id, move |_, connection: Arc<Connection>| async move {
+                    let response = send(&connection, |_| {
                         DeleteGroupsRequest::default().with_groups_names(vec![group_name(group_id)])
                     })
                     .await?;
@@ -462,8 +472,9 @@ impl Admin {
                     .with_partitions(partitions)
             })
             .collect();
-        self.at_coordinator(group_id, async |_, connection| {
-            let response = send(connection, |_| {
+        let topics = &topics;
+        self.at_coordinator(group_id, move |_, connection: Arc<Connection>| async move {
+            let response = send(&connection, |_| {
                 OffsetDeleteRequest::default()
                     .with_group_id(group_name(group_id))
                     .with_topics(topics.clone())
@@ -516,8 +527,9 @@ impl Admin {
                     .with_partitions(partitions)
             })
             .collect();
-        self.at_coordinator(group_id, async |_, connection| {
-            let response = send(connection, |_| {
+        let topics = &topics;
+        self.at_coordinator(group_id, move |_, connection: Arc<Connection>| async move {
+            let response = send(&connection, |_| {
                 OffsetCommitRequest::default()
                     .with_group_id(group_name(group_id))
                     .with_generation_id_or_member_epoch(-1)
@@ -670,11 +682,11 @@ impl Admin {
     /// Runs `call` at the group's coordinator, finding it again (after
     /// `retry.backoff.ms`) while the answer is that it moved, is loading or is not
     /// available, until `request.timeout.ms` has passed.
-    async fn at_coordinator<T>(
-        &self,
-        group_id: &str,
-        call: impl AsyncFn(GroupCoordinator, &Connection) -> Result<T, Error>,
-    ) -> Result<T, Error> {
+    async fn at_coordinator<T, F, Fut>(&self, group_id: &str, call: F) -> Result<T, Error>
+    where
+        F: Fn(GroupCoordinator, Arc<Connection>) -> Fut,
+        Fut: std::future::Future<Output = Result<T, Error>>,
+    {
         let deadline =
             Instant::now() + Duration::from_millis(self.client().config().request_timeout_ms);
         loop {
@@ -682,8 +694,8 @@ impl Admin {
                 let coordinator = self
                     .find_coordinator(group_id, COORDINATOR_TYPE_GROUP)
                     .await?;
-                let connection = self.connect_to(&coordinator.address()).await?;
-                call(coordinator, &connection).await
+                let connection = Arc::new(self.connect_to(&coordinator.address()).await?);
+                call(coordinator, connection).await
             };
             match attempt.await {
                 Err(Error::Api(error))

@@ -22,9 +22,9 @@ pub mod metrics;
 pub mod producer;
 
 pub use admin::{
-    Admin, AlterConfigOp, ClusterDescription, ConfigEntry, ConfigSource, CreatedTopic, NewTopic,
-    PartitionInfo, QuorumInfo, QuorumReplica, TopicDescription, TopicId, TopicListing,
-    TopicResults,
+    Admin, AlterConfigOp, ClusterDescription, ConfigEntry, ConfigSource, CreatedTopic,
+    LogDirDescription, NewTopic, PartitionInfo, QuorumInfo, QuorumReplica, TopicDescription,
+    TopicId, TopicListing, TopicResults,
 };
 pub use client::{Client, Target};
 pub use config::ClientConfig;
