@@ -589,11 +589,56 @@ def run_kafka(work):
         sc.create_topics()
         sc.start()
         scenario_checks(sc, "Apache Kafka 4.1 + sluice monitor")
+        console_on_kafka(work, kafka.bootstrap, config)
         sc.stop.set()
         monitor.send_signal(signal.SIGTERM)
         check("sluice monitor stops on SIGTERM", monitor.wait(20) == 0)
     finally:
         started_kafka.stop()
+
+
+def console_on_kafka(work, bootstrap, config):
+    """The web console (`sluice console`) with Apache Kafka 4.1 as its backend, while the
+    scenarios run: the cluster, topics, a KIP-848 group shown as such (not Dead), Burrow's
+    WARN on the lagging group, and the message browser's stream. compat/console drives the
+    console in a browser on Sluice."""
+    port = free_ports(1)[0]
+    log = os.path.join(work, "console-kafka.log")
+    proc = spawn([SLUICE, "console", "--bootstrap-server", bootstrap, "--listen", f"127.0.0.1:{port}",
+                  "--monitor-config", config, "--set", "console.monitor.cluster=apache",
+                  "--set", "console.sample.interval.ms=1000"], log)
+    base = f"http://127.0.0.1:{port}"
+    wait_until("the console on Kafka", lambda: http("GET", base + "/")[0] == 200, 30)
+    cluster_id = AdminClient({"bootstrap.servers": bootstrap}).describe_cluster().result(timeout=10).cluster_id
+    page = http("GET", base + "/")[1]
+    check("console on Apache Kafka: the overview shows Kafka's cluster id, its broker and quorum leader",
+          f'id="cluster-id">{cluster_id}<' in page and bootstrap in page and 'id="quorum-leader">' in page,
+          page[-2000:])
+
+    def row(group):
+        page = http("GET", base + "/groups")[1]
+        start = page.find(f'<a href="/groups/{group}">')
+        return page[start:page.find("</tr>", start)] if start >= 0 else ""
+    kip848 = wait_until("the KIP-848 group in the console", lambda: "Stable" in row("kip848-members")
+                        and row("kip848-members"), WAIT)
+    check("console on Apache Kafka: a KIP-848 group is shown as a consumer group, Stable (not Dead)",
+          "KIP-848" in kip848 and "Dead" not in kip848, kip848)
+    warn = wait_until("Burrow's WARN on the lagging group in the console",
+                      lambda: "WARN" in row("lagging") and row("lagging"), WAIT)
+    check("console on Apache Kafka: the lagging group is marked WARN", "WARN" in warn, warn)
+    status, page = http("GET", base + "/groups/kip848-members")
+    check("console on Apache Kafka: the KIP-848 group's page lists its member and assignment",
+          status == 200 and 'id="members-table"' in page and "lag-kip848-members" in page, page[-2000:])
+    status, page = http("GET", base + "/topics/lag-lagging")
+    check("console on Apache Kafka: a topic's page with its partition",
+          status == 200 and 'id="partitions"' in page and "1 partitions" in page, page[-1500:])
+    status, stream = http("GET", base + "/api/topics/lag-healthy/messages?from=earliest&limit=3")
+    records = [json.loads(line) for line in stream.splitlines() if line.strip()]
+    check("console on Apache Kafka: the message browser streams records",
+          status == 200 and sum(1 for r in records if "record" in r) == 3 and "end" in records[-1],
+          stream[:1000])
+    proc.send_signal(signal.SIGTERM)
+    check("sluice console stops on SIGTERM", proc.wait(20) == 0)
 
 
 def bad_input(work):

@@ -181,13 +181,78 @@ def firing(alerts, name=None):
     return [a for a in alerts if a["state"] == "firing" and name in (None, a["labels"]["alertname"])]
 
 
+class Console:
+    """`sluice console` against the 3-node cluster (the web console's pages over HTTP; the
+    browser suite, compat/console, drives a single node): it must show the three brokers,
+    the three voters, replication factor 3, and the URP signal the alert fires on."""
+
+    def __init__(self, sluice, bootstrap, port, work):
+        self.base = "http://127.0.0.1:%d" % port
+        self.log = open(os.path.join(work, "console.log"), "w")
+        self.proc = subprocess.Popen(
+            [sluice, "console", "--bootstrap-server", bootstrap, "--listen", "127.0.0.1:%d" % port,
+             "--set", "console.sample.interval.ms=1000"],
+            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def page(self, path):
+        try:
+            with urllib.request.urlopen(self.base + path, timeout=10) as response:
+                return response.read().decode()
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            return ""
+
+    def card(self, page, card):
+        found = re.search(r'<div class="card (\w+)" id="%s"[^>]*><div class="value">(\d+)</div>' % card, page)
+        return (found.group(1), int(found.group(2))) if found else None
+
+    def wait(self, what, predicate, timeout_s=30):
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            page = self.page("/")
+            if predicate(page):
+                return page
+            time.sleep(0.5)
+        raise Failed("console: %s; the overview:\n%s" % (what, re.sub(r"<[^>]+>", " ", self.page("/"))[-3000:]))
+
+    def check_healthy(self, report):
+        page = self.wait("three brokers, three voters and green health signals", lambda p: (
+            p.count("<td class=\"mono\">127.0.0.1:") == 3
+            and p.count("<td>Voter</td>") + p.count("<td>Leader</td>") == 3
+            and self.card(p, "under-replicated") == ("ok", 0)
+            and self.card(p, "active-controllers") == ("ok", 1)
+            and self.card(p, "offline") == ("ok", 0)))
+        leaders = [int(n) for n in re.findall(r'<td class="num">(\d+)</td><td class="num">[^<]*</td><td>', page)]
+        topic = self.page("/topics/" + TOPIC)
+        isr_rows = re.findall(r"<tr><td>\d+</td><td>\d+</td><td>([\d, ]+)</td><td>([\d, ]+)</td>", topic)
+        if len(isr_rows) != PARTITIONS or any(len(r.split(",")) != 3 or len(i.split(",")) != 3
+                                              for r, i in isr_rows):
+            raise Failed("console: the topic page does not show %d partitions with 3 replicas in sync: %s"
+                         % (PARTITIONS, isr_rows))
+        report(True, "sluice console on the 3-node cluster: 3 brokers (leaders %s), 3 voters, health "
+               "signals green, %s with %d partitions of 3 replicas all in sync" % (leaders, TOPIC, PARTITIONS))
+
+    def check_under_replicated(self, report, victim):
+        self.wait("UnderReplicatedPartitions red with node %d down" % victim,
+                  lambda p: self.card(p, "under-replicated") == ("err", PARTITIONS))
+        report(True, "sluice console: UnderReplicatedPartitions shows %d, red, with node %d down"
+               % (PARTITIONS, victim))
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
 def run(work, keep, report):
     metrics_ports = free_ports(3)
     c = cluster.Cluster("sluice", "combined", workdir=os.path.join(work, "cluster"), keep=keep,
                         start_timeout=60)
     for node, port in zip(c.nodes.values(), metrics_ports):
         node.real["metrics"] = port
-    prometheus = None
+    prometheus = console = None
     try:
         c.start()
         instance_of = {n.id: "127.0.0.1:%d" % n.real["metrics"] for n in c.nodes.values()}
@@ -198,7 +263,9 @@ def run(work, keep, report):
         subprocess.run([sluice, "produce", TOPIC, "-b", c.bootstrap()], input=b"a\nb\nc\n",
                        check=True, timeout=30)
         used = {p for n in c.nodes.values() for p in list(n.real.values()) + list(n.proxy.values())}
-        prometheus = Prometheus(free_ports(1, avoid=used)[0], work)
+        prometheus_port, console_port = free_ports(2, avoid=used)
+        console = Console(sluice, c.bootstrap(), console_port, work)
+        prometheus = Prometheus(prometheus_port, work)
         prometheus.start(instance_of.values())
         report(True, "Prometheus %s loads deploy/prometheus/alerts.yml and scrapes %s"
                % (prometheus.url, ", ".join(instance_of.values())))
@@ -227,6 +294,7 @@ def run(work, keep, report):
         if unhealthy_rules:
             raise Failed("rules that fail to evaluate: %s\n%s" % (unhealthy_rules, prometheus.view()))
         report(True, "healthy cluster: no alert pending or firing for %d s of 1 s evaluations" % QUIET_S)
+        console.check_healthy(report)
 
         # 2 the dashboard's expressions and the rules' metrics, against real scrapes
         with open(files_check.DASHBOARD) as f:
@@ -268,6 +336,7 @@ def run(work, keep, report):
         report(True, "node %d (not the controller) SIGKILLed: %s firing after %.1f s on %s, "
                "all %d partitions counted, no other alert"
                % (victim, URP_ALERT, took, ", ".join(urp_instances), PARTITIONS))
+        console.check_under_replicated(report, victim)
 
         # 4 back: URP resolves
         restarted_at = time.monotonic()
@@ -286,6 +355,8 @@ def run(work, keep, report):
     finally:
         if prometheus is not None:
             prometheus.stop()
+        if console is not None:
+            console.stop()
         c.stop(grace=5)
 
 

@@ -124,17 +124,19 @@ async fn worker(config: WorkerConfig) -> anyhow::Result<()> {
         eprintln!("sluice: shutting down");
         let _ = stop.send(true);
     });
-    worker_in_process(config, stopped).await
+    worker_in_process(config, stopped, None).await
 }
 
 /// The worker of `sluice server --with-connect`: against the node's own listener,
 /// Connect's sample `connect-distributed.properties` otherwise (JSON converters,
 /// `connect-configs`/`connect-offsets`/`connect-status`), replication as the node's
-/// default.
+/// default. Its REST URL, once bound, is sent to `bound` (the node's console reaches it
+/// there).
 pub async fn start_in_process(
     broker: SocketAddr,
     listen: &str,
     stopped: tokio::sync::watch::Receiver<bool>,
+    bound: tokio::sync::oneshot::Sender<String>,
 ) -> anyhow::Result<()> {
     let text = format!(
         "bootstrap.servers={broker}\n\
@@ -152,17 +154,21 @@ pub async fn start_in_process(
     );
     let config = WorkerConfig::from_props(WorkerConfig::parse_properties(&text))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    worker_in_process(config, stopped).await
+    worker_in_process(config, stopped, Some(bound)).await
 }
 
 async fn worker_in_process(
     config: WorkerConfig,
     stopped: tokio::sync::watch::Receiver<bool>,
+    url: Option<tokio::sync::oneshot::Sender<String>>,
 ) -> anyhow::Result<()> {
     let (bound, address) = tokio::sync::oneshot::channel();
     tokio::spawn(async move {
         if let Ok(address) = address.await {
             eprintln!("sluice: Kafka Connect REST API listening on http://{address}");
+            if let Some(url) = url {
+                let _ = url.send(format!("http://{address}"));
+            }
         }
     });
     sluice_connect::serve(config, stopped, Some(bound))

@@ -23,7 +23,7 @@ use sluice_client::{
 const MISSING_COLUMN_VALUE: &str = "-";
 
 /// The states a consumer group can be in, as Kafka names them (`GroupState`).
-const CONSUMER_GROUP_STATES: &[&str] = &[
+pub(crate) const CONSUMER_GROUP_STATES: &[&str] = &[
     "PreparingRebalance",
     "CompletingRebalance",
     "Stable",
@@ -301,7 +301,7 @@ fn canonical_names(
 }
 
 /// A broker's spelling of a state or type as Kafka prints it; `Unknown` when absent.
-fn canonical(value: Option<&str>, valid: &[&str]) -> String {
+pub(crate) fn canonical(value: Option<&str>, valid: &[&str]) -> String {
     value
         .and_then(|value| valid.iter().find(|name| name.eq_ignore_ascii_case(value)))
         .map_or("Unknown".to_string(), |name| name.to_string())
@@ -415,18 +415,18 @@ fn check_state(group: &str, state: &str) -> anyhow::Result<bool> {
 
 /// One line of the offsets view.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct OffsetRow {
-    group: String,
-    partition: TopicPartition,
-    committed_offset: Option<i64>,
-    log_end_offset: Option<i64>,
-    consumer_id: String,
-    host: String,
-    client_id: String,
+pub(crate) struct OffsetRow {
+    pub(crate) group: String,
+    pub(crate) partition: TopicPartition,
+    pub(crate) committed_offset: Option<i64>,
+    pub(crate) log_end_offset: Option<i64>,
+    pub(crate) consumer_id: String,
+    pub(crate) host: String,
+    pub(crate) client_id: String,
 }
 
 impl OffsetRow {
-    fn lag(&self) -> Option<i64> {
+    pub(crate) fn lag(&self) -> Option<i64> {
         let committed = self.committed_offset.filter(|offset| *offset != -1)?;
         Some(self.log_end_offset? - committed)
     }
@@ -435,7 +435,7 @@ impl OffsetRow {
 /// The rows Kafka's `--describe --offsets` prints: members with the most partitions
 /// first, each member's partitions in order, then the partitions with a committed offset
 /// that no member owns.
-async fn offset_rows(
+pub(crate) async fn offset_rows(
     admin: &Admin,
     description: &ConsumerGroupDescription,
 ) -> anyhow::Result<Vec<OffsetRow>> {
@@ -547,7 +547,7 @@ fn format_offsets(rows: &[OffsetRow]) -> String {
 }
 
 /// Partitions as Kafka's `--members --verbose` shows them: `topic:0,1;other:2`.
-fn assignment_string(partitions: &BTreeSet<TopicPartition>) -> String {
+pub(crate) fn assignment_string(partitions: &BTreeSet<TopicPartition>) -> String {
     if partitions.is_empty() {
         return MISSING_COLUMN_VALUE.to_string();
     }
@@ -912,7 +912,7 @@ async fn reset_offsets(
 }
 
 /// `topic` (every partition) or `topic:0,1` from `--topic`.
-async fn partitions_to_reset(
+pub(crate) async fn partitions_to_reset(
     admin: &Admin,
     topics: &[String],
 ) -> anyhow::Result<BTreeSet<TopicPartition>> {
@@ -1083,7 +1083,7 @@ fn format_reset_plan(group: &str, plan: &BTreeMap<TopicPartition, i64>) -> Strin
 /// `Utils.getDateTime` does: `yyyy-MM-dd'T'HH:mm:ss.SSS` then a zone (`Z`, `+hh:mm`,
 /// `+hhmm`, `+hh`), UTC when none is given. As in Java's SimpleDateFormat, the digits
 /// after the dot are a count of milliseconds (`.5` is 5 ms).
-fn parse_datetime(text: &str) -> anyhow::Result<i64> {
+pub(crate) fn parse_datetime(text: &str) -> anyhow::Result<i64> {
     let invalid = || anyhow!("Unparseable date: \"{text}\" (expected YYYY-MM-DDThh:mm:ss.sss)");
     let Some((date, time)) = text.split_once('T') else {
         bail!("Error parsing timestamp. It does not contain a 'T' according to ISO8601 format");

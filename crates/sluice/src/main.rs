@@ -11,6 +11,7 @@
 
 mod cluster;
 mod connect;
+mod console;
 mod consume;
 mod dump_log;
 mod group;
@@ -81,7 +82,18 @@ enum Command {
         /// cluster `local`, Burrow's defaults, no notifiers).
         #[arg(long)]
         monitor_config: Option<PathBuf>,
+        /// Also serve the web console (topics, messages, groups and lag, brokers and
+        /// quorum, schemas, connectors) on `--console-listen`. `console.*` keys given
+        /// with `--set` or in `--config` configure it (`console.read.only=true`).
+        #[arg(long)]
+        with_console: bool,
+        /// The console's HTTP address with `--with-console`.
+        #[arg(long, default_value = console::DEFAULT_LISTEN)]
+        console_listen: String,
     },
+    /// Serve the web console against any Kafka-protocol cluster (Sluice or Apache
+    /// Kafka), with its schema registry and Connect worker if given.
+    Console(console::ConsoleArgs),
     /// Watch consumer lag as LinkedIn's Burrow does (its config file, evaluation rules,
     /// HTTP API v3, http and email notifiers), against any Kafka-protocol cluster.
     Monitor(monitor::MonitorArgs),
@@ -193,13 +205,25 @@ fn main() -> anyhow::Result<()> {
             with_monitor,
             monitor_listen,
             monitor_config,
+            with_console,
+            console_listen,
         } => server(
             config,
             &overrides,
-            with_registry.then_some(registry_listen),
-            with_connect.then_some(connect_listen),
-            with_monitor.then_some((monitor_listen, monitor_config)),
+            Companions {
+                registry: with_registry.then_some(registry_listen),
+                connect: with_connect.then_some(connect_listen),
+                monitor: with_monitor.then_some((monitor_listen, monitor_config)),
+                console: with_console.then_some(console_listen),
+            },
         ),
+        Command::Console(args) => {
+            if let Err(error) = console::run(args) {
+                eprintln!("sluice console: {error:#}");
+                std::process::exit(1);
+            }
+            Ok(())
+        }
         Command::Monitor(args) => {
             if let Err(error) = monitor::run(args) {
                 eprintln!("sluice monitor: {error:#}");
@@ -299,24 +323,70 @@ fn main() -> anyhow::Result<()> {
     }
 }
 
+/// The services `sluice server` runs beside the broker, each with its listen address.
+struct Companions {
+    registry: Option<String>,
+    connect: Option<String>,
+    monitor: Option<(String, Option<PathBuf>)>,
+    console: Option<String>,
+}
+
 fn server(
     config_path: Option<PathBuf>,
     overrides: &[String],
-    registry_listen: Option<String>,
-    connect_listen: Option<String>,
-    monitor: Option<(String, Option<PathBuf>)>,
+    companions: Companions,
 ) -> anyhow::Result<()> {
     use anyhow::Context;
+    let Companions {
+        registry: registry_listen,
+        connect: connect_listen,
+        monitor,
+        console: console_listen,
+    } = companions;
     let text = match &config_path {
         Some(path) => {
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?
         }
         None => sluice_broker::EMBEDDED_SERVER_PROPERTIES.to_string(),
     };
-    let overrides = overrides
-        .iter()
-        .map(|o| sluice_broker::BrokerConfig::parse_override(o))
-        .collect::<Result<Vec<_>, _>>()?;
+    // `console.*` keys configure the console, not the broker: from the file, then the
+    // overrides (which win).
+    let mut console_settings: Vec<String> = text
+        .lines()
+        .map(str::trim)
+        .filter(|line| line.starts_with("console."))
+        .map(|line| line.replacen(':', "=", usize::from(!line.contains('='))))
+        .collect();
+    let text: String = text
+        .lines()
+        .filter(|line| !line.trim().starts_with("console."))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    let mut broker_overrides = Vec::new();
+    for o in overrides {
+        let (key, value) = sluice_broker::BrokerConfig::parse_override(o)?;
+        if key.starts_with("console.") {
+            console_settings.push(format!("{key}={value}"));
+        } else {
+            broker_overrides.push((key, value));
+        }
+    }
+    let overrides = broker_overrides;
+    let console_config = match &console_listen {
+        Some(_) => {
+            let mut config = console::ConsoleConfig::new(Vec::new());
+            for setting in &console_settings {
+                config.set(setting)?;
+            }
+            Some(config)
+        }
+        None => {
+            if !console_settings.is_empty() {
+                tracing::warn!("console.* settings are ignored without --with-console");
+            }
+            None
+        }
+    };
     let loaded = sluice_broker::BrokerConfig::load(&text, &overrides)?;
     for warning in &loaded.warnings {
         tracing::warn!("{warning}");
@@ -367,13 +437,24 @@ fn server(
                     .ok()
                     .and_then(|a| *a)
             };
+        // The registry's and Connect's URLs once bound (a port 0 is only known then), for
+        // the console.
+        let (registry_bound, registry_url) = tokio::sync::oneshot::channel::<String>();
+        let (connect_bound, connect_url) = tokio::sync::oneshot::channel::<String>();
+        let registry_url = registry_listen.is_some().then_some(registry_url);
+        let connect_url = connect_listen.is_some().then_some(connect_url);
         match connect_listen {
             Some(listen) => {
                 let address = broker_address.clone();
                 tokio::spawn(async move {
                     if let Some(broker) = first_listener(address).await
-                        && let Err(error) =
-                            connect::start_in_process(broker, &listen, connect_stopped).await
+                        && let Err(error) = connect::start_in_process(
+                            broker,
+                            &listen,
+                            connect_stopped,
+                            connect_bound,
+                        )
+                        .await
                     {
                         eprintln!("sluice: the Kafka Connect worker did not start: {error:#}");
                     }
@@ -390,7 +471,9 @@ fn server(
                 let Some(broker) = first_listener(address).await else {
                     return;
                 };
-                if let Err(error) = registry::start_in_process(broker, &listen).await {
+                if let Err(error) =
+                    registry::start_in_process(broker, &listen, registry_bound).await
+                {
                     eprintln!("sluice: the schema registry did not start: {error:#}");
                 }
             })
@@ -398,6 +481,7 @@ fn server(
         // With --with-monitor, the monitor starts once the broker listens, and the node's
         // /metrics exports its lag from then on.
         let monitor_slot = std::sync::Arc::new(std::sync::OnceLock::new());
+        let shared_monitor = monitor.is_some().then(|| monitor_slot.clone());
         let mut collectors = Vec::new();
         if let Some((listen, config_path)) = monitor {
             collectors.push(sluice_monitor::metrics::collector(monitor_slot.clone()));
@@ -417,6 +501,35 @@ fn server(
                 .await
                 {
                     eprintln!("sluice: the lag monitor did not start: {error:#}");
+                }
+            });
+        }
+        // With --with-console, the console starts once the broker listens; it reaches
+        // the registry, Connect and the monitor this node runs.
+        if let (Some(listen), Some(mut config)) = (console_listen, console_config) {
+            let address = broker_address.clone();
+            let stop_console = stopped.clone();
+            tokio::spawn(async move {
+                let Some(broker) = first_listener(address).await else {
+                    return;
+                };
+                config.bootstrap_servers = vec![broker.to_string()];
+                let bound = async |url: Option<tokio::sync::oneshot::Receiver<String>>| match url {
+                    Some(url) => tokio::time::timeout(std::time::Duration::from_secs(60), url)
+                        .await
+                        .ok()
+                        .and_then(Result::ok),
+                    None => None,
+                };
+                if config.registry_url.is_none() {
+                    config.registry_url = bound(registry_url).await;
+                }
+                if config.connect_url.is_none() {
+                    config.connect_url = bound(connect_url).await;
+                }
+                match console::start(config, &listen, shared_monitor, stop_console).await {
+                    Ok(bound) => eprintln!("sluice: console on http://{bound}/"),
+                    Err(error) => eprintln!("sluice: the console did not start: {error:#}"),
                 }
             });
         }

@@ -60,7 +60,7 @@ pub fn run(args: MonitorArgs) -> anyhow::Result<()> {
     })
 }
 
-async fn wait_for_signal() {
+pub(crate) async fn wait_for_signal() {
     let terminate = async {
         match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
             Ok(mut signal) => {

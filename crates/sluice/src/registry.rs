@@ -80,8 +80,13 @@ fn properties(text: &str) -> Vec<(String, String)> {
 }
 
 /// The registry of `sluice server --with-registry`: against the node's own listener,
-/// `_schemas` with the node's replication (1 on a single node).
-pub async fn start_in_process(broker: SocketAddr, listen: &str) -> anyhow::Result<()> {
+/// `_schemas` with the node's replication (1 on a single node). Its URL, once bound, is
+/// sent to `bound` (the node's console reaches it there).
+pub async fn start_in_process(
+    broker: SocketAddr,
+    listen: &str,
+    bound: tokio::sync::oneshot::Sender<String>,
+) -> anyhow::Result<()> {
     let mut entries = BTreeMap::new();
     entries.insert(
         "kafkastore.bootstrap.servers".to_string(),
@@ -91,6 +96,7 @@ pub async fn start_in_process(broker: SocketAddr, listen: &str) -> anyhow::Resul
     let config = RegistryConfig::from_map(&entries)?;
     let running = start(config).await?;
     eprintln!("sluice: schema registry listening on {}", running.url());
+    let _ = bound.send(running.url().to_string());
     running.wait().await;
     Ok(())
 }

@@ -29,6 +29,19 @@ pub fn start_with_registry(dir: &Path, settings: &[&str]) -> (Child, SocketAddr,
     (child, address, registry.expect("the registry's line"))
 }
 
+/// `sluice server` with `args` and `settings`, as [`start`]; waits also for the stderr
+/// line starting with `also_wait_for` and returns the rest of it.
+#[allow(dead_code)]
+pub fn start_with_args(
+    dir: &Path,
+    settings: &[&str],
+    args: &[&str],
+    also_wait_for: &str,
+) -> (Child, SocketAddr, String) {
+    let (child, address, other) = start_with(dir, settings, args, Some(also_wait_for));
+    (child, address, other.expect("the awaited line"))
+}
+
 /// `sluice server` on `dir` with free loopback ports, `args`, then `settings`
 /// (`key=value`, later ones win), stderr piped; not started.
 #[allow(dead_code)]
