@@ -609,7 +609,8 @@ def console_on_kafka(work, bootstrap, config):
                   "--set", "console.sample.interval.ms=1000"], log)
     base = f"http://127.0.0.1:{port}"
     wait_until("the console on Kafka", lambda: http("GET", base + "/")[0] == 200, 30)
-    cluster_id = AdminClient({"bootstrap.servers": bootstrap}).describe_cluster().result(timeout=10).cluster_id
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until its answer
+    cluster_id = admin.describe_cluster().result(timeout=10).cluster_id
     page = http("GET", base + "/")[1]
     check("console on Apache Kafka: the overview shows Kafka's cluster id, its broker and quorum leader",
           f'id="cluster-id">{cluster_id}<' in page and bootstrap in page and 'id="quorum-leader">' in page,
