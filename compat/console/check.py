@@ -525,7 +525,9 @@ def lagging(b, env):
         raise SystemExit(f"{error}; the status read {seen[-5:]}; the page: {b.text('main')[:3000]}")
     check("lag: the lagging group is marked WARN", "WARN" in b.text("#group-status"))
     why = b.text("#why-lagging")
-    check("lag: the 'why is it lagging' view explains it", why != "" and "lag" in why.lower(), why)
+    kinds = [li.get_attribute("data-kind") for li in b.finds("#lag-findings li.finding")]
+    check("lag: 'why is it lagging' finds the lag growing (20/s produced, 4/s committed), not a "
+          "stopped consumer", kinds == ["growing"], (kinds, why))
     b.open("/groups")
     row = [r.text for r in b.finds("#groups tbody tr") if "web-lagging" in r.text]
     check("lag: the group list shows WARN too", row and "WARN" in row[0], row)
