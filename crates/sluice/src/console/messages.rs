@@ -2860,6 +2860,26 @@ mod expr {
 mod tests {
     use super::*;
 
+    proptest::proptest! {
+        /// What a page (or anyone) sends: never a panic, a parse error at worst.
+        #[test]
+        fn any_input_parses_or_is_refused(
+            text in "[ -~]{0,80}|[()!&|=<>\"a-z.0-9 ]{0,200}|\\PC{0,40}"
+        ) {
+            let _ = expr::Expr::parse(&text);
+            let _ = parse_time(&text);
+            let _ = parse_positions(&text);
+            let _ = parse_headers(&text);
+        }
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_not_overflowed() {
+        let deep = format!("{}key == \"k\"{}", "(".repeat(100_000), ")".repeat(100_000));
+        assert!(expr::Expr::parse(&deep).is_err());
+        assert!(expr::Expr::parse(&"!".repeat(100_000)).is_err());
+    }
+
     #[test]
     fn times_parse_as_utc_or_ms() {
         assert_eq!(parse_time("1796655845123"), Ok(1_796_655_845_123));
