@@ -272,9 +272,12 @@ impl Sampler {
 /// samples.
 fn rate(series: &Series) -> Option<f64> {
     let &(t1, v1) = series.back()?;
+    // From the newest back, so the cost is the window's samples, not the whole history.
     let &(t0, v0) = series
         .iter()
-        .find(|(t, _)| t1 - *t <= RATE_WINDOW_MS)
+        .rev()
+        .take_while(|(t, _)| t1 - *t <= RATE_WINDOW_MS)
+        .last()
         .filter(|(t, _)| *t < t1)?;
     Some(((v1 - v0).max(0) as f64) * 1000.0 / (t1 - t0) as f64)
 }
