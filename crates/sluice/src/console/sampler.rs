@@ -186,17 +186,27 @@ impl Sampler {
         let mut history = self.lock();
         let now = snapshot.taken_ms;
         let capacity = self.capacity;
-        let push = |series: &mut Series, value: i64| {
+        // Group lag keeps `console.sample.history` samples (its chart); the per-partition
+        // series only feed rates, which read the last RATE_WINDOW_MS, so they keep no
+        // more (at 10,000 partitions a full history was ~200 MiB).
+        let push = |series: &mut Series, value: i64, keep_ms: Option<i64>| {
             if series.back().is_some_and(|(t, _)| *t >= now) {
                 return;
             }
             series.push_back((now, value));
-            while series.len() > capacity {
+            while series.len() > capacity
+                || keep_ms.is_some_and(|keep| series.front().is_some_and(|(t, _)| now - *t > keep))
+            {
                 series.pop_front();
             }
         };
+        let window = Some(RATE_WINDOW_MS);
         for (key, offset) in &snapshot.end_offsets {
-            push(history.end_offsets.entry(key.clone()).or_default(), *offset);
+            push(
+                history.end_offsets.entry(key.clone()).or_default(),
+                *offset,
+                window,
+            );
         }
         history
             .end_offsets
@@ -205,13 +215,17 @@ impl Sampler {
             let mut lag = 0;
             let series = history.committed.entry(group.clone()).or_default();
             for (key, offset) in offsets {
-                push(series.entry(key.clone()).or_default(), *offset);
+                push(series.entry(key.clone()).or_default(), *offset, window);
                 if let Some(end) = snapshot.end_offsets.get(key) {
                     lag += (end - offset).max(0);
                 }
             }
             series.retain(|key, _| offsets.contains_key(key));
-            push(history.group_lag.entry(group.clone()).or_default(), lag);
+            push(
+                history.group_lag.entry(group.clone()).or_default(),
+                lag,
+                None,
+            );
         }
         history
             .committed
@@ -426,6 +440,35 @@ pub async fn refresh(console: &Console) -> anyhow::Result<Arc<Snapshot>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn partition_series_keep_the_rate_window_and_group_lag_its_history() {
+        let sampler = Sampler::new(720);
+        for i in 0..200_i64 {
+            let mut snapshot = Snapshot {
+                taken_ms: i * 1000,
+                ..Snapshot::default()
+            };
+            snapshot.end_offsets.insert(("t".into(), 0), i * 10);
+            snapshot
+                .committed
+                .insert("g".into(), HashMap::from([(("t".to_string(), 0), i * 5)]));
+            sampler.record(snapshot);
+        }
+        let history = sampler.lock();
+        let ends = &history.end_offsets[&("t".to_string(), 0)];
+        assert_eq!(ends.len(), 61, "the samples of the last 60 s");
+        assert_eq!(ends.front(), Some(&(139_000, 1390)));
+        assert_eq!(history.committed["g"][&("t".to_string(), 0)].len(), 61);
+        assert_eq!(
+            history.group_lag["g"].len(),
+            200,
+            "the chart's whole history"
+        );
+        drop(history);
+        assert_eq!(sampler.partition_rate("t", 0), Some(10.0));
+        assert_eq!(sampler.consume_rate("g", "t", 0), Some(5.0));
+    }
 
     #[test]
     fn rates_use_the_last_minute_of_samples() {
