@@ -171,10 +171,7 @@ async fn list_page(State(console): State<Arc<Console>>) -> Response {
         }
     };
     let described = describe_all(&console, &listings).await;
-    let snapshot = match console.sampler.snapshot() {
-        Some(snapshot) => Some(snapshot),
-        None => sampler::refresh(&console).await.ok(),
-    };
+    let snapshot = sampler::current(&console).await.ok();
     let mut body = String::new();
     let _ = write!(
         body,

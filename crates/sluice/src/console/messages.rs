@@ -345,20 +345,9 @@ fn parse_time(text: &str) -> Result<i64, String> {
         }
         _ => return Err(bad()),
     };
-    let days = days_from_civil(year, month, day);
+    let days = crate::group::days_from_civil(year, month, day);
     let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset_minutes * 60;
     Ok(seconds * 1000 + millis)
-}
-
-/// Howard Hinnant's days_from_civil: (year, month, day) to days since 1970-01-01.
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let yoe = year - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 // Decoding.

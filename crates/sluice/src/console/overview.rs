@@ -26,19 +26,16 @@ fn health(value: usize, healthy: usize) -> &'static str {
 }
 
 async fn overview(State(console): State<Arc<Console>>) -> Response {
-    let snapshot = match console.sampler.snapshot() {
-        Some(snapshot) => snapshot,
-        None => match sampler::refresh(&console).await {
-            Ok(snapshot) => snapshot,
-            Err(error) => {
-                return html::error_page(
-                    &console,
-                    axum::http::StatusCode::BAD_GATEWAY,
-                    "Overview",
-                    &format!("The cluster did not answer: {error:#}"),
-                );
-            }
-        },
+    let snapshot = match sampler::current(&console).await {
+        Ok(snapshot) => snapshot,
+        Err(error) => {
+            return html::error_page(
+                &console,
+                axum::http::StatusCode::BAD_GATEWAY,
+                "Overview",
+                &format!("The cluster did not answer: {error:#}"),
+            );
+        }
     };
     let quorum = console.admin.describe_quorum().await;
     let mut body = String::new();

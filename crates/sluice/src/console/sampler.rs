@@ -318,6 +318,14 @@ pub fn start(console: Arc<Console>) {
     });
 }
 
+/// The latest snapshot, or (before the first sample) one read now.
+pub async fn current(console: &Console) -> anyhow::Result<Arc<Snapshot>> {
+    match console.sampler.snapshot() {
+        Some(snapshot) => Ok(snapshot),
+        None => refresh(console).await,
+    }
+}
+
 /// Reads the cluster now and records a sample; pages call this after a change so they
 /// show it. A failure of one part (a broker's log dirs, a group's offsets) is listed in
 /// the snapshot's `problems`; only a failed metadata request fails the refresh.

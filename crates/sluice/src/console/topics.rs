@@ -49,19 +49,16 @@ struct ListQuery {
 }
 
 async fn list(State(console): State<Arc<Console>>, Query(query): Query<ListQuery>) -> Response {
-    let snapshot = match console.sampler.snapshot() {
-        Some(snapshot) => snapshot,
-        None => match sampler::refresh(&console).await {
-            Ok(snapshot) => snapshot,
-            Err(error) => {
-                return html::error_page(
-                    &console,
-                    StatusCode::BAD_GATEWAY,
-                    "Topics",
-                    &format!("The cluster did not answer: {error:#}"),
-                );
-            }
-        },
+    let snapshot = match sampler::current(&console).await {
+        Ok(snapshot) => snapshot,
+        Err(error) => {
+            return html::error_page(
+                &console,
+                StatusCode::BAD_GATEWAY,
+                "Topics",
+                &format!("The cluster did not answer: {error:#}"),
+            );
+        }
     };
     let topics: Vec<_> = snapshot
         .topics
