@@ -14,7 +14,11 @@ use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse, 
 use kafka_protocol::protocol::{Decodable, Encodable};
 
 use crate::broker::Broker;
+use crate::controller;
 use crate::handlers;
+use crate::quorum::rpc::{Forwarded, ForwardedReply};
+use crate::quorum::{RpcRequest, RpcResponse};
+pub use crate::request::{Outcome, RequestContext, decode, respond};
 
 /// Kafka's UNSUPPORTED_VERSION error code.
 pub const UNSUPPORTED_VERSION: i16 = 35;
@@ -86,55 +90,6 @@ pub fn supported_versions(api_key: ApiKey) -> Option<(i16, i16)> {
         .map(|(_, min, max)| (*min, *max))
 }
 
-/// What the connection does with a request.
-#[derive(Debug)]
-pub enum Outcome {
-    /// Send this response body (encoded at the version the response goes out at).
-    Respond { body: Bytes, response_version: i16 },
-    /// Send nothing (Produce with acks=0).
-    NoResponse,
-    /// Close the connection, as Kafka does for a request it cannot serve.
-    Close { reason: String },
-}
-
-/// Who sent a request and where.
-#[derive(Debug, Clone)]
-pub struct RequestContext {
-    pub broker: Arc<Broker>,
-    /// The listener the request came in on (its advertised endpoint answers Metadata).
-    pub listener: Arc<str>,
-    pub version: i16,
-    pub client_id: Option<String>,
-    /// The client's address as Kafka shows it in groups (`/127.0.0.1`).
-    pub client_host: Arc<str>,
-    /// Relayed by another node to this one as the active controller
-    /// ([`crate::forwarding`]): served here, never forwarded again.
-    pub forwarded: bool,
-}
-
-/// Encodes a response at `version`.
-pub fn respond<R: Encodable>(response: &R, version: i16) -> Outcome {
-    let mut out = BytesMut::new();
-    match response.encode(&mut out, version) {
-        Ok(()) => Outcome::Respond {
-            body: out.freeze(),
-            response_version: version,
-        },
-        // A handler set a field this version cannot carry: a bug, but not the client's
-        // to pay for with a hang.
-        Err(error) => Outcome::Close {
-            reason: format!("response does not encode at v{version}: {error}"),
-        },
-    }
-}
-
-/// Decodes a request body, or says why the connection closes.
-pub fn decode<R: Decodable>(api_key: ApiKey, body: &mut Bytes, version: i16) -> Result<R, Outcome> {
-    R::decode(body, version).map_err(|error| Outcome::Close {
-        reason: format!("malformed {api_key:?} v{version} request: {error}"),
-    })
-}
-
 /// Whether Sluice serves `version` of `api_key` (ApiVersions has its own rule).
 pub fn check_version(api_key: ApiKey, version: i16) -> Result<(), Outcome> {
     let Some((min, max)) = supported_versions(api_key) else {
@@ -187,6 +142,75 @@ pub async fn dispatch(
         forwarded: false,
     };
     handlers::handle(context, api_key, body).await
+}
+
+/// Serves a quorum request that reached this node.
+pub async fn serve_rpc(broker: &Arc<Broker>, request: RpcRequest) -> RpcResponse {
+    let quorum = match broker.quorum() {
+        Ok(quorum) => quorum.clone(),
+        Err(error) => return RpcResponse::Refused(error.to_string()),
+    };
+    match request {
+        RpcRequest::AppendEntries(rpc) => {
+            RpcResponse::AppendEntries(quorum.raft.append_entries(rpc).await)
+        }
+        RpcRequest::Vote(rpc) => RpcResponse::Vote(quorum.raft.vote(rpc).await),
+        RpcRequest::InstallSnapshot(rpc) => {
+            RpcResponse::InstallSnapshot(quorum.raft.install_snapshot(rpc).await)
+        }
+        RpcRequest::Propose(proposal) => {
+            RpcResponse::Propose(quorum.propose_as_leader(proposal).await)
+        }
+        RpcRequest::Join { node_id, address } => {
+            RpcResponse::Join(quorum.add_learner(node_id, address).await)
+        }
+        RpcRequest::Heartbeat(heartbeat) => {
+            RpcResponse::Heartbeat(controller::heartbeat_as_controller(broker, heartbeat).await)
+        }
+        RpcRequest::AlterPartition(change) => RpcResponse::AlterPartition(
+            controller::alter_partition_as_controller(broker, change).await,
+        ),
+        RpcRequest::Status => RpcResponse::Status(quorum.status()),
+        RpcRequest::ClusterId => RpcResponse::ClusterId(broker.cluster_id.clone()),
+        RpcRequest::Forward(request) => {
+            RpcResponse::Forwarded(serve_forwarded(broker, request).await)
+        }
+    }
+}
+
+/// Serves a request another node forwarded, when this node is the active controller.
+async fn serve_forwarded(broker: &Arc<Broker>, request: Forwarded) -> ForwardedReply {
+    let active = broker
+        .quorum()
+        .is_ok_and(|quorum| quorum.is_active_controller());
+    let api_key = match ApiKey::try_from(request.api_key) {
+        Ok(key) if crate::forwarding::served_by_controller(key) => key,
+        _ => {
+            return ForwardedReply::Close(format!(
+                "API key {} is not forwarded to the controller",
+                request.api_key
+            ));
+        }
+    };
+    if !active {
+        return ForwardedReply::NotController;
+    }
+    if let Err(Outcome::Close { reason }) = check_version(api_key, request.version) {
+        return ForwardedReply::Close(reason);
+    }
+    let context = RequestContext {
+        broker: broker.clone(),
+        listener: "CONTROLLER".into(),
+        version: request.version,
+        client_id: request.client_id,
+        client_host: request.client_host.into(),
+        forwarded: true,
+    };
+    match handlers::handle(context, api_key, Bytes::from(request.body)).await {
+        Outcome::Respond { body, .. } => ForwardedReply::Respond(body.to_vec()),
+        Outcome::Close { reason } => ForwardedReply::Close(reason),
+        Outcome::NoResponse => ForwardedReply::Close("no response".into()),
+    }
 }
 
 /// ApiVersions, as Kafka 4.1 answers it:

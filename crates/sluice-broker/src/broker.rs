@@ -28,10 +28,7 @@ use crate::fetch_session::FetchSessions;
 pub use crate::replica::Replica;
 use crate::topic_config;
 
-/// `ConfigResource.Type` of a topic.
-pub const TOPIC_RESOURCE: i8 = 2;
-/// `ConfigResource.Type` of a broker.
-pub const BROKER_RESOURCE: i8 = 4;
+pub use crate::topic_config::{BROKER_RESOURCE, TOPIC_RESOURCE};
 /// How many producer ids a broker takes from the metadata log at once (Kafka's block).
 const PRODUCER_ID_BLOCK: i64 = 1000;
 
@@ -51,6 +48,23 @@ pub enum BrokerError {
     Storage(#[from] StorageError),
     #[error("metadata quorum: {0}")]
     Quorum(#[from] crate::quorum::QuorumError),
+}
+
+impl BrokerError {
+    /// The error code of a failed controller write (for responses to admin requests
+    /// and heartbeats): NOT_CONTROLLER when this node lost or never had the controller
+    /// role (retriable: the client finds the new one), INVALID_UPDATE_VERSION when a
+    /// partition changed under the plan, REQUEST_TIMED_OUT when no majority answered.
+    pub fn code(&self) -> i16 {
+        use crate::errors;
+        use crate::quorum::QuorumError;
+        match self {
+            BrokerError::Quorum(QuorumError::NotController) => errors::NOT_CONTROLLER,
+            BrokerError::Quorum(QuorumError::StalePartition(_)) => errors::INVALID_UPDATE_VERSION,
+            BrokerError::Quorum(QuorumError::NoLeader(_)) => errors::REQUEST_TIMED_OUT,
+            _ => errors::UNKNOWN_SERVER_ERROR,
+        }
+    }
 }
 
 fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -154,7 +168,9 @@ impl Broker {
             producer_ids: tokio::sync::Mutex::new((0, 0)),
             controller: tokio::sync::Mutex::new(()),
             traffic: TopicTraffic::default(),
-            replication: Default::default(),
+            replication: crate::replication::ReplicaManager::new(
+                crate::replication::Settings::from_config(&config),
+            ),
             groups: Default::default(),
             transactions: Default::default(),
             cleaning: Default::default(),
@@ -248,8 +264,8 @@ impl Broker {
                 .collect(),
             features: vec![(
                 "metadata.version".into(),
-                crate::node::MIN_METADATA_VERSION_LEVEL,
-                crate::node::METADATA_VERSION_LEVEL,
+                crate::features::MIN_METADATA_VERSION_LEVEL,
+                crate::features::METADATA_VERSION_LEVEL,
             )],
             rack: self.config.get("broker.rack").map(str::to_string),
             fenced: false,

@@ -354,40 +354,6 @@ pub async fn run(broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
     }
 }
 
-/// Serves a quorum request that reached this node.
-pub async fn serve_rpc(broker: &Arc<Broker>, request: RpcRequest) -> RpcResponse {
-    let quorum = match broker.quorum() {
-        Ok(quorum) => quorum.clone(),
-        Err(error) => return RpcResponse::Refused(error.to_string()),
-    };
-    match request {
-        RpcRequest::AppendEntries(rpc) => {
-            RpcResponse::AppendEntries(quorum.raft.append_entries(rpc).await)
-        }
-        RpcRequest::Vote(rpc) => RpcResponse::Vote(quorum.raft.vote(rpc).await),
-        RpcRequest::InstallSnapshot(rpc) => {
-            RpcResponse::InstallSnapshot(quorum.raft.install_snapshot(rpc).await)
-        }
-        RpcRequest::Propose(proposal) => {
-            RpcResponse::Propose(quorum.propose_as_leader(proposal).await)
-        }
-        RpcRequest::Join { node_id, address } => {
-            RpcResponse::Join(quorum.add_learner(node_id, address).await)
-        }
-        RpcRequest::Heartbeat(heartbeat) => {
-            RpcResponse::Heartbeat(heartbeat_as_controller(broker, heartbeat).await)
-        }
-        RpcRequest::AlterPartition(change) => {
-            RpcResponse::AlterPartition(alter_partition_as_controller(broker, change).await)
-        }
-        RpcRequest::Status => RpcResponse::Status(quorum.status()),
-        RpcRequest::ClusterId => RpcResponse::ClusterId(broker.cluster_id.clone()),
-        RpcRequest::Forward(request) => {
-            RpcResponse::Forwarded(crate::forwarding::serve(broker, request).await)
-        }
-    }
-}
-
 /// The quorum's state from its leader (here, or asked over the network).
 pub async fn quorum_status(broker: &Broker) -> Option<crate::quorum::QuorumStatus> {
     let quorum = broker.quorum().ok()?.clone();
@@ -468,7 +434,7 @@ pub async fn heartbeat_as_controller(broker: &Arc<Broker>, heartbeat: Heartbeat)
         }));
         if let Err(error) = broker.write_as_controller(&records, &image).await {
             tracing::warn!(%error, "heartbeat change not written");
-            return refuse(errors::of_controller_write(&error));
+            return refuse(error.code());
         }
     }
     let image = broker.image();

@@ -88,18 +88,3 @@ pub const FEATURE_UPDATE_FAILED: i16 = 96;
 pub const TRANSACTIONAL_ID_NOT_FOUND: i16 = 105;
 pub const TRANSACTION_ABORTABLE: i16 = 120;
 pub const INVALID_REGULAR_EXPRESSION: i16 = 128;
-
-/// The error code of a failed controller write (for responses to admin requests and
-/// heartbeats): NOT_CONTROLLER when this node lost or never had the controller role
-/// (retriable: the client finds the new one), INVALID_UPDATE_VERSION when a partition
-/// changed under the plan, REQUEST_TIMED_OUT when no majority answered.
-pub fn of_controller_write(error: &crate::broker::BrokerError) -> i16 {
-    use crate::broker::BrokerError;
-    use crate::quorum::QuorumError;
-    match error {
-        BrokerError::Quorum(QuorumError::NotController) => NOT_CONTROLLER,
-        BrokerError::Quorum(QuorumError::StalePartition(_)) => INVALID_UPDATE_VERSION,
-        BrokerError::Quorum(QuorumError::NoLeader(_)) => REQUEST_TIMED_OUT,
-        _ => UNKNOWN_SERVER_ERROR,
-    }
-}

@@ -7,17 +7,15 @@
 //! FeatureLevelRecord through the metadata quorum; the bootstrap levels are those a
 //! `kafka-storage format` of Kafka 4.1 writes ([`BOOTSTRAP_LEVELS`]).
 
+use kafka_protocol::messages::ApiVersionsResponse;
 use kafka_protocol::messages::api_versions_response::{FinalizedFeatureKey, SupportedFeatureKey};
-use kafka_protocol::messages::update_features_response::UpdatableFeatureResult;
-use kafka_protocol::messages::{
-    ApiVersionsResponse, UpdateFeaturesRequest, UpdateFeaturesResponse,
-};
 use kafka_protocol::protocol::StrBytes;
-use sluice_metadata::{MetadataImage, MetadataRecord};
+use sluice_metadata::MetadataImage;
 
-use crate::apis::RequestContext;
-use crate::errors;
-use crate::node::{METADATA_VERSION_LEVEL, MIN_METADATA_VERSION_LEVEL};
+/// Kafka 4.1's `metadata.version` feature level (4.1-IV1), written at bootstrap.
+pub const METADATA_VERSION_LEVEL: i16 = 27;
+/// The lowest `metadata.version` level a 4.1 broker supports (3.3-IV3).
+pub const MIN_METADATA_VERSION_LEVEL: i16 = 7;
 
 /// `transaction.version`: 0 none, 1 flexible transaction state records, 2 transactions
 /// v2 (KIP-890 part 2: an epoch bump per transaction, partitions added by the leader).
@@ -78,120 +76,4 @@ pub fn describe(
                 .with_max_version_level(level)
         })
         .collect();
-}
-
-/// Kafka's upgrade types (UpdateFeatures v1+).
-const UPGRADE: i8 = 1;
-const SAFE_DOWNGRADE: i8 = 2;
-const UNSAFE_DOWNGRADE: i8 = 3;
-
-/// UpdateFeatures 0-2: validates every update as Kafka's controller does, then writes
-/// them as one batch of FeatureLevelRecords (all or nothing per request). v2 answers
-/// with the top-level error only (its response has no per-feature results).
-pub async fn update_features(
-    context: &RequestContext,
-    request: UpdateFeaturesRequest,
-) -> UpdateFeaturesResponse {
-    let mut response = update_features_v1(context, request).await;
-    if context.version >= 2 {
-        if response.error_code == errors::NONE
-            && let Some(failed) = response
-                .results
-                .iter()
-                .find(|r| r.error_code != errors::NONE)
-        {
-            response.error_code = failed.error_code;
-            response.error_message = failed.error_message.clone();
-        }
-        response.results.clear();
-    }
-    response
-}
-
-async fn update_features_v1(
-    context: &RequestContext,
-    request: UpdateFeaturesRequest,
-) -> UpdateFeaturesResponse {
-    let broker = &context.broker;
-    let image = broker.image();
-    let mut results = Vec::new();
-    let mut records = Vec::new();
-    let mut failed = false;
-    for update in &request.feature_updates {
-        let name = update.feature.to_string();
-        let level = update.max_version_level;
-        let upgrade_type = if context.version == 0 {
-            if update.allow_downgrade {
-                SAFE_DOWNGRADE
-            } else {
-                UPGRADE
-            }
-        } else {
-            update.upgrade_type
-        };
-        let current = image.feature_level(&name).unwrap_or(0);
-        let outcome = match SUPPORTED.iter().find(|(n, _, _)| *n == name) {
-            None => Err(format!(
-                "Invalid update version {level} for feature {name}. The controller does not support the given feature."
-            )),
-            Some((_, min, max)) if level != 0 && (level < *min || level > *max) => Err(format!(
-                "Invalid update version {level} for feature {name}. Broker {} only supports versions {min}-{max}",
-                broker.node_id
-            )),
-            Some(_) if name == "metadata.version" && level < current => Err(format!(
-                "Invalid metadata.version {level}. Refusing to perform the requested downgrade because it might delete metadata information."
-            )),
-            Some(_) if level < current && upgrade_type == UPGRADE => Err(format!(
-                "Invalid update version {level} for feature {name}. Can't downgrade the version of this feature without setting the upgrade type to either safe or unsafe downgrade."
-            )),
-            Some(_) if !matches!(upgrade_type, UPGRADE | SAFE_DOWNGRADE | UNSAFE_DOWNGRADE) => Err(
-                format!("Invalid upgrade type {upgrade_type} for feature {name}"),
-            ),
-            Some(_) => Ok(()),
-        };
-        let result = UpdatableFeatureResult::default().with_feature(update.feature.clone());
-        results.push(match outcome {
-            Ok(()) => {
-                records.push(MetadataRecord::FeatureLevel { name, level });
-                result
-            }
-            Err(message) => {
-                failed = true;
-                result
-                    .with_error_code(errors::INVALID_UPDATE_VERSION)
-                    .with_error_message(Some(StrBytes::from_string(message)))
-            }
-        });
-    }
-    let response = UpdateFeaturesResponse::default();
-    if failed {
-        // Kafka refuses the whole request when one update is invalid.
-        for result in &mut results {
-            if result.error_code == errors::NONE {
-                result.error_code = errors::FEATURE_UPDATE_FAILED;
-                result.error_message = Some(StrBytes::from_static_str(
-                    "Unable to update finalized features because another update failed.",
-                ));
-            }
-        }
-        return response.with_error_code(errors::NONE).with_results(results);
-    }
-    if request.validate_only || records.is_empty() {
-        return response.with_results(results);
-    }
-    match broker.write_metadata(&records).await {
-        Ok(()) => response.with_results(results),
-        Err(error) => {
-            tracing::warn!(%error, "feature update failed");
-            let message = StrBytes::from_string(error.to_string());
-            for result in &mut results {
-                result.error_code = errors::FEATURE_UPDATE_FAILED;
-                result.error_message = Some(message.clone());
-            }
-            response
-                .with_error_code(errors::FEATURE_UPDATE_FAILED)
-                .with_error_message(Some(message))
-                .with_results(results)
-        }
-    }
 }

@@ -14,10 +14,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kafka_protocol::messages::ApiKey;
-use serde::{Deserialize, Serialize};
 
-use crate::apis::{Outcome, RequestContext};
+pub use crate::quorum::rpc::{Forwarded, ForwardedReply};
 use crate::quorum::{RpcRequest, RpcResponse};
+use crate::request::{Outcome, RequestContext};
 
 /// How long a node keeps looking for the active controller for a forwarded request.
 pub const FORWARD_DEADLINE: Duration = Duration::from_secs(10);
@@ -31,28 +31,6 @@ pub fn served_by_controller(api_key: ApiKey) -> bool {
             | ApiKey::CreatePartitions
             | ApiKey::UnregisterBroker
     )
-}
-
-/// A client request relayed to the active controller.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Forwarded {
-    pub api_key: i16,
-    pub version: i16,
-    pub client_id: Option<String>,
-    pub client_host: String,
-    /// The request body after its header.
-    pub body: Vec<u8>,
-}
-
-/// The controller's answer to a [`Forwarded`] request.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub enum ForwardedReply {
-    /// The response body, at the request's version.
-    Respond(Vec<u8>),
-    /// The request could not be served (malformed): the client's connection closes.
-    Close(String),
-    /// This node is not the active controller.
-    NotController,
 }
 
 /// Relays a request to the active controller. `None`: this node is the active
@@ -101,43 +79,5 @@ pub async fn forward(context: &RequestContext, api_key: ApiKey, body: &Bytes) ->
             }
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// Serves a request another node forwarded, when this node is the active controller.
-pub async fn serve(
-    broker: &std::sync::Arc<crate::broker::Broker>,
-    request: Forwarded,
-) -> ForwardedReply {
-    let active = broker
-        .quorum()
-        .is_ok_and(|quorum| quorum.is_active_controller());
-    let api_key = match ApiKey::try_from(request.api_key) {
-        Ok(key) if served_by_controller(key) => key,
-        _ => {
-            return ForwardedReply::Close(format!(
-                "API key {} is not forwarded to the controller",
-                request.api_key
-            ));
-        }
-    };
-    if !active {
-        return ForwardedReply::NotController;
-    }
-    if let Err(Outcome::Close { reason }) = crate::apis::check_version(api_key, request.version) {
-        return ForwardedReply::Close(reason);
-    }
-    let context = RequestContext {
-        broker: broker.clone(),
-        listener: "CONTROLLER".into(),
-        version: request.version,
-        client_id: request.client_id,
-        client_host: request.client_host.into(),
-        forwarded: true,
-    };
-    match crate::handlers::handle(context, api_key, Bytes::from(request.body)).await {
-        Outcome::Respond { body, .. } => ForwardedReply::Respond(body.to_vec()),
-        Outcome::Close { reason } => ForwardedReply::Close(reason),
-        Outcome::NoResponse => ForwardedReply::Close("no response".into()),
     }
 }

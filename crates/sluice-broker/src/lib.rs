@@ -32,6 +32,7 @@ pub mod properties;
 pub mod quorum;
 pub mod replica;
 pub mod replication;
+pub mod request;
 pub mod topic_config;
 pub mod txn;
 

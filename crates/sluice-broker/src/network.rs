@@ -591,7 +591,7 @@ async fn handle_frame(
                     tracing::warn!(%listener, %reason, "quorum request refused");
                     return close(reason);
                 }
-                let response = crate::controller::serve_rpc(&broker, request).await;
+                let response = crate::apis::serve_rpc(&broker, request).await;
                 Reply::Frame(crate::quorum::rpc::encode_response(
                     correlation_id,
                     &response,

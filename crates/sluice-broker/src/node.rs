@@ -45,10 +45,7 @@ pub enum NodeError {
     Broker(#[from] BrokerError),
 }
 
-/// Kafka 4.1's `metadata.version` feature level (4.1-IV1), written at bootstrap.
-pub const METADATA_VERSION_LEVEL: i16 = 27;
-/// The lowest `metadata.version` level a 4.1 broker supports (3.3-IV3).
-pub const MIN_METADATA_VERSION_LEVEL: i16 = 7;
+pub use crate::features::{METADATA_VERSION_LEVEL, MIN_METADATA_VERSION_LEVEL};
 /// How long a node waits at start for the quorum (a leader, joining as a learner):
 /// `initial.broker.registration.timeout.ms`, 60 s by default as in Kafka.
 fn startup_timeout(config: &BrokerConfig) -> Duration {

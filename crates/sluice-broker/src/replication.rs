@@ -78,8 +78,9 @@ pub struct Settings {
 }
 
 impl Settings {
-    pub fn of(broker: &Broker) -> Settings {
-        let config = &broker.config;
+    /// Parsed once, when the node starts ([`ReplicaManager::new`]): none of these keys
+    /// is dynamic.
+    pub fn from_config(config: &crate::config::BrokerConfig) -> Settings {
         let int = |key: &str, default: i64| {
             config
                 .get(key)
@@ -113,8 +114,9 @@ impl Settings {
 
 /// The node's replication machinery: fetchers by (source broker, fetcher id), the
 /// background tasks, and the ISR change counters the metrics report.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ReplicaManager {
+    settings: Settings,
     fetchers: Mutex<HashMap<(i32, usize), Fetcher>>,
     background: Mutex<Vec<JoinHandle<()>>>,
     started: AtomicBool,
@@ -125,6 +127,27 @@ pub struct ReplicaManager {
     pub isr_shrinks: AtomicU64,
     pub isr_expands: AtomicU64,
     pub failed_isr_updates: AtomicU64,
+}
+
+impl ReplicaManager {
+    pub fn new(settings: Settings) -> ReplicaManager {
+        ReplicaManager {
+            settings,
+            fetchers: Default::default(),
+            background: Default::default(),
+            started: Default::default(),
+            stopped: Default::default(),
+            checkpoints: Default::default(),
+            isr_shrinks: Default::default(),
+            isr_expands: Default::default(),
+            failed_isr_updates: Default::default(),
+        }
+    }
+
+    /// The replication settings, parsed at start.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
 }
 
 /// High watermarks by (log dir index, topic, partition).
@@ -272,7 +295,7 @@ fn apply_partition(
     image: &MetadataImage,
     min_insync_replicas: i32,
 ) -> Option<FetchChange> {
-    let settings = Settings::of(broker);
+    let settings = broker.replication.settings();
     let now = sluice_storage::now_ms();
     let node_id = broker.node_id;
     let eligible = |id: i32| {
@@ -386,7 +409,7 @@ fn apply_fetch_change(
     else {
         return;
     };
-    let settings = Settings::of(broker);
+    let settings = broker.replication.settings();
     let (fetch_offset, last_fetched_epoch) = {
         let log = sluice_storage::lock(&replica.log);
         (log.log_end_offset(), log.leader_epochs().latest_epoch())
@@ -459,7 +482,7 @@ fn start_background(broker: &Arc<Broker>) {
     if broker.replication.started.swap(true, Ordering::AcqRel) {
         return;
     }
-    let settings = Settings::of(broker);
+    let settings = broker.replication.settings();
     let weak = Arc::downgrade(broker);
     let shrink_every = Duration::from_millis((settings.lag_time_max_ms as u64 / 2).max(1));
     let shrink = tokio::spawn(async move {
@@ -566,7 +589,7 @@ fn checkpointed_high_watermark(
 
 /// The ISR-shrink check (Kafka's `maybeShrinkIsr`, every `replica.lag.time.max.ms / 2`).
 fn maybe_shrink_isrs(broker: &Arc<Broker>) {
-    let settings = Settings::of(broker);
+    let settings = broker.replication.settings();
     let now = sluice_storage::now_ms();
     for (tp, replica) in broker.replicas() {
         let proposal = {
@@ -666,7 +689,7 @@ pub(crate) fn submit_alter_partition(
                         state.isr = IsrState::Committed(partition.isr.clone());
                         state.partition_epoch = partition.partition_epoch;
                         tracing::info!(partition = %tp, isr = ?partition.isr, partition_epoch = partition.partition_epoch, under_min_isr = state.is_under_min_isr(), "ISR updated");
-                        let settings = Settings::of(&broker);
+                        let settings = broker.replication.settings();
                         let end = sluice_storage::lock(&replica.log).log_end_offset();
                         state.maybe_increment_high_watermark(
                             end,
@@ -819,7 +842,7 @@ async fn run_fetcher(
     let mut connection: Option<LeaderConnection> = None;
     loop {
         let Some(broker) = weak.upgrade() else { return };
-        let settings = Settings::of(&broker);
+        let settings = broker.replication.settings().clone();
         let backoff = Duration::from_millis(settings.fetch_backoff_ms);
         truncate_to_high_watermarks(&partitions);
         let now = Instant::now();

@@ -13,6 +13,11 @@ use sluice_storage::LogConfig;
 
 use crate::config::BrokerConfig;
 
+/// `ConfigResource.Type` of a topic.
+pub const TOPIC_RESOURCE: i8 = 2;
+/// `ConfigResource.Type` of a broker.
+pub const BROKER_RESOURCE: i8 = 4;
+
 /// Kafka's `ConfigEntry.ConfigType` ids (DescribeConfigs v3+).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConfigType {
@@ -364,11 +369,8 @@ impl<'a> BrokerLayers<'a> {
     pub fn new(config: &'a BrokerConfig, image: &'a sluice_metadata::MetadataImage) -> Self {
         BrokerLayers {
             config,
-            node: image.configs(
-                crate::broker::BROKER_RESOURCE,
-                &config.node_id().to_string(),
-            ),
-            cluster: image.configs(crate::broker::BROKER_RESOURCE, ""),
+            node: image.configs(BROKER_RESOURCE, &config.node_id().to_string()),
+            cluster: image.configs(BROKER_RESOURCE, ""),
         }
     }
 

@@ -239,7 +239,7 @@ fn request_frame_seeds() -> Seeds {
         .expect("ApiVersions v4 encodes");
     seeds.push(("ApiVersions-v127-unknown".to_string(), frame.to_vec()));
     // The metadata quorum's own requests (a private API key, JSON bodies).
-    use sluice_broker::forwarding::Forwarded;
+    use sluice_broker::quorum::rpc::Forwarded;
     use sluice_broker::quorum::{PlannedOn, Proposal, RpcRequest, rpc};
     for (name, request) in [
         ("Quorum-Status", RpcRequest::Status),

@@ -20,9 +20,9 @@ use kafka_protocol::messages::*;
 use sluice_metadata::{MetadataRecord, PartitionChangeRecord};
 
 use super::{str_bytes, topic_name};
-use crate::apis::RequestContext;
 use crate::controller;
 use crate::errors;
+use crate::request::RequestContext;
 
 pub async fn alter_partition_reassignments(
     context: &RequestContext,
@@ -57,7 +57,7 @@ pub async fn alter_partition_reassignments(
                 Ok(Some(change)) => broker
                     .write_as_controller(&[MetadataRecord::PartitionChange(change)], &image)
                     .await
-                    .map_err(|e| (errors::of_controller_write(&e), e.to_string())),
+                    .map_err(|e| (e.code(), e.to_string())),
                 Ok(None) => Ok(()),
                 Err(refusal) => Err(refusal),
             };
@@ -217,7 +217,7 @@ pub async fn elect_leaders(
     {
         tracing::warn!(%error, "leader election not written");
         for result in results.iter_mut().filter(|r| r.2 == errors::NONE) {
-            result.2 = errors::of_controller_write(&error);
+            result.2 = error.code();
             result.3 = Some(error.to_string());
         }
         top_error = errors::NONE;
@@ -287,6 +287,6 @@ pub async fn unregister_broker(
             tracing::info!(broker_id = id, "unregistered a broker");
             UnregisterBrokerResponse::default()
         }
-        Err(error) => refuse(errors::of_controller_write(&error), error.to_string()),
+        Err(error) => refuse(error.code(), error.to_string()),
     }
 }

@@ -16,9 +16,9 @@ use kafka_protocol::messages::*;
 use sluice_metadata::{ConfigRecord, MetadataImage, MetadataRecord};
 
 use super::str_bytes;
-use crate::apis::RequestContext;
 use crate::broker::{BROKER_RESOURCE, Broker, TOPIC_RESOURCE};
 use crate::errors;
+use crate::request::RequestContext;
 use crate::topic_config::{self, BrokerLayers, ConfigType, TOPIC_KEYS, source};
 
 type Refusal = (i16, String);

@@ -36,10 +36,10 @@ use sluice_metadata::MetadataImage;
 use sluice_storage::{StorageError, TopicPartition};
 
 use super::{from_uuid, str_bytes, to_uuid, topic_name};
-use crate::apis::RequestContext;
 use crate::broker::Broker;
 use crate::fetch_session::{SessionPartition, SessionPartitions, SessionUse};
 use crate::replica::{Role, end_offset_for_epoch, leader_epoch_entries};
+use crate::request::RequestContext;
 use crate::{errors, replication};
 
 /// One partition's answer before it is put in the response.
@@ -600,7 +600,7 @@ fn read_partition(
         // Kafka's updateFollowerFetchState: the follower's log ends at its fetch
         // offset; the HW may move and the follower may join the ISR.
         let now = sluice_storage::now_ms();
-        let lag_max_ms = replication::Settings::of(broker).lag_time_max_ms;
+        let lag_max_ms = broker.replication.settings().lag_time_max_ms;
         if let Some(follower) = state.follower_mut(fetcher.replica_id) {
             follower.update_fetch_state(
                 request.fetch_offset,

@@ -28,7 +28,6 @@ use sluice_group::migration::CONSUMER_PROTOCOL_TYPE;
 use sluice_group::records::OffsetValue;
 
 use super::{str_bytes, topic_name, topics};
-use crate::apis::RequestContext;
 use crate::broker::Broker;
 use crate::errors;
 use crate::group::classic::{JoinRequest, JoinResult, Reply, SyncOutcome, SyncResult};
@@ -36,6 +35,7 @@ use crate::group::{
     self, GroupKind, OFFSETS_TOPIC, OffsetsRecord, Shard, await_commit, classic_config,
     consumer_config, group_topics, offset_record,
 };
+use crate::request::RequestContext;
 use crate::txn::TRANSACTION_STATE_TOPIC;
 
 fn group_id(id: &GroupId) -> String {

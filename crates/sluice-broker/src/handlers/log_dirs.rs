@@ -6,7 +6,7 @@ use kafka_protocol::messages::describe_log_dirs_response::{
 use kafka_protocol::messages::*;
 
 use super::{str_bytes, topic_name};
-use crate::apis::RequestContext;
+use crate::request::RequestContext;
 
 /// (total, usable) bytes of the file system holding `dir`, or (-1, -1) when unknown.
 fn disk_space(dir: &std::path::Path) -> (i64, i64) {

@@ -14,8 +14,8 @@ use sluice_metadata::{MetadataImage, PartitionImage, TopicImage};
 use super::{
     from_uuid, is_internal, live_brokers, str_bytes, to_uuid, topic_name, topics, valid_topic_name,
 };
-use crate::apis::RequestContext;
 use crate::errors;
+use crate::request::RequestContext;
 
 /// "Authorized operations omitted" in Kafka's responses.
 const OPERATIONS_OMITTED: i32 = i32::MIN;

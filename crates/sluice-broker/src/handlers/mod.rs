@@ -4,6 +4,7 @@
 
 mod cluster_admin;
 mod configs;
+mod features;
 mod fetch;
 mod groups;
 mod log_dirs;
@@ -19,8 +20,8 @@ use bytes::Bytes;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 
-use crate::apis::{Outcome, RequestContext, decode, respond};
 use crate::broker::Broker;
+use crate::request::{Outcome, RequestContext, decode, respond};
 
 /// Decodes and serves one request of a supported version.
 pub async fn handle(context: RequestContext, api_key: ApiKey, mut body: Bytes) -> Outcome {
@@ -96,7 +97,7 @@ pub async fn handle(context: RequestContext, api_key: ApiKey, mut body: Bytes) -
             metadata::describe_topic_partitions
         ),
         ApiKey::FindCoordinator => serve!(FindCoordinatorRequest, groups::find_coordinator),
-        ApiKey::UpdateFeatures => serve!(UpdateFeaturesRequest, crate::features::update_features),
+        ApiKey::UpdateFeatures => serve!(UpdateFeaturesRequest, features::update_features),
         ApiKey::AddPartitionsToTxn => {
             serve!(AddPartitionsToTxnRequest, txn::add_partitions_to_txn)
         }

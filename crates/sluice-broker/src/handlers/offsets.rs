@@ -17,9 +17,9 @@ use sluice_storage::{Log, StorageError};
 
 use std::sync::Arc;
 
-use crate::apis::RequestContext;
 use crate::broker::{Broker, Replica};
 use crate::replica::{Role, end_offset_for_epoch, leader_epoch_entries};
+use crate::request::RequestContext;
 use crate::{errors, replication};
 
 /// ListOffsets' special timestamps.

@@ -36,8 +36,8 @@ use sluice_storage::StorageError;
 use sluice_storage::producer_state::SequenceError;
 
 use super::{from_uuid, str_bytes, topic_name};
-use crate::apis::RequestContext;
 use crate::broker::{Broker, Replica};
+use crate::request::RequestContext;
 use crate::{errors, replication};
 
 /// A refused partition: error code, message, and the index of the bad batch when one is.
@@ -515,7 +515,7 @@ fn append_validated_from(
     let log_start = log.log_start_offset();
     drop(log);
     // A single replica (or an ISR of one) commits at once.
-    let lag_max_ms = replication::Settings::of(broker).lag_time_max_ms;
+    let lag_max_ms = broker.replication.settings().lag_time_max_ms;
     if state.maybe_increment_high_watermark(end, now, lag_max_ms) {
         replica.publish_high_watermark(&state);
     }

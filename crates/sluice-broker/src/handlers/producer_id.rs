@@ -12,8 +12,8 @@ use kafka_protocol::messages::describe_producers_response::{
 use kafka_protocol::messages::*;
 
 use super::str_bytes;
-use crate::apis::RequestContext;
 use crate::errors;
+use crate::request::RequestContext;
 
 pub async fn describe_producers(
     context: &RequestContext,

@@ -9,8 +9,8 @@ use kafka_protocol::messages::describe_quorum_response::{PartitionData, ReplicaS
 use kafka_protocol::messages::*;
 
 use super::{to_uuid, topic_name};
-use crate::apis::RequestContext;
 use crate::errors;
+use crate::request::RequestContext;
 
 const METADATA_TOPIC: &str = "__cluster_metadata";
 

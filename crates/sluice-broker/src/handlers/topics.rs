@@ -17,9 +17,9 @@ use kafka_protocol::messages::*;
 use sluice_metadata::{ConfigRecord, MetadataImage, MetadataRecord, PartitionRecord, TopicRecord};
 
 use super::{from_uuid, str_bytes, to_uuid, topic_name, valid_topic_name};
-use crate::apis::RequestContext;
 use crate::broker::{Broker, BrokerError, TOPIC_RESOURCE, random_uuid};
 use crate::errors;
+use crate::request::RequestContext;
 use crate::topic_config;
 
 /// Kafka's controller refuses more partitions than this in one request.

@@ -34,12 +34,12 @@ use kafka_protocol::messages::*;
 use sluice_group::records::OffsetValue;
 
 use super::{str_bytes, topic_name};
-use crate::apis::RequestContext;
 use crate::broker::Broker;
 use crate::errors;
 use crate::features;
 use crate::group::{self, OFFSETS_TOPIC, OffsetsRecord, offset_record};
-use crate::replication::{LeaderConnection, Settings};
+use crate::replication::LeaderConnection;
+use crate::request::RequestContext;
 use crate::txn::{self, TRANSACTION_STATE_TOPIC};
 
 type Partitions = Vec<(String, i32)>;
@@ -340,7 +340,7 @@ async fn add_remote(
     partitions: &[(String, i32)],
     verify_only: bool,
 ) -> Result<Vec<((String, i32), i16)>, i16> {
-    let settings = Settings::of(broker);
+    let settings = broker.replication.settings();
     let endpoint = Broker::endpoint_of(&broker.image(), leader, &settings.listener)
         .ok_or(errors::COORDINATOR_NOT_AVAILABLE)?;
     let timeout = Duration::from_millis(settings.socket_timeout_ms);

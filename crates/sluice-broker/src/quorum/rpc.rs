@@ -24,6 +24,28 @@ use tokio::net::TcpStream;
 
 use super::{NodeId, Proposal, ProposalResult, TypeConfig};
 
+/// A client request relayed to the active controller.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Forwarded {
+    pub api_key: i16,
+    pub version: i16,
+    pub client_id: Option<String>,
+    pub client_host: String,
+    /// The request body after its header.
+    pub body: Vec<u8>,
+}
+
+/// The controller's answer to a [`Forwarded`] request.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum ForwardedReply {
+    /// The response body, at the request's version.
+    Respond(Vec<u8>),
+    /// The request could not be served (malformed): the client's connection closes.
+    Close(String),
+    /// This node is not the active controller.
+    NotController,
+}
+
 /// The API key of quorum requests: outside Kafka's range, never advertised.
 pub const RAFT_API_KEY: i16 = 32_100;
 /// Responses larger than this are refused (a snapshot chunk is far smaller).
@@ -80,7 +102,7 @@ pub enum RpcRequest {
     /// before stamping its log directories).
     ClusterId,
     /// A client request for the active controller ([`crate::forwarding`]).
-    Forward(crate::forwarding::Forwarded),
+    Forward(Forwarded),
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -97,7 +119,7 @@ pub enum RpcResponse {
     AlterPartition(Result<u64, i16>),
     Status(Option<super::QuorumStatus>),
     ClusterId(String),
-    Forwarded(crate::forwarding::ForwardedReply),
+    Forwarded(ForwardedReply),
     /// The request did not decode or is not served here.
     Refused(String),
 }

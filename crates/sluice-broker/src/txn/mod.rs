@@ -38,7 +38,7 @@ use sluice_txn::coordinator::{MarkerJob, Step, TxnConfig, TxnShard, TxnWrite};
 use crate::broker::{Broker, Replica};
 use crate::group::OFFSETS_TOPIC;
 use crate::handlers::produce;
-use crate::replication::{LeaderConnection, Settings};
+use crate::replication::LeaderConnection;
 use crate::{coordinator_log, errors};
 
 pub use sluice_txn::records::TRANSACTION_STATE_TOPIC;
@@ -462,7 +462,7 @@ async fn write_markers_remotely(
     job: &MarkerJob,
     partitions: &[(String, i32)],
 ) -> Vec<((String, i32), i16)> {
-    let settings = Settings::of(broker);
+    let settings = broker.replication.settings();
     let failed = |code: i16| partitions.iter().map(|tp| (tp.clone(), code)).collect();
     let Some(endpoint) = Broker::endpoint_of(image, leader, &settings.listener) else {
         return failed(errors::NOT_LEADER_OR_FOLLOWER);
