@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::api_versions_response::ApiVersion;
-use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestHeader};
+use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable};
 
 use crate::broker::Broker;
@@ -88,6 +88,85 @@ pub fn supported_versions(api_key: ApiKey) -> Option<(i16, i16)> {
         .iter()
         .find(|(key, _, _)| *key == api_key)
         .map(|(_, min, max)| (*min, *max))
+}
+
+/// Decodes a request body of any served API without serving it: what the broker does
+/// with a frame before a handler runs. The request-decoding fuzz target calls this; an
+/// `Err` is a clean refusal (the connection would close), never a panic.
+pub fn decode_request(api_key: ApiKey, version: i16, body: &mut Bytes) -> Result<(), String> {
+    fn check<R: kafka_protocol::protocol::Decodable>(
+        api_key: ApiKey,
+        version: i16,
+        body: &mut Bytes,
+    ) -> Result<(), String> {
+        decode::<R>(api_key, body, version)
+            .map(|_| ())
+            .map_err(|outcome| format!("{outcome:?}"))
+    }
+    check_version(api_key, version).map_err(|outcome| format!("{outcome:?}"))?;
+    match api_key {
+        ApiKey::Produce => check::<ProduceRequest>(api_key, version, body),
+        ApiKey::Fetch => check::<FetchRequest>(api_key, version, body),
+        ApiKey::ListOffsets => check::<ListOffsetsRequest>(api_key, version, body),
+        ApiKey::Metadata => check::<MetadataRequest>(api_key, version, body),
+        ApiKey::ApiVersions => check::<ApiVersionsRequest>(api_key, version, body),
+        ApiKey::CreateTopics => check::<CreateTopicsRequest>(api_key, version, body),
+        ApiKey::DeleteTopics => check::<DeleteTopicsRequest>(api_key, version, body),
+        ApiKey::CreatePartitions => check::<CreatePartitionsRequest>(api_key, version, body),
+        ApiKey::DeleteRecords => check::<DeleteRecordsRequest>(api_key, version, body),
+        ApiKey::InitProducerId => check::<InitProducerIdRequest>(api_key, version, body),
+        ApiKey::OffsetForLeaderEpoch => {
+            check::<OffsetForLeaderEpochRequest>(api_key, version, body)
+        }
+        ApiKey::DescribeConfigs => check::<DescribeConfigsRequest>(api_key, version, body),
+        ApiKey::AlterConfigs => check::<AlterConfigsRequest>(api_key, version, body),
+        ApiKey::IncrementalAlterConfigs => {
+            check::<IncrementalAlterConfigsRequest>(api_key, version, body)
+        }
+        ApiKey::DescribeLogDirs => check::<DescribeLogDirsRequest>(api_key, version, body),
+        ApiKey::DescribeCluster => check::<DescribeClusterRequest>(api_key, version, body),
+        ApiKey::DescribeQuorum => check::<DescribeQuorumRequest>(api_key, version, body),
+        ApiKey::AlterPartitionReassignments => {
+            check::<AlterPartitionReassignmentsRequest>(api_key, version, body)
+        }
+        ApiKey::ListPartitionReassignments => {
+            check::<ListPartitionReassignmentsRequest>(api_key, version, body)
+        }
+        ApiKey::ElectLeaders => check::<ElectLeadersRequest>(api_key, version, body),
+        ApiKey::UnregisterBroker => check::<UnregisterBrokerRequest>(api_key, version, body),
+        ApiKey::DescribeTopicPartitions => {
+            check::<DescribeTopicPartitionsRequest>(api_key, version, body)
+        }
+        ApiKey::FindCoordinator => check::<FindCoordinatorRequest>(api_key, version, body),
+        ApiKey::DescribeProducers => check::<DescribeProducersRequest>(api_key, version, body),
+        ApiKey::UpdateFeatures => check::<UpdateFeaturesRequest>(api_key, version, body),
+        ApiKey::AddPartitionsToTxn => check::<AddPartitionsToTxnRequest>(api_key, version, body),
+        ApiKey::AddOffsetsToTxn => check::<AddOffsetsToTxnRequest>(api_key, version, body),
+        ApiKey::EndTxn => check::<EndTxnRequest>(api_key, version, body),
+        ApiKey::WriteTxnMarkers => check::<WriteTxnMarkersRequest>(api_key, version, body),
+        ApiKey::TxnOffsetCommit => check::<TxnOffsetCommitRequest>(api_key, version, body),
+        ApiKey::ListTransactions => check::<ListTransactionsRequest>(api_key, version, body),
+        ApiKey::DescribeTransactions => {
+            check::<DescribeTransactionsRequest>(api_key, version, body)
+        }
+        ApiKey::JoinGroup => check::<JoinGroupRequest>(api_key, version, body),
+        ApiKey::SyncGroup => check::<SyncGroupRequest>(api_key, version, body),
+        ApiKey::Heartbeat => check::<HeartbeatRequest>(api_key, version, body),
+        ApiKey::LeaveGroup => check::<LeaveGroupRequest>(api_key, version, body),
+        ApiKey::OffsetCommit => check::<OffsetCommitRequest>(api_key, version, body),
+        ApiKey::OffsetFetch => check::<OffsetFetchRequest>(api_key, version, body),
+        ApiKey::OffsetDelete => check::<OffsetDeleteRequest>(api_key, version, body),
+        ApiKey::ListGroups => check::<ListGroupsRequest>(api_key, version, body),
+        ApiKey::DescribeGroups => check::<DescribeGroupsRequest>(api_key, version, body),
+        ApiKey::DeleteGroups => check::<DeleteGroupsRequest>(api_key, version, body),
+        ApiKey::ConsumerGroupHeartbeat => {
+            check::<ConsumerGroupHeartbeatRequest>(api_key, version, body)
+        }
+        ApiKey::ConsumerGroupDescribe => {
+            check::<ConsumerGroupDescribeRequest>(api_key, version, body)
+        }
+        other => Err(format!("{other:?} is not served")),
+    }
 }
 
 /// Whether Sluice serves `version` of `api_key` (ApiVersions has its own rule).

@@ -14,7 +14,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, RwLock, Weak};
 
 use sluice_metadata::{
@@ -26,6 +26,7 @@ use tokio::sync::watch;
 use crate::config::BrokerConfig;
 use crate::fetch_session::FetchSessions;
 pub use crate::replica::Replica;
+pub use crate::replication::TopicTraffic;
 use crate::topic_config;
 
 pub use crate::topic_config::{BROKER_RESOURCE, TOPIC_RESOURCE};
@@ -71,14 +72,6 @@ fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Kafka's `BrokerTopicMetrics` for all topics: what produce appended and fetch served.
-#[derive(Debug, Default)]
-pub struct TopicTraffic {
-    pub messages_in: AtomicU64,
-    pub bytes_in: AtomicU64,
-    pub bytes_out: AtomicU64,
-}
-
 /// The node's shared state.
 pub struct Broker {
     pub config: BrokerConfig,
@@ -92,7 +85,6 @@ pub struct Broker {
     pub broker_epoch: std::sync::atomic::AtomicI64,
     image: RwLock<Arc<MetadataImage>>,
     managers: Mutex<Vec<LogManager>>,
-    replicas: RwLock<HashMap<TopicPartition, Arc<Replica>>>,
     /// The current producer-id block: next id to hand out, end (exclusive).
     producer_ids: tokio::sync::Mutex<(i64, i64)>,
     /// Serializes the controller's read-check-write operations on the metadata.
@@ -100,7 +92,6 @@ pub struct Broker {
     /// The active controller's view of broker liveness (see `controller.rs`).
     pub liveness: crate::controller::Liveness,
     pub fetch_sessions: FetchSessions,
-    pub traffic: TopicTraffic,
     /// Follower fetchers, ISR changes and high-watermark checkpoints.
     pub replication: crate::replication::ReplicaManager,
     /// Consumer groups and committed offsets of the `__consumer_offsets` partitions
@@ -164,10 +155,8 @@ impl Broker {
             liveness: Default::default(),
             image: RwLock::new(image.clone()),
             managers: Mutex::new(managers),
-            replicas: RwLock::new(HashMap::new()),
             producer_ids: tokio::sync::Mutex::new((0, 0)),
             controller: tokio::sync::Mutex::new(()),
-            traffic: TopicTraffic::default(),
             replication: crate::replication::ReplicaManager::new(
                 crate::replication::Settings::from_config(&config),
             ),
@@ -328,24 +317,12 @@ impl Broker {
 
     /// The local replica of a partition.
     pub fn replica(&self, topic: &str, partition: i32) -> Option<Arc<Replica>> {
-        self.replicas
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&TopicPartition::new(topic, partition))
-            .cloned()
+        self.replication.replica(topic, partition)
     }
 
     /// Every local replica, in topic-partition order.
     pub fn replicas(&self) -> Vec<(TopicPartition, Arc<Replica>)> {
-        let mut all: Vec<_> = self
-            .replicas
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .map(|(tp, r)| (tp.clone(), r.clone()))
-            .collect();
-        all.sort_by(|a, b| a.0.cmp(&b.0));
-        all
+        self.replication.replicas()
     }
 
     pub fn log_dirs(&self) -> Vec<PathBuf> {
@@ -425,6 +402,7 @@ impl Broker {
         managers: &mut [LogManager],
     ) -> Result<(), BrokerError> {
         let mut replicas = self
+            .replication
             .replicas
             .write()
             .unwrap_or_else(PoisonError::into_inner);
@@ -754,7 +732,8 @@ impl Broker {
     /// Clean shutdown: closes the metadata log, then flushes and closes every log and
     /// writes the clean-shutdown markers.
     pub fn shutdown(&self) -> Result<(), BrokerError> {
-        self.replicas
+        self.replication
+            .replicas
             .write()
             .unwrap_or_else(PoisonError::into_inner)
             .clear();

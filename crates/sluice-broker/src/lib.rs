@@ -10,6 +10,7 @@
 //!   periodic log tasks, clean shutdown; [`metrics`]: the Prometheus `/metrics` endpoint.
 
 pub mod apis;
+mod append;
 pub mod broker;
 pub mod config;
 pub mod connection_quotas;
@@ -36,5 +37,5 @@ pub mod request;
 pub mod topic_config;
 pub mod txn;
 
+pub use apis::decode_request;
 pub use config::{BrokerConfig, ConfigError, EMBEDDED_SERVER_PROPERTIES, Listener, Role};
-pub use handlers::decode_request;

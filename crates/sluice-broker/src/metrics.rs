@@ -277,7 +277,7 @@ impl Collector for BrokerCollector {
             "Partitions led here whose ISR is smaller than their replica set.",
             counts.under_replicated,
         )?;
-        let traffic = &self.broker.traffic;
+        let traffic = &self.broker.replication.traffic;
         counter(
             e,
             "kafka_server_brokertopicmetrics_messagesin",

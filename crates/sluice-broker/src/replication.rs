@@ -27,7 +27,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -112,11 +112,24 @@ impl Settings {
     }
 }
 
+/// Kafka's `BrokerTopicMetrics` for all topics: what produce appended and fetch served.
+#[derive(Debug, Default)]
+pub struct TopicTraffic {
+    pub messages_in: AtomicU64,
+    pub bytes_in: AtomicU64,
+    pub bytes_out: AtomicU64,
+}
+
 /// The node's replication machinery: fetchers by (source broker, fetcher id), the
 /// background tasks, and the ISR change counters the metrics report.
 #[derive(Debug)]
 pub struct ReplicaManager {
     settings: Settings,
+    /// The replicas this node hosts, created and deleted to follow the metadata image.
+    /// The hot path takes this lock only to read (a lookup), never across an append.
+    pub(crate) replicas: RwLock<HashMap<TopicPartition, Arc<Replica>>>,
+    /// What produce appended and fetch served, for the metrics.
+    pub traffic: TopicTraffic,
     fetchers: Mutex<HashMap<(i32, usize), Fetcher>>,
     background: Mutex<Vec<JoinHandle<()>>>,
     started: AtomicBool,
@@ -133,6 +146,8 @@ impl ReplicaManager {
     pub fn new(settings: Settings) -> ReplicaManager {
         ReplicaManager {
             settings,
+            replicas: Default::default(),
+            traffic: Default::default(),
             fetchers: Default::default(),
             background: Default::default(),
             started: Default::default(),
@@ -142,6 +157,28 @@ impl ReplicaManager {
             isr_expands: Default::default(),
             failed_isr_updates: Default::default(),
         }
+    }
+
+    /// The local replica of a partition.
+    pub fn replica(&self, topic: &str, partition: i32) -> Option<Arc<Replica>> {
+        self.replicas
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&TopicPartition::new(topic, partition))
+            .cloned()
+    }
+
+    /// Every local replica, in topic-partition order.
+    pub fn replicas(&self) -> Vec<(TopicPartition, Arc<Replica>)> {
+        let mut all: Vec<_> = self
+            .replicas
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(tp, r)| (tp.clone(), r.clone()))
+            .collect();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all
     }
 
     /// The replication settings, parsed at start.

@@ -13,6 +13,13 @@ use sluice_storage::LogConfig;
 
 use crate::config::BrokerConfig;
 
+/// Kafka's internal topics.
+pub fn is_internal(topic: &str) -> bool {
+    topic == "__consumer_offsets"
+        || topic == "__transaction_state"
+        || topic == "__share_group_state"
+}
+
 /// `ConfigResource.Type` of a topic.
 pub const TOPIC_RESOURCE: i8 = 2;
 /// `ConfigResource.Type` of a broker.

@@ -31,7 +31,6 @@ use sluice_metadata::MetadataImage;
 use sluice_protocol::{Compression, NewRecord, RecordBatchBuilder};
 
 use crate::broker::{Broker, Replica};
-use crate::handlers::produce;
 use crate::{coordinator_log, errors};
 
 pub use classic::{ClassicConfig, ClassicGroup, ClassicState};
@@ -273,9 +272,11 @@ impl GroupCoordinator {
         }
         let bytes = BytesMut::from(&builder.build()[..]);
         let required = if producer.is_some() {
-            produce::append_internal_as_coordinator(broker, &replica, bytes)
+            broker
+                .replication
+                .append_internal_as_coordinator(&replica, bytes)
         } else {
-            produce::append_internal(broker, &replica, bytes)
+            broker.replication.append_internal(&replica, bytes)
         }
         .map_err(write_error)?;
         Ok((replica, required))
@@ -301,7 +302,7 @@ pub async fn run(broker: Arc<Broker>, mut shutdown: tokio::sync::watch::Receiver
 /// for the coordinator's client when it does not.
 pub async fn await_commit(broker: &Broker, replica: &Replica, required: i64) -> i16 {
     let timeout = broker.config.int_value("offsets.commit.timeout.ms").max(1) as u64;
-    match produce::await_committed(replica, required, Duration::from_millis(timeout)).await {
+    match crate::append::await_committed(replica, required, Duration::from_millis(timeout)).await {
         errors::NONE => errors::NONE,
         code => write_error(code),
     }
@@ -361,7 +362,7 @@ pub fn group_topics(broker: &Broker) -> ConsumerTopics {
     ConsumerTopics::new(
         image
             .topics()
-            .filter(|t| !crate::handlers::is_internal(&t.name))
+            .filter(|t| !crate::topic_config::is_internal(&t.name))
             .map(|t| {
                 (
                     t.name.clone(),

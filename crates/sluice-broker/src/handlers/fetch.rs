@@ -311,6 +311,7 @@ pub async fn fetch(context: &RequestContext, request: FetchRequest) -> FetchResp
     let mut responses: Vec<FetchableTopicResponse> = topics.into_values().collect();
     let served: usize = results.values().map(|f| f.records.len()).sum();
     broker
+        .replication
         .traffic
         .bytes_out
         .fetch_add(served as u64, std::sync::atomic::Ordering::Relaxed);

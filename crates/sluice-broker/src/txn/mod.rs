@@ -37,7 +37,6 @@ use sluice_txn::coordinator::{MarkerJob, Step, TxnConfig, TxnShard, TxnWrite};
 
 use crate::broker::{Broker, Replica};
 use crate::group::OFFSETS_TOPIC;
-use crate::handlers::produce;
 use crate::replication::LeaderConnection;
 use crate::{coordinator_log, errors};
 
@@ -248,7 +247,10 @@ pub fn append(
         })
         .map_err(|_| errors::UNKNOWN_SERVER_ERROR)?;
     let bytes = BytesMut::from(&builder.build()[..]);
-    let required = produce::append_internal(broker, &replica, bytes).map_err(write_error)?;
+    let required = broker
+        .replication
+        .append_internal(&replica, bytes)
+        .map_err(write_error)?;
     Ok((replica, required))
 }
 
@@ -266,7 +268,7 @@ pub async fn finish_write(
             let timeout = Duration::from_millis(
                 broker.config.int_value("offsets.commit.timeout.ms").max(1) as u64,
             );
-            write_error(produce::await_committed(&replica, required, timeout).await)
+            write_error(crate::append::await_committed(&replica, required, timeout).await)
         }
     };
     let job = shard.lock().write_completed(
@@ -435,7 +437,7 @@ pub async fn write_marker_to(
             results.push((key, code));
             continue;
         };
-        match produce::append_marker(broker, &replica, marker) {
+        match broker.replication.append_marker(&replica, marker) {
             Ok(required) => waits.push((key, replica, required)),
             Err(code) => results.push((key, code)),
         }
@@ -443,7 +445,7 @@ pub async fn write_marker_to(
     let timeout =
         Duration::from_millis(broker.config.int_value("offsets.commit.timeout.ms").max(1) as u64);
     for (key, replica, required) in waits {
-        let code = produce::await_committed(&replica, required, timeout).await;
+        let code = crate::append::await_committed(&replica, required, timeout).await;
         if code == errors::NONE && key.0 == OFFSETS_TOPIC {
             broker
                 .groups
