@@ -12,7 +12,9 @@ use bytes::BytesMut;
 use sluice_protocol::{BatchError, Compression, RecordBatch, TimestampType, batches};
 use sluice_storage::StorageError;
 use sluice_storage::producer_state::SequenceError;
+use tokio::sync::watch;
 
+use crate::coordinator::{CommitWait, Origin, PartitionWriter};
 use crate::errors;
 use crate::replica::Replica;
 use crate::replication::ReplicaManager;
@@ -305,6 +307,90 @@ pub(crate) async fn await_committed(
 ) -> i16 {
     let deadline = tokio::time::Instant::now() + timeout;
     await_high_watermark(replica, required_offset, deadline).await
+}
+
+/// The coordinators' way to their internal topics' partitions on this node.
+impl PartitionWriter for ReplicaManager {
+    fn leads(&self, topic: &str, partition: i32, leader_epoch: i32) -> bool {
+        self.replica(topic, partition).is_some_and(|replica| {
+            replica.state().is_leader() && replica.leader_epoch() == leader_epoch
+        })
+    }
+
+    fn role_changes(&self) -> watch::Receiver<u64> {
+        self.subscribe_role_changes()
+    }
+
+    fn append(
+        &self,
+        topic: &str,
+        partition: i32,
+        leader_epoch: i32,
+        batch: BytesMut,
+        origin: Origin,
+    ) -> Result<i64, i16> {
+        let replica = self
+            .replica(topic, partition)
+            .filter(|replica| replica.leader_epoch() == leader_epoch)
+            .ok_or(errors::NOT_LEADER_OR_FOLLOWER)?;
+        match origin {
+            Origin::Coordinator => self.append_internal(&replica, batch),
+            Origin::CoordinatorTransactional => {
+                self.append_internal_as_coordinator(&replica, batch)
+            }
+        }
+    }
+
+    fn await_committed(
+        &self,
+        topic: &str,
+        partition: i32,
+        required_offset: i64,
+        timeout: Duration,
+    ) -> CommitWait {
+        let replica = self.replica(topic, partition);
+        Box::pin(async move {
+            match replica {
+                Some(replica) => await_committed(&replica, required_offset, timeout).await,
+                None => errors::NOT_LEADER_OR_FOLLOWER,
+            }
+        })
+    }
+
+    fn replay(
+        &self,
+        topic: &str,
+        partition: i32,
+        apply: &mut dyn FnMut(&RecordBatch),
+    ) -> Result<(), String> {
+        let replica = self
+            .replica(topic, partition)
+            .ok_or_else(|| format!("{topic}-{partition} is not hosted here"))?;
+        let log = sluice_storage::lock(&replica.log);
+        let end = log.log_end_offset();
+        let mut offset = log.log_start_offset();
+        while offset < end {
+            let data = log
+                .read(offset, 1 << 20, None, true)
+                .map_err(|e| e.to_string())?;
+            if data.records.is_empty() {
+                break;
+            }
+            let mut next = offset;
+            for batch in batches(data.records) {
+                let batch = batch.map_err(|e| e.to_string())?;
+                next = batch.next_offset();
+                if batch.next_offset() > offset {
+                    apply(&batch);
+                }
+            }
+            if next <= offset {
+                break;
+            }
+            offset = next;
+        }
+        Ok(())
+    }
 }
 
 /// Kafka's answer for an append the log refused.

@@ -93,7 +93,7 @@ pub struct Broker {
     pub liveness: crate::controller::Liveness,
     pub fetch_sessions: FetchSessions,
     /// Follower fetchers, ISR changes and high-watermark checkpoints.
-    pub replication: crate::replication::ReplicaManager,
+    pub replication: Arc<crate::replication::ReplicaManager>,
     /// Consumer groups and committed offsets of the `__consumer_offsets` partitions
     /// this node leads.
     pub groups: crate::group::GroupCoordinator,
@@ -146,8 +146,12 @@ impl Broker {
         managers: Vec<LogManager>,
     ) -> Result<Arc<Broker>, BrokerError> {
         let image = Arc::new(MetadataImage::default());
+        let node_id = config.node_id();
+        let replication = Arc::new(crate::replication::ReplicaManager::new(
+            crate::replication::Settings::from_config(&config),
+        ));
         let broker = Broker {
-            node_id: config.node_id(),
+            node_id,
             cluster_id,
             quorum: OnceLock::new(),
             this: OnceLock::new(),
@@ -157,11 +161,9 @@ impl Broker {
             managers: Mutex::new(managers),
             producer_ids: tokio::sync::Mutex::new((0, 0)),
             controller: tokio::sync::Mutex::new(()),
-            replication: crate::replication::ReplicaManager::new(
-                crate::replication::Settings::from_config(&config),
-            ),
-            groups: Default::default(),
-            transactions: Default::default(),
+            groups: crate::group::GroupCoordinator::new(node_id, replication.clone()),
+            transactions: crate::txn::TransactionCoordinator::new(node_id, replication.clone()),
+            replication,
             cleaning: Default::default(),
             cleaner_metrics: Default::default(),
             fetch_sessions: FetchSessions::new(

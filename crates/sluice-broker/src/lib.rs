@@ -15,7 +15,7 @@ pub mod broker;
 pub mod config;
 pub mod connection_quotas;
 pub mod controller;
-pub mod coordinator_log;
+pub mod coordinator;
 pub mod elr;
 pub mod errors;
 pub mod features;

@@ -39,7 +39,7 @@ use sluice_metadata::{MetadataImage, PartitionImage, Uuid};
 use sluice_storage::{StorageError, TopicPartition};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -130,6 +130,8 @@ pub struct ReplicaManager {
     pub(crate) replicas: RwLock<HashMap<TopicPartition, Arc<Replica>>>,
     /// What produce appended and fetch served, for the metrics.
     pub traffic: TopicTraffic,
+    /// Bumped after replicas on this node change role (the coordinators wait on it).
+    roles: watch::Sender<u64>,
     fetchers: Mutex<HashMap<(i32, usize), Fetcher>>,
     background: Mutex<Vec<JoinHandle<()>>>,
     started: AtomicBool,
@@ -148,6 +150,7 @@ impl ReplicaManager {
             settings,
             replicas: Default::default(),
             traffic: Default::default(),
+            roles: watch::Sender::new(0),
             fetchers: Default::default(),
             background: Default::default(),
             started: Default::default(),
@@ -179,6 +182,15 @@ impl ReplicaManager {
             .collect();
         all.sort_by(|a, b| a.0.cmp(&b.0));
         all
+    }
+
+    /// A signal that changes after replicas on this node change role.
+    pub fn subscribe_role_changes(&self) -> watch::Receiver<u64> {
+        self.roles.subscribe()
+    }
+
+    fn roles_changed(&self) {
+        self.roles.send_modify(|n| *n = n.wrapping_add(1));
     }
 
     /// The replication settings, parsed at start.
@@ -266,6 +278,7 @@ pub fn on_image_change(broker: &Arc<Broker>, image: &Arc<MetadataImage>) {
     for (tp, replica, change) in changes {
         apply_fetch_change(broker, &tp, &replica, change);
     }
+    broker.replication.roles_changed();
 }
 
 /// Brings one partition's replication state up to `image` if the image is newer than
@@ -305,6 +318,7 @@ pub fn ensure_current(
     if let Some(change) = apply_partition(broker, &tp, replica, found, image, min_isr) {
         apply_fetch_change(broker, &tp, replica, change);
     }
+    broker.replication.roles_changed();
 }
 
 /// The topic's effective `min.insync.replicas` (topic override, dynamic broker

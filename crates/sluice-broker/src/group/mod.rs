@@ -19,9 +19,8 @@
 pub mod classic;
 mod state;
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -30,8 +29,9 @@ use sluice_group::records::{self, OffsetValue, OffsetsKey};
 use sluice_metadata::MetadataImage;
 use sluice_protocol::{Compression, NewRecord, RecordBatchBuilder};
 
-use crate::broker::{Broker, Replica};
-use crate::{coordinator_log, errors};
+use crate::broker::Broker;
+use crate::coordinator::{CoordinatorRuntime, Origin, PartitionWriter};
+use crate::errors;
 
 pub use classic::{ClassicConfig, ClassicGroup, ClassicState};
 pub use state::{Committed, Group, GroupKind, PendingTxnOffset, ShardState};
@@ -42,29 +42,13 @@ pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 /// How often the coordinator checks its deadlines (sessions, join and sync phases).
 pub const TICK: Duration = Duration::from_millis(50);
 
-fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 /// The groups of one `__consumer_offsets` partition this node leads.
-#[derive(Debug)]
-pub struct Shard {
-    pub partition: i32,
-    pub leader_epoch: i32,
-    loaded: AtomicBool,
-    state: Mutex<ShardState>,
-}
-
-impl Shard {
-    pub fn lock(&self) -> MutexGuard<'_, ShardState> {
-        guard(&self.state)
-    }
-}
+pub type Shard = crate::coordinator::Shard<ShardState>;
 
 /// The coordinator's shards, one per led partition of `__consumer_offsets`.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct GroupCoordinator {
-    shards: Mutex<HashMap<i32, Arc<Shard>>>,
+    runtime: Arc<CoordinatorRuntime<ShardState>>,
     /// The offsets-expiry period (monotonic: a wall-clock jump must not stall it).
     retention_check: sluice_storage::clock::Period,
 }
@@ -91,29 +75,24 @@ impl GroupCounts {
 pub type OffsetsRecord = (Vec<u8>, Option<Vec<u8>>);
 
 impl GroupCoordinator {
+    /// The coordinator of `node_id`, writing through `writer`.
+    pub fn new(node_id: i32, writer: Arc<dyn PartitionWriter>) -> GroupCoordinator {
+        GroupCoordinator {
+            runtime: Arc::new(CoordinatorRuntime::new(OFFSETS_TOPIC, node_id, writer)),
+            retention_check: Default::default(),
+        }
+    }
+
     /// The shard holding `group_id`, or why this node cannot serve it:
     /// NOT_COORDINATOR (another node leads its partition, or the topic does not exist
     /// yet) or COORDINATOR_LOAD_IN_PROGRESS.
     pub fn shard_for(&self, broker: &Broker, group_id: &str) -> Result<Arc<Shard>, i16> {
-        let partition = coordinator_log::partition_of(&broker.image(), OFFSETS_TOPIC, group_id)
-            .ok_or(errors::NOT_COORDINATOR)?;
-        let shard = guard(&self.shards)
-            .get(&partition)
-            .cloned()
-            .ok_or(errors::NOT_COORDINATOR)?;
-        if !shard.loaded.load(Ordering::Acquire) {
-            return Err(errors::COORDINATOR_LOAD_IN_PROGRESS);
-        }
-        Ok(shard)
+        self.runtime.shard_for(&broker.image(), group_id)
     }
 
     /// Every loaded shard (ListGroups, the timer).
     pub fn loaded_shards(&self) -> Vec<Arc<Shard>> {
-        guard(&self.shards)
-            .values()
-            .filter(|s| s.loaded.load(Ordering::Acquire))
-            .cloned()
-            .collect()
+        self.runtime.loaded_shards()
     }
 
     /// What the coordinator holds now, for the metrics: committed offsets, and groups
@@ -138,33 +117,18 @@ impl GroupCoordinator {
     /// Follows leadership of `__consumer_offsets`: loads the partitions this node now
     /// leads, drops those it no longer leads.
     pub fn on_image_change(&self, broker: &Arc<Broker>, image: &MetadataImage) {
-        let led = coordinator_log::led_partitions(image, OFFSETS_TOPIC, broker.node_id);
-        let mut shards = guard(&self.shards);
-        let dropped: Vec<i32> = shards
-            .iter()
-            .filter(|(p, s)| led.get(p) != Some(&s.leader_epoch))
-            .map(|(p, _)| *p)
-            .collect();
-        for partition in dropped {
-            if let Some(shard) = shards.remove(&partition) {
-                tracing::info!(
-                    partition,
-                    "no longer the group coordinator of __consumer_offsets-{partition}"
-                );
-                shard.lock().unload();
-            }
+        let changes = self
+            .runtime
+            .on_image_change(image, |_, _| ShardState::default());
+        for shard in changes.dropped {
+            tracing::info!(
+                partition = shard.partition,
+                "no longer the group coordinator of __consumer_offsets-{}",
+                shard.partition
+            );
+            shard.lock().unload();
         }
-        for (partition, epoch) in led {
-            if shards.contains_key(&partition) {
-                continue;
-            }
-            let shard = Arc::new(Shard {
-                partition,
-                leader_epoch: epoch,
-                loaded: AtomicBool::new(false),
-                state: Mutex::new(ShardState::default()),
-            });
-            shards.insert(partition, shard.clone());
+        for shard in changes.added {
             let broker = broker.clone();
             tokio::spawn(async move { load(broker, shard).await });
         }
@@ -199,15 +163,10 @@ impl GroupCoordinator {
     }
 
     /// Appends records to the shard's partition as its leader (in the order of the
-    /// calls: callers hold the shard's lock). Returns the replica and the offset the
-    /// high watermark must reach for the records to be committed.
-    pub fn append(
-        &self,
-        broker: &Broker,
-        shard: &Shard,
-        records: &[OffsetsRecord],
-    ) -> Result<(Arc<Replica>, i64), i16> {
-        self.append_batch(broker, shard, records, None)
+    /// calls: callers hold the shard's lock). Returns the partition and the offset the
+    /// high watermark must reach for the records to be committed ([`await_commit`]).
+    pub fn append(&self, shard: &Shard, records: &[OffsetsRecord]) -> Result<(i32, i64), i16> {
+        self.append_batch(shard, records, None)
     }
 
     /// Appends a transaction's offset commits (TxnOffsetCommit) as a transactional batch
@@ -215,19 +174,17 @@ impl GroupCoordinator {
     /// partition. Returns what [`GroupCoordinator::append`] returns.
     pub fn append_transactional(
         &self,
-        broker: &Broker,
         shard: &Shard,
         records: &[OffsetsRecord],
         producer: (i64, i16),
-    ) -> Result<(Arc<Replica>, i64), i16> {
-        self.append_batch(broker, shard, records, Some(producer))
+    ) -> Result<(i32, i64), i16> {
+        self.append_batch(shard, records, Some(producer))
     }
 
     /// A transaction's marker was written to `__consumer_offsets-{partition}`: its
     /// pending offset commits there are applied (commit) or dropped (abort).
     pub fn complete_transaction(&self, partition: i32, producer_id: i64, commit: bool) {
-        let shard = guard(&self.shards).get(&partition).cloned();
-        if let Some(shard) = shard {
+        if let Some(shard) = self.runtime.shard(partition) {
             let now = sluice_storage::now_ms();
             let count = shard.lock().complete_txn(producer_id, commit, now);
             tracing::debug!(
@@ -242,17 +199,10 @@ impl GroupCoordinator {
 
     fn append_batch(
         &self,
-        broker: &Broker,
         shard: &Shard,
         records: &[OffsetsRecord],
         producer: Option<(i64, i16)>,
-    ) -> Result<(Arc<Replica>, i64), i16> {
-        let replica = broker
-            .replica(OFFSETS_TOPIC, shard.partition)
-            .ok_or(errors::NOT_COORDINATOR)?;
-        if replica.leader_epoch() != shard.leader_epoch {
-            return Err(errors::NOT_COORDINATOR);
-        }
+    ) -> Result<(i32, i64), i16> {
         let now = sluice_storage::now_ms();
         let mut builder = RecordBatchBuilder::new(Compression::None);
         if let Some((producer_id, epoch)) = producer {
@@ -271,15 +221,16 @@ impl GroupCoordinator {
                 .map_err(|_| errors::INVALID_COMMIT_OFFSET_SIZE)?;
         }
         let bytes = BytesMut::from(&builder.build()[..]);
-        let required = if producer.is_some() {
-            broker
-                .replication
-                .append_internal_as_coordinator(&replica, bytes)
+        let origin = if producer.is_some() {
+            Origin::CoordinatorTransactional
         } else {
-            broker.replication.append_internal(&replica, bytes)
-        }
-        .map_err(write_error)?;
-        Ok((replica, required))
+            Origin::Coordinator
+        };
+        let required = self
+            .runtime
+            .append(shard, bytes, origin)
+            .map_err(write_error)?;
+        Ok((shard.partition, required))
     }
 }
 
@@ -298,11 +249,16 @@ pub async fn run(broker: Arc<Broker>, mut shutdown: tokio::sync::watch::Receiver
     }
 }
 
-/// Waits for an append of [`GroupCoordinator::append`] to commit; Kafka's error code
-/// for the coordinator's client when it does not.
-pub async fn await_commit(broker: &Broker, replica: &Replica, required: i64) -> i16 {
+/// Waits for an append of [`GroupCoordinator::append`] to `partition` to commit;
+/// Kafka's error code for the coordinator's client when it does not.
+pub async fn await_commit(broker: &Broker, partition: i32, required: i64) -> i16 {
     let timeout = broker.config.int_value("offsets.commit.timeout.ms").max(1) as u64;
-    match crate::append::await_committed(replica, required, Duration::from_millis(timeout)).await {
+    let wait =
+        broker
+            .groups
+            .runtime
+            .await_committed(partition, required, Duration::from_millis(timeout));
+    match wait.await {
         errors::NONE => errors::NONE,
         code => write_error(code),
     }
@@ -326,11 +282,11 @@ fn write_error(code: i16) -> i16 {
 /// Writes records no request waits for (group metadata after a timer's change,
 /// expired offsets): appended now, their commit awaited in the background.
 pub fn spawn_write(broker: &Arc<Broker>, shard: &Shard, records: Vec<OffsetsRecord>) {
-    match broker.groups.append(broker, shard, &records) {
-        Ok((replica, required)) => {
+    match broker.groups.append(shard, &records) {
+        Ok((partition, required)) => {
             let broker = broker.clone();
             tokio::spawn(async move {
-                let code = await_commit(&broker, &replica, required).await;
+                let code = await_commit(&broker, partition, required).await;
                 if code != errors::NONE {
                     tracing::warn!(code, "group metadata write did not commit");
                 }
@@ -394,43 +350,21 @@ pub fn consumer_config(broker: &Broker) -> ConsumerGroupConfig {
 /// is its leader.
 async fn load(broker: Arc<Broker>, shard: Arc<Shard>) {
     let started = std::time::Instant::now();
-    let current = || {
-        guard(&broker.groups.shards)
-            .get(&shard.partition)
-            .is_some_and(|s| Arc::ptr_eq(s, &shard))
+    let now = sluice_storage::now_ms();
+    let runtime = broker.groups.runtime.clone();
+    let replay = move |state: &mut ShardState, batch: &sluice_protocol::RecordBatch| {
+        replay_batch(state, batch, now)
     };
-    let Some(replica) = coordinator_log::await_leadership(
-        &broker,
-        OFFSETS_TOPIC,
-        shard.partition,
-        shard.leader_epoch,
-        current,
-    )
-    .await
-    else {
+    let Some(mut state) = runtime.load(&shard, ShardState::default(), replay).await else {
         return;
     };
-    let loaded = tokio::task::spawn_blocking(move || read_partition(&replica)).await;
-    let state = match loaded {
-        Ok(Ok(state)) => state,
-        Ok(Err(error)) => {
-            tracing::error!(partition = shard.partition, %error, "could not load groups");
-            return;
-        }
-        Err(error) => {
-            tracing::error!(partition = shard.partition, %error, "group load task failed");
-            return;
-        }
-    };
-    let mut state = state;
     state.finish_load(
         sluice_storage::now_ms(),
         &consumer_config(&broker),
         &group_topics(&broker),
     );
     let groups = state.groups.len();
-    *shard.lock() = state;
-    shard.loaded.store(true, Ordering::Release);
+    runtime.install(&shard, state);
     tracing::info!(
         partition = shard.partition,
         groups,
@@ -440,43 +374,35 @@ async fn load(broker: Arc<Broker>, shard: Arc<Shard>) {
     );
 }
 
-/// Reads a partition from its start to its end and replays its records.
-fn read_partition(replica: &Replica) -> Result<ShardState, String> {
-    let now = sluice_storage::now_ms();
-    let mut state = ShardState::default();
-    coordinator_log::replay(replica, |batch| {
-        if batch.is_control() {
-            if let Some(commit) = control_marker(batch) {
-                state.complete_txn(batch.producer_id(), commit, now);
-            }
-            return;
+/// Applies one batch of `__consumer_offsets`, read back at load.
+fn replay_batch(state: &mut ShardState, batch: &sluice_protocol::RecordBatch, now: i64) {
+    if batch.is_control() {
+        if let Some(commit) = control_marker(batch) {
+            state.complete_txn(batch.producer_id(), commit, now);
         }
-        let transactional = batch.is_transactional().then(|| batch.producer_id());
-        let Ok(records) = batch.records() else {
-            tracing::warn!(
-                offset = batch.base_offset(),
-                "skipping an unreadable batch of __consumer_offsets"
-            );
-            return;
+        return;
+    }
+    let transactional = batch.is_transactional().then(|| batch.producer_id());
+    let Ok(records) = batch.records() else {
+        tracing::warn!(
+            offset = batch.base_offset(),
+            "skipping an unreadable batch of __consumer_offsets"
+        );
+        return;
+    };
+    for record in records {
+        let Ok(record) = record else {
+            break;
         };
-        for record in records {
-            let Ok(record) = record else {
-                break;
-            };
-            let log_offset = batch.base_offset() + i64::from(record.offset_delta);
-            match (record.key, transactional) {
-                (Some(key), Some(producer_id)) => state.replay_transactional(
-                    producer_id,
-                    &key,
-                    record.value.as_deref(),
-                    log_offset,
-                ),
-                (Some(key), None) => state.replay(&key, record.value.as_deref(), log_offset, now),
-                (None, _) => {}
+        let log_offset = batch.base_offset() + i64::from(record.offset_delta);
+        match (record.key, transactional) {
+            (Some(key), Some(producer_id)) => {
+                state.replay_transactional(producer_id, &key, record.value.as_deref(), log_offset)
             }
+            (Some(key), None) => state.replay(&key, record.value.as_deref(), log_offset, now),
+            (None, _) => {}
         }
-    })?;
-    Ok(state)
+    }
 }
 
 /// The marker a control batch carries: Some(true) COMMIT, Some(false) ABORT, None for
@@ -520,3 +446,87 @@ pub fn group_record(group: &str, value: Option<&records::GroupMetadataValue>) ->
 
 /// Committed offsets of one group, by topic and partition.
 pub type OffsetMap = BTreeMap<(String, i32), Committed>;
+
+#[cfg(test)]
+mod tests {
+    use sluice_metadata::{MetadataRecord, PartitionRecord, TopicRecord};
+
+    use super::*;
+    use crate::coordinator::testing::MemoryWriter;
+
+    fn image(leader_epoch: i32) -> MetadataImage {
+        let mut image = MetadataImage::default();
+        let id = [7; 16];
+        image
+            .apply(&MetadataRecord::Topic(TopicRecord {
+                name: OFFSETS_TOPIC.into(),
+                topic_id: id,
+            }))
+            .unwrap();
+        let mut partition = PartitionRecord::new_partition(id, 0, vec![1], vec![[0; 16]]);
+        partition.leader = 1;
+        partition.leader_epoch = leader_epoch;
+        image.apply(&MetadataRecord::Partition(partition)).unwrap();
+        image
+    }
+
+    fn committed(offset: i64) -> OffsetValue {
+        OffsetValue {
+            offset,
+            leader_epoch: -1,
+            metadata: String::new(),
+            commit_timestamp: 1_000,
+            expire_timestamp: None,
+        }
+    }
+
+    /// Committed offsets, plain and transactional, go through the runtime to the
+    /// (in-memory) log; the next coordinator replays the plain ones, holds the
+    /// transactional ones until their marker, and the new shard's epoch fences writes
+    /// planned under the old one.
+    #[tokio::test]
+    async fn committed_offsets_are_replayed_by_the_next_coordinator() {
+        let writer = MemoryWriter::new();
+        writer.set_leader(OFFSETS_TOPIC, 0, Some(1));
+        let coordinator = GroupCoordinator::new(1, writer.clone());
+        let changes = coordinator
+            .runtime
+            .on_image_change(&image(1), |_, _| ShardState::default());
+        let shard = changes.added[0].clone();
+        coordinator.runtime.install(&shard, ShardState::default());
+        let plain = [offset_record("g", "t", 0, Some(&committed(42)))];
+        let (partition, required) = coordinator.append(&shard, &plain).unwrap();
+        assert_eq!((partition, required), (0, 1));
+        let pending = [offset_record("g", "t", 1, Some(&committed(7)))];
+        coordinator
+            .append_transactional(&shard, &pending, (5_000, 0))
+            .unwrap();
+        assert_eq!(writer.batches(OFFSETS_TOPIC, 0).len(), 2);
+
+        writer.set_leader(OFFSETS_TOPIC, 0, Some(2));
+        let changes = coordinator
+            .runtime
+            .on_image_change(&image(2), |_, _| ShardState::default());
+        assert_eq!(changes.dropped.len(), 1);
+        let shard = changes.added[0].clone();
+        let now = 2_000;
+        let state = coordinator
+            .runtime
+            .load(&shard, ShardState::default(), move |state, batch| {
+                replay_batch(state, batch, now)
+            })
+            .await
+            .expect("leads at epoch 2");
+        let group = &state.groups["g"];
+        assert_eq!(group.offsets[&("t".to_string(), 0)].value.offset, 42);
+        assert!(!group.offsets.contains_key(&("t".to_string(), 1)));
+        assert_eq!(state.pending_txn[&5_000].len(), 1);
+
+        // The old shard's epoch no longer leads: its writes are refused.
+        let stale = changes.dropped[0].clone();
+        assert_eq!(
+            coordinator.append(&stale, &plain).unwrap_err(),
+            errors::NOT_COORDINATOR
+        );
+    }
+}

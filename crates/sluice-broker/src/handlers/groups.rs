@@ -457,7 +457,6 @@ pub async fn sync_group(context: &RequestContext, request: SyncGroupRequest) -> 
         );
         let write = match &outcome {
             SyncOutcome::Store(store) => Some(broker.groups.append(
-                broker,
                 &shard,
                 &[group::group_record(&group_id, Some(&store.value))],
             )),
@@ -470,7 +469,9 @@ pub async fn sync_group(context: &RequestContext, request: SyncGroupRequest) -> 
         SyncOutcome::Reply(Reply::Later(receiver)) => receiver,
         SyncOutcome::Store(store) => {
             let code = match write {
-                Some(Ok((replica, required))) => await_commit(broker, &replica, required).await,
+                Some(Ok((log_partition, required))) => {
+                    await_commit(broker, log_partition, required).await
+                }
                 Some(Err(code)) => code,
                 None => errors::UNKNOWN_SERVER_ERROR,
             };
@@ -684,14 +685,14 @@ pub async fn offset_commit(
                     offset_record(&group_id, topic, *partition, value.as_ref())
                 })
                 .collect();
-            Some(broker.groups.append(broker, &shard, &records))
+            Some(broker.groups.append(&shard, &records))
         }
     };
     let write_code = match written {
         None => errors::NONE,
         Some(Err(code)) => code,
-        Some(Ok((replica, required))) => {
-            let code = await_commit(broker, &replica, required).await;
+        Some(Ok((log_partition, required))) => {
+            let code = await_commit(broker, log_partition, required).await;
             if code == errors::NONE {
                 shard.lock().apply_offsets(&group_id, values, required, now);
             }
@@ -955,13 +956,13 @@ pub async fn offset_delete(
             .iter()
             .map(|((t, p), _)| offset_record(&group_id, t, *p, None))
             .collect();
-        (!records.is_empty()).then(|| broker.groups.append(broker, &shard, &records))
+        (!records.is_empty()).then(|| broker.groups.append(&shard, &records))
     };
     let code = match written {
         None => errors::NONE,
         Some(Err(code)) => code,
-        Some(Ok((replica, required))) => {
-            let code = await_commit(broker, &replica, required).await;
+        Some(Ok((log_partition, required))) => {
+            let code = await_commit(broker, log_partition, required).await;
             if code == errors::NONE {
                 shard
                     .lock()
@@ -1155,7 +1156,7 @@ async fn delete_group(
             }
             GroupKind::Classic(_) => records.push(group::group_record(name, None)),
         }
-        match broker.groups.append(broker, &shard, &records) {
+        match broker.groups.append(&shard, &records) {
             Ok(written) => {
                 group.dead = true;
                 written
@@ -1163,8 +1164,8 @@ async fn delete_group(
             Err(code) => return code,
         }
     };
-    let (replica, required) = written;
-    let code = await_commit(broker, &replica, required).await;
+    let (log_partition, required) = written;
+    let code = await_commit(broker, log_partition, required).await;
     let mut state = shard.lock();
     if code == errors::NONE {
         if state.groups.get(name).is_some_and(|g| g.is_dead()) {
@@ -1278,13 +1279,13 @@ pub async fn consumer_group_heartbeat(
         };
         // What changed is stored before the member hears of it (Kafka's order).
         let records = group.take_records();
-        let written = (!records.is_empty()).then(|| broker.groups.append(broker, &shard, &records));
+        let written = (!records.is_empty()).then(|| broker.groups.append(&shard, &records));
         (response, written)
     };
     let code = match written {
         None => errors::NONE,
         Some(Err(code)) => code,
-        Some(Ok((replica, required))) => await_commit(broker, &replica, required).await,
+        Some(Ok((log_partition, required))) => await_commit(broker, log_partition, required).await,
     };
     if code != errors::NONE {
         return ConsumerGroupHeartbeatResponse::default().with_error_code(code);

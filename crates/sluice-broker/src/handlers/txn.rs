@@ -658,15 +658,15 @@ pub async fn txn_offset_commit(
             Some(
                 broker
                     .groups
-                    .append_transactional(broker, &shard, &records, producer),
+                    .append_transactional(&shard, &records, producer),
             )
         }
     };
     let write_code = match written {
         None => errors::NONE,
         Some(Err(code)) => code,
-        Some(Ok((replica, required))) => {
-            let code = group::await_commit(broker, &replica, required).await;
+        Some(Ok((log_partition, required))) => {
+            let code = group::await_commit(broker, log_partition, required).await;
             if code == errors::NONE {
                 shard
                     .lock()

@@ -20,9 +20,8 @@
 //! - Every `transaction.abort.timed.out.transaction.cleanup.interval.ms` the shards
 //!   abort transactions past their timeout and drop expired transactional ids.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -35,10 +34,11 @@ use sluice_metadata::MetadataImage;
 use sluice_protocol::{Compression, NewRecord, RecordBatchBuilder};
 use sluice_txn::coordinator::{MarkerJob, Step, TxnConfig, TxnShard, TxnWrite};
 
-use crate::broker::{Broker, Replica};
+use crate::broker::Broker;
+use crate::coordinator::{CoordinatorRuntime, Origin, PartitionWriter};
+use crate::errors;
 use crate::group::OFFSETS_TOPIC;
 use crate::replication::LeaderConnection;
-use crate::{coordinator_log, errors};
 
 pub use sluice_txn::records::TRANSACTION_STATE_TOPIC;
 
@@ -47,30 +47,14 @@ const TICK: Duration = Duration::from_millis(100);
 /// Pause between rounds of marker delivery to partitions that failed.
 const MARKER_RETRY: Duration = Duration::from_millis(100);
 
-fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// The transactions of one `__transaction_state` partition this node leads.
-#[derive(Debug)]
-pub struct Shard {
-    pub partition: i32,
-    /// The partition's leader epoch: the coordinator epoch.
-    pub leader_epoch: i32,
-    loaded: AtomicBool,
-    state: Mutex<TxnShard>,
-}
-
-impl Shard {
-    pub fn lock(&self) -> MutexGuard<'_, TxnShard> {
-        guard(&self.state)
-    }
-}
+/// The transactions of one `__transaction_state` partition this node leads; its
+/// leader epoch is the coordinator epoch.
+pub type Shard = crate::coordinator::Shard<TxnShard>;
 
 /// The coordinator's shards, one per led partition of `__transaction_state`.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct TransactionCoordinator {
-    shards: Mutex<HashMap<i32, Arc<Shard>>>,
+    runtime: Arc<CoordinatorRuntime<TxnShard>>,
     /// The abort scan's period (monotonic: a wall-clock jump must not stall it).
     abort_scan: sluice_storage::clock::Period,
 }
@@ -87,77 +71,52 @@ pub fn txn_config(broker: &Broker) -> TxnConfig {
 }
 
 impl TransactionCoordinator {
+    /// The coordinator of `node_id`, writing through `writer`.
+    pub fn new(node_id: i32, writer: Arc<dyn PartitionWriter>) -> TransactionCoordinator {
+        TransactionCoordinator {
+            runtime: Arc::new(CoordinatorRuntime::new(
+                TRANSACTION_STATE_TOPIC,
+                node_id,
+                writer,
+            )),
+            abort_scan: Default::default(),
+        }
+    }
+
     /// The shard holding `transactional_id`, or NOT_COORDINATOR /
     /// COORDINATOR_LOAD_IN_PROGRESS.
     pub fn shard_for(&self, broker: &Broker, transactional_id: &str) -> Result<Arc<Shard>, i16> {
-        let partition = coordinator_log::partition_of(
-            &broker.image(),
-            TRANSACTION_STATE_TOPIC,
-            transactional_id,
-        )
-        .ok_or(errors::NOT_COORDINATOR)?;
-        let shard = guard(&self.shards)
-            .get(&partition)
-            .cloned()
-            .ok_or(errors::NOT_COORDINATOR)?;
-        if !shard.loaded.load(Ordering::Acquire) {
-            return Err(errors::COORDINATOR_LOAD_IN_PROGRESS);
-        }
-        Ok(shard)
+        self.runtime.shard_for(&broker.image(), transactional_id)
     }
 
     /// Every loaded shard (ListTransactions, the timer).
     pub fn loaded_shards(&self) -> Vec<Arc<Shard>> {
-        guard(&self.shards)
-            .values()
-            .filter(|s| s.loaded.load(Ordering::Acquire))
-            .cloned()
-            .collect()
+        self.runtime.loaded_shards()
     }
 
     /// Whether `shard` is still this node's shard for its partition.
     fn is_current(&self, shard: &Arc<Shard>) -> bool {
-        guard(&self.shards)
-            .get(&shard.partition)
-            .is_some_and(|s| Arc::ptr_eq(s, shard))
+        self.runtime.is_current(shard)
     }
 
     /// Follows leadership of `__transaction_state`: loads the partitions this node now
     /// leads, drops those it no longer leads (or leads under a new epoch).
     pub fn on_image_change(&self, broker: &Arc<Broker>, image: &MetadataImage) {
-        let led = coordinator_log::led_partitions(image, TRANSACTION_STATE_TOPIC, broker.node_id);
-        let mut shards = guard(&self.shards);
         let level = crate::features::transaction_version(image);
-        for shard in shards.values() {
+        for shard in self.runtime.shards() {
             shard.lock().set_transaction_version_level(level);
         }
-        let dropped: Vec<i32> = shards
-            .iter()
-            .filter(|(p, s)| led.get(p) != Some(&s.leader_epoch))
-            .map(|(p, _)| *p)
-            .collect();
-        for partition in dropped {
-            shards.remove(&partition);
+        let changes = self.runtime.on_image_change(image, |_, epoch| {
+            TxnShard::new(epoch, txn_config(broker)).with_transaction_version_level(level)
+        });
+        for shard in changes.dropped {
             tracing::info!(
-                partition,
-                "no longer the transaction coordinator of __transaction_state-{partition}"
+                partition = shard.partition,
+                "no longer the transaction coordinator of __transaction_state-{}",
+                shard.partition
             );
         }
-        for (partition, epoch) in led {
-            if shards.contains_key(&partition) {
-                continue;
-            }
-            let shard = Arc::new(Shard {
-                partition,
-                leader_epoch: epoch,
-                loaded: AtomicBool::new(false),
-                state: Mutex::new(
-                    TxnShard::new(epoch, txn_config(broker)).with_transaction_version_level(
-                        crate::features::transaction_version(image),
-                    ),
-                ),
-            });
-            shards.insert(partition, shard.clone());
+        for shard in changes.added {
             let broker = broker.clone();
             tokio::spawn(async move { load(broker, shard).await });
         }
@@ -217,41 +176,42 @@ fn write_error(code: i16) -> i16 {
         | errors::NOT_ENOUGH_REPLICAS
         | errors::NOT_ENOUGH_REPLICAS_AFTER_APPEND
         | errors::REQUEST_TIMED_OUT => errors::COORDINATOR_NOT_AVAILABLE,
-        errors::NOT_LEADER_OR_FOLLOWER | errors::KAFKA_STORAGE_ERROR => errors::NOT_COORDINATOR,
+        // NOT_COORDINATOR: the runtime's own answer for a shard whose epoch no longer
+        // leads the partition.
+        errors::NOT_LEADER_OR_FOLLOWER | errors::KAFKA_STORAGE_ERROR | errors::NOT_COORDINATOR => {
+            errors::NOT_COORDINATOR
+        }
         errors::NONE => errors::NONE,
         _ => errors::UNKNOWN_SERVER_ERROR,
     }
 }
 
 /// Appends a write to the shard's partition as its leader (callers hold the shard's
-/// lock, so writes keep their order). Returns the replica and the offset the high
+/// lock, so writes keep their order). Returns the partition and the offset the high
 /// watermark must reach.
-pub fn append(
-    broker: &Broker,
-    shard: &Shard,
-    write: &TxnWrite,
-) -> Result<(Arc<Replica>, i64), i16> {
-    let replica = broker
-        .replica(TRANSACTION_STATE_TOPIC, shard.partition)
-        .ok_or(errors::NOT_COORDINATOR)?;
-    if replica.leader_epoch() != shard.leader_epoch {
-        return Err(errors::NOT_COORDINATOR);
+pub fn append(broker: &Broker, shard: &Shard, write: &TxnWrite) -> Result<(i32, i64), i16> {
+    broker.transactions.append(shard, write)
+}
+
+impl TransactionCoordinator {
+    /// [`append`]: the write as a one-record batch, through the coordinator runtime.
+    pub fn append(&self, shard: &Shard, write: &TxnWrite) -> Result<(i32, i64), i16> {
+        let mut builder = RecordBatchBuilder::new(Compression::None);
+        builder
+            .append(&NewRecord {
+                timestamp: sluice_storage::now_ms(),
+                key: Some(Bytes::copy_from_slice(&write.key)),
+                value: write.value.as_ref().map(|v| Bytes::copy_from_slice(v)),
+                headers: Vec::new(),
+            })
+            .map_err(|_| errors::UNKNOWN_SERVER_ERROR)?;
+        let bytes = BytesMut::from(&builder.build()[..]);
+        let required = self
+            .runtime
+            .append(shard, bytes, Origin::Coordinator)
+            .map_err(write_error)?;
+        Ok((shard.partition, required))
     }
-    let mut builder = RecordBatchBuilder::new(Compression::None);
-    builder
-        .append(&NewRecord {
-            timestamp: sluice_storage::now_ms(),
-            key: Some(Bytes::copy_from_slice(&write.key)),
-            value: write.value.as_ref().map(|v| Bytes::copy_from_slice(v)),
-            headers: Vec::new(),
-        })
-        .map_err(|_| errors::UNKNOWN_SERVER_ERROR)?;
-    let bytes = BytesMut::from(&builder.build()[..]);
-    let required = broker
-        .replication
-        .append_internal(&replica, bytes)
-        .map_err(write_error)?;
-    Ok((replica, required))
 }
 
 /// Waits for an appended write to commit, tells the shard the outcome, and starts the
@@ -260,15 +220,19 @@ pub async fn finish_write(
     broker: &Arc<Broker>,
     shard: &Arc<Shard>,
     write: TxnWrite,
-    appended: Result<(Arc<Replica>, i64), i16>,
+    appended: Result<(i32, i64), i16>,
 ) -> i16 {
     let code = match appended {
         Err(code) => code,
-        Ok((replica, required)) => {
+        Ok((partition, required)) => {
             let timeout = Duration::from_millis(
                 broker.config.int_value("offsets.commit.timeout.ms").max(1) as u64,
             );
-            write_error(crate::append::await_committed(&replica, required, timeout).await)
+            let wait = broker
+                .transactions
+                .runtime
+                .await_committed(partition, required, timeout);
+            write_error(wait.await)
         }
     };
     let job = shard.lock().write_completed(
@@ -310,7 +274,7 @@ pub async fn run_step<T>(
 /// A step whose write (if any) has been appended under the shard's lock.
 pub enum StepWithAppend<T> {
     Now(T),
-    Write(TxnWrite, Result<(Arc<Replica>, i64), i16>, T),
+    Write(TxnWrite, Result<(i32, i64), i16>, T),
 }
 
 /// Calls the state machine under the shard's lock and appends its write, if any,
@@ -531,42 +495,16 @@ async fn write_markers_remotely(
 /// replica leads it, then resends the markers of transactions left half-done.
 async fn load(broker: Arc<Broker>, shard: Arc<Shard>) {
     let started = std::time::Instant::now();
-    let Some(replica) = coordinator_log::await_leadership(
-        &broker,
-        TRANSACTION_STATE_TOPIC,
-        shard.partition,
-        shard.leader_epoch,
-        || broker.transactions.is_current(&shard),
-    )
-    .await
-    else {
-        return;
-    };
-    let config = txn_config(&broker);
-    let epoch = shard.leader_epoch;
+    let runtime = broker.transactions.runtime.clone();
     let level = crate::features::transaction_version(&broker.image());
-    let loaded = tokio::task::spawn_blocking(move || {
-        read_partition(
-            &replica,
-            TxnShard::new(epoch, config).with_transaction_version_level(level),
-        )
-    })
-    .await;
-    let mut state = match loaded {
-        Ok(Ok(state)) => state,
-        Ok(Err(error)) => {
-            tracing::error!(partition = shard.partition, %error, "could not load transactions");
-            return;
-        }
-        Err(error) => {
-            tracing::error!(partition = shard.partition, %error, "transaction load task failed");
-            return;
-        }
+    let state = TxnShard::new(shard.leader_epoch, txn_config(&broker))
+        .with_transaction_version_level(level);
+    let Some(mut state) = runtime.load(&shard, state, replay_batch).await else {
+        return;
     };
     let jobs = state.finish_load();
     let count = state.list().count();
-    *shard.lock() = state;
-    shard.loaded.store(true, Ordering::Release);
+    runtime.install(&shard, state);
     tracing::info!(
         partition = shard.partition,
         transactions = count,
@@ -580,29 +518,127 @@ async fn load(broker: Arc<Broker>, shard: Arc<Shard>) {
     }
 }
 
-/// Reads a partition from its start to its end and replays its records.
-fn read_partition(replica: &Replica, mut state: TxnShard) -> Result<TxnShard, String> {
-    coordinator_log::replay(replica, |batch| {
-        if batch.is_control() {
-            return;
-        }
-        let Ok(records) = batch.records() else {
-            tracing::warn!(
-                offset = batch.base_offset(),
-                "skipping an unreadable batch of __transaction_state"
-            );
-            return;
+/// Applies one batch of `__transaction_state`, read back at load.
+fn replay_batch(state: &mut TxnShard, batch: &sluice_protocol::RecordBatch) {
+    if batch.is_control() {
+        return;
+    }
+    let Ok(records) = batch.records() else {
+        tracing::warn!(
+            offset = batch.base_offset(),
+            "skipping an unreadable batch of __transaction_state"
+        );
+        return;
+    };
+    for record in records {
+        let Ok(record) = record else {
+            break;
         };
-        for record in records {
-            let Ok(record) = record else {
-                break;
-            };
-            if let Some(key) = record.key
-                && let Err(error) = state.replay(&key, record.value.as_deref())
-            {
-                tracing::warn!(offset = batch.base_offset(), %error, "skipping an unreadable __transaction_state record");
-            }
+        if let Some(key) = record.key
+            && let Err(error) = state.replay(&key, record.value.as_deref())
+        {
+            tracing::warn!(offset = batch.base_offset(), %error, "skipping an unreadable __transaction_state record");
         }
-    })?;
-    Ok(state)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sluice_metadata::{MetadataRecord, PartitionRecord, TopicRecord};
+    use sluice_txn::coordinator::InitResult;
+
+    use super::*;
+    use crate::coordinator::testing::MemoryWriter;
+
+    fn image(leader_epoch: i32) -> MetadataImage {
+        let mut image = MetadataImage::default();
+        let id = [9; 16];
+        image
+            .apply(&MetadataRecord::Topic(TopicRecord {
+                name: TRANSACTION_STATE_TOPIC.into(),
+                topic_id: id,
+            }))
+            .unwrap();
+        let mut partition = PartitionRecord::new_partition(id, 0, vec![1], vec![[0; 16]]);
+        partition.leader = 1;
+        partition.leader_epoch = leader_epoch;
+        image.apply(&MetadataRecord::Partition(partition)).unwrap();
+        image
+    }
+
+    fn config() -> TxnConfig {
+        TxnConfig {
+            max_timeout_ms: 900_000,
+            transactional_id_expiration_ms: 604_800_000,
+        }
+    }
+
+    /// A transactional id's producer id survives a failover: the write goes through the
+    /// runtime to the (in-memory) log, and a new coordinator epoch replays it.
+    #[tokio::test]
+    async fn an_initialized_producer_id_is_replayed_by_the_next_coordinator() {
+        let writer = MemoryWriter::new();
+        writer.set_leader(TRANSACTION_STATE_TOPIC, 0, Some(3));
+        let coordinator = TransactionCoordinator::new(1, writer.clone());
+        let changes = coordinator
+            .runtime
+            .on_image_change(&image(3), |_, epoch| TxnShard::new(epoch, config()));
+        let shard = changes.added[0].clone();
+        let state = coordinator
+            .runtime
+            .load(&shard, TxnShard::new(3, config()), replay_batch)
+            .await
+            .expect("leads at epoch 3");
+        coordinator.runtime.install(&shard, state);
+        let step = shard
+            .lock()
+            .init_producer_id("tx-1", 60_000, -1, -1, 2, 1_000, &mut || Ok(4_000));
+        let Step::Write(write, InitResult { producer_id, .. }) = step else {
+            panic!("a new transactional id is written before it is answered");
+        };
+        assert_eq!(producer_id, 4_000);
+        let (partition, required) = coordinator.append(&shard, &write).unwrap();
+        let code = coordinator
+            .runtime
+            .await_committed(partition, required, Duration::from_secs(5))
+            .await;
+        assert_eq!(code, errors::NONE);
+        assert!(
+            shard
+                .lock()
+                .write_completed("tx-1", write.write_id, true)
+                .is_none()
+        );
+
+        // Failover: this node leads again under a new epoch; the old shard is dropped
+        // and the new one reads the write back.
+        writer.set_leader(TRANSACTION_STATE_TOPIC, 0, Some(4));
+        let changes = coordinator
+            .runtime
+            .on_image_change(&image(4), |_, epoch| TxnShard::new(epoch, config()));
+        assert_eq!(changes.dropped.len(), 1);
+        assert!(coordinator.shard_for_partition_is_loading(0));
+        let shard = changes.added[0].clone();
+        let state = coordinator
+            .runtime
+            .load(&shard, TxnShard::new(4, config()), replay_batch)
+            .await
+            .unwrap();
+        let found = state.describe("tx-1").expect("replayed");
+        assert_eq!(found.producer_id, 4_000);
+        // A write planned under the old epoch is refused.
+        writer.set_leader(TRANSACTION_STATE_TOPIC, 0, Some(5));
+        assert_eq!(
+            coordinator.append(&shard, &write).unwrap_err(),
+            errors::NOT_COORDINATOR
+        );
+    }
+
+    impl TransactionCoordinator {
+        fn shard_for_partition_is_loading(&self, partition: i32) -> bool {
+            self.runtime
+                .shard(partition)
+                .is_some_and(|shard| !shard.is_loaded())
+        }
+    }
 }
