@@ -90,7 +90,7 @@ pub struct Broker {
     /// Serializes the controller's read-check-write operations on the metadata.
     controller: tokio::sync::Mutex<()>,
     /// The active controller's view of broker liveness (see `controller.rs`).
-    pub liveness: crate::controller::Liveness,
+    pub liveness: crate::liveness::Liveness,
     pub fetch_sessions: FetchSessions,
     /// Follower fetchers, ISR changes and high-watermark checkpoints.
     pub replication: Arc<crate::replication::ReplicaManager>,
@@ -265,33 +265,6 @@ impl Broker {
         };
         self.write_metadata(&[MetadataRecord::RegisterBroker(record)])
             .await
-    }
-
-    /// After an unclean shutdown: leaves every ISR this broker shares with another
-    /// replica ([`crate::controller::leave_isrs`]), planned on the current image with
-    /// its partition epochs and re-planned when a partition moved on meanwhile.
-    /// Returns how many partitions it left.
-    pub async fn leave_isrs_after_unclean_shutdown(&self) -> Result<usize, BrokerError> {
-        for _ in 0..10 {
-            let image = self.image();
-            let records = crate::controller::leave_isrs(&image, self.node_id, &|topic| {
-                crate::replication::topic_min_insync_replicas(self, &image, topic)
-            });
-            if records.is_empty() {
-                return Ok(0);
-            }
-            match self.write_metadata(&records).await {
-                Ok(()) => return Ok(records.len()),
-                Err(BrokerError::Quorum(crate::quorum::QuorumError::StalePartition(reason))) => {
-                    tracing::debug!(%reason, "ISR changes planned on a stale image; planning again");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                }
-                Err(error) => return Err(error),
-            }
-        }
-        Err(BrokerError::Quorum(crate::quorum::QuorumError::Refused(
-            "the partitions kept changing under the ISR changes".into(),
-        )))
     }
 
     /// A registered, unfenced broker's endpoint on `listener` (the one a client
@@ -500,59 +473,6 @@ impl Broker {
             }
         }
         Ok(())
-    }
-
-    /// Asks the active controller to change a partition's ISR, as its leader does with
-    /// Kafka's AlterPartition: `leader_epoch` and `partition_epoch` are what the leader
-    /// last saw (stale ones are fenced). Returns the partition as the controller now has
-    /// it, or Kafka's error code (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION,
-    /// INELIGIBLE_REPLICA, NOT_CONTROLLER, ...).
-    pub async fn alter_partition(
-        &self,
-        topic_id: Uuid,
-        partition: i32,
-        leader_epoch: i32,
-        partition_epoch: i32,
-        new_isr: Vec<i32>,
-    ) -> Result<sluice_metadata::PartitionImage, i16> {
-        let quorum = self
-            .quorum()
-            .map_err(|_| crate::errors::NOT_CONTROLLER)?
-            .clone();
-        let change = crate::quorum::rpc::AlterPartition {
-            broker_id: self.node_id,
-            topic_id,
-            partition,
-            leader_epoch,
-            partition_epoch,
-            new_isr,
-        };
-        let index = if quorum.is_active_controller() {
-            let this = self
-                .this
-                .get()
-                .and_then(Weak::upgrade)
-                .ok_or(crate::errors::NOT_CONTROLLER)?;
-            crate::controller::alter_partition_as_controller(&this, change).await?
-        } else {
-            let (_, address) = quorum.leader().ok_or(crate::errors::NOT_CONTROLLER)?;
-            let request = crate::quorum::RpcRequest::AlterPartition(change);
-            match crate::quorum::rpc::call(&address, &request, std::time::Duration::from_secs(10))
-                .await
-            {
-                Ok(crate::quorum::RpcResponse::AlterPartition(result)) => result?,
-                _ => return Err(crate::errors::NOT_CONTROLLER),
-            }
-        };
-        quorum
-            .wait_applied(index, std::time::Duration::from_secs(10))
-            .await
-            .map_err(|_| crate::errors::REQUEST_TIMED_OUT)?;
-        self.image()
-            .topic_by_id(&topic_id)
-            .and_then(|t| t.partitions.get(&partition))
-            .cloned()
-            .ok_or(crate::errors::UNKNOWN_TOPIC_OR_PARTITION)
     }
 
     /// Hands out one producer id, taking a new block through the metadata log when the

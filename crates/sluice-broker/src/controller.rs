@@ -16,9 +16,8 @@
 //! - AlterPartition: a leader's ISR change, checked against the partition's leader
 //!   epoch and partition epoch.
 
-use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use sluice_metadata::{MetadataImage, MetadataRecord, PartitionChangeRecord};
@@ -29,61 +28,7 @@ use crate::errors;
 use crate::quorum::rpc::{AlterPartition, Heartbeat, HeartbeatReply};
 use crate::quorum::{NodeId, QuorumError, RpcRequest, RpcResponse};
 
-/// The active controller's record of when each broker last heartbeat, by the
-/// registration (broker epoch) it heartbeat for.
-#[derive(Debug, Default)]
-pub struct Liveness {
-    seen: Mutex<HashMap<i32, (i64, Instant)>>,
-    /// The Raft term this node last led in: heartbeats are tracked from its start.
-    term: Mutex<Option<u64>>,
-}
-
-impl Liveness {
-    /// Every broker gets a full session from now: after this process did not run (a
-    /// pause, a stall), silence it could not observe is not the brokers'.
-    fn restart(&self) {
-        self.seen
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clear();
-    }
-
-    fn saw(&self, broker_id: i32, broker_epoch: i64) {
-        self.seen
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(broker_id, (broker_epoch, Instant::now()));
-    }
-
-    /// Brokers silent for longer than `timeout`. A broker never heard from counts from
-    /// when this node became the leader, and a new registration (a restarted broker's
-    /// new epoch) from when this node first sees it, as Kafka's controller counts a
-    /// registration as contact: the silence of the broker's previous incarnation is not
-    /// the new one's (it was fenced again before its first heartbeat, a second metadata
-    /// change right as it came back).
-    fn silent(&self, image: &MetadataImage, timeout: Duration, term: u64) -> Vec<i32> {
-        let mut led = self.term.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
-        let now = Instant::now();
-        if *led != Some(term) {
-            // A new leadership: every broker gets a full session from now.
-            *led = Some(term);
-            seen.clear();
-        }
-        image
-            .brokers()
-            .filter(|b| !b.fenced)
-            .filter(|b| {
-                let entry = seen.entry(b.broker_id).or_insert((b.broker_epoch, now));
-                if entry.0 != b.broker_epoch {
-                    *entry = (b.broker_epoch, now);
-                }
-                now.duration_since(entry.1) > timeout
-            })
-            .map(|b| b.broker_id)
-            .collect()
-    }
-}
+pub use crate::liveness::Liveness;
 
 fn config_ms(broker: &Broker, key: &str, default: u64) -> Duration {
     Duration::from_millis(
@@ -352,6 +297,81 @@ pub async fn run(broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
             }
         }
     }
+}
+
+/// After an unclean shutdown: leaves every ISR this broker shares with another
+/// replica ([`leave_isrs`]), planned on the current image with
+/// its partition epochs and re-planned when a partition moved on meanwhile.
+/// Returns how many partitions it left.
+pub async fn leave_isrs_after_unclean_shutdown(broker: &Broker) -> Result<usize, BrokerError> {
+    for _ in 0..10 {
+        let image = broker.image();
+        let records = leave_isrs(&image, broker.node_id, &|topic| {
+            crate::replication::topic_min_insync_replicas(broker, &image, topic)
+        });
+        if records.is_empty() {
+            return Ok(0);
+        }
+        match broker.write_metadata(&records).await {
+            Ok(()) => return Ok(records.len()),
+            Err(BrokerError::Quorum(crate::quorum::QuorumError::StalePartition(reason))) => {
+                tracing::debug!(%reason, "ISR changes planned on a stale image; planning again");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    Err(BrokerError::Quorum(crate::quorum::QuorumError::Refused(
+        "the partitions kept changing under the ISR changes".into(),
+    )))
+}
+
+/// Asks the active controller to change a partition's ISR, as its leader does with
+/// Kafka's AlterPartition: `leader_epoch` and `partition_epoch` are what the leader
+/// last saw (stale ones are fenced). Returns the partition as the controller now has
+/// it, or Kafka's error code (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION,
+/// INELIGIBLE_REPLICA, NOT_CONTROLLER, ...).
+pub async fn alter_partition(
+    broker: &Arc<Broker>,
+    topic_id: sluice_metadata::Uuid,
+    partition: i32,
+    leader_epoch: i32,
+    partition_epoch: i32,
+    new_isr: Vec<i32>,
+) -> Result<sluice_metadata::PartitionImage, i16> {
+    let quorum = broker
+        .quorum()
+        .map_err(|_| crate::errors::NOT_CONTROLLER)?
+        .clone();
+    let change = crate::quorum::rpc::AlterPartition {
+        broker_id: broker.node_id,
+        topic_id,
+        partition,
+        leader_epoch,
+        partition_epoch,
+        new_isr,
+    };
+    let index = if quorum.is_active_controller() {
+        alter_partition_as_controller(broker, change).await?
+    } else {
+        let (_, address) = quorum.leader().ok_or(crate::errors::NOT_CONTROLLER)?;
+        let request = crate::quorum::RpcRequest::AlterPartition(change);
+        match crate::quorum::rpc::call(&address, &request, std::time::Duration::from_secs(10)).await
+        {
+            Ok(crate::quorum::RpcResponse::AlterPartition(result)) => result?,
+            _ => return Err(crate::errors::NOT_CONTROLLER),
+        }
+    };
+    quorum
+        .wait_applied(index, std::time::Duration::from_secs(10))
+        .await
+        .map_err(|_| crate::errors::REQUEST_TIMED_OUT)?;
+    broker
+        .image()
+        .topic_by_id(&topic_id)
+        .and_then(|t| t.partitions.get(&partition))
+        .cloned()
+        .ok_or(crate::errors::UNKNOWN_TOPIC_OR_PARTITION)
 }
 
 /// The quorum's state from its leader (here, or asked over the network).
@@ -1114,5 +1134,30 @@ mod tests {
             reassign(&before, TOPIC, 0, None, true).unwrap_err().0,
             errors::NO_REASSIGNMENT_IN_PROGRESS
         );
+    }
+}
+
+/// The controller as replication reaches it: AlterPartition from this node's leaders.
+#[derive(Debug)]
+pub struct IsrChannel(pub std::sync::Weak<Broker>);
+
+impl crate::replication::AlterPartitionChannel for IsrChannel {
+    fn alter_partition(
+        &self,
+        change: crate::replication::IsrChange,
+    ) -> crate::replication::AlterPartitionReply {
+        let broker = self.0.clone();
+        Box::pin(async move {
+            let broker = broker.upgrade().ok_or(errors::NOT_CONTROLLER)?;
+            alter_partition(
+                &broker,
+                change.topic_id,
+                change.partition,
+                change.leader_epoch,
+                change.partition_epoch,
+                change.new_isr,
+            )
+            .await
+        })
     }
 }

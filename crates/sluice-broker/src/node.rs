@@ -308,6 +308,11 @@ pub async fn run_with_collectors(
     let metadata_dir = first.dir().to_path_buf();
     let clean_start = first.was_clean_start();
     let broker = Broker::new(config.clone(), cluster_id.unwrap_or_default(), managers)?;
+    broker
+        .replication
+        .connect_controller(Arc::new(crate::controller::IsrChannel(Arc::downgrade(
+            &broker,
+        ))));
     let roles = config.process_roles();
     let is_broker = roles.contains(&Role::Broker);
     let is_controller = roles.contains(&Role::Controller);
@@ -544,7 +549,7 @@ pub async fn run_with_collectors(
         if !clean_start {
             // Kafka's unclean-shutdown registration (KIP-966): until it has caught up
             // again this broker is in no ISR and leads nothing.
-            match broker.leave_isrs_after_unclean_shutdown().await {
+            match crate::controller::leave_isrs_after_unclean_shutdown(&broker).await {
                 Ok(0) => {}
                 Ok(left) => tracing::info!(
                     partitions = left,

@@ -61,6 +61,27 @@ const ALTER_PARTITION_RETRY_BACKOFF_MS: u64 = 100;
 const LATEST_TIMESTAMP: i64 = -1;
 const EARLIEST_TIMESTAMP: i64 = -2;
 
+/// A leader's ISR change for the active controller (Kafka's AlterPartition).
+#[derive(Debug, Clone)]
+pub struct IsrChange {
+    pub topic_id: Uuid,
+    pub partition: i32,
+    /// What the leader last saw: a stale leader or partition epoch is fenced.
+    pub leader_epoch: i32,
+    pub partition_epoch: i32,
+    pub new_isr: Vec<i32>,
+}
+
+/// The controller's answer: the partition as it now has it, or Kafka's error code
+/// (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, INELIGIBLE_REPLICA, NOT_CONTROLLER...).
+pub type AlterPartitionReply =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<PartitionImage, i16>> + Send>>;
+
+/// How replication reaches the active controller (set once by the node's wiring).
+pub trait AlterPartitionChannel: Send + Sync + std::fmt::Debug {
+    fn alter_partition(&self, change: IsrChange) -> AlterPartitionReply;
+}
+
 /// Replication settings, from the broker configuration with Kafka's defaults.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -132,6 +153,8 @@ pub struct ReplicaManager {
     pub traffic: TopicTraffic,
     /// Bumped after replicas on this node change role (the coordinators wait on it).
     roles: watch::Sender<u64>,
+    /// The active controller, for ISR changes ([`ReplicaManager::connect_controller`]).
+    controller: std::sync::OnceLock<Arc<dyn AlterPartitionChannel>>,
     fetchers: Mutex<HashMap<(i32, usize), Fetcher>>,
     background: Mutex<Vec<JoinHandle<()>>>,
     started: AtomicBool,
@@ -151,6 +174,7 @@ impl ReplicaManager {
             replicas: Default::default(),
             traffic: Default::default(),
             roles: watch::Sender::new(0),
+            controller: Default::default(),
             fetchers: Default::default(),
             background: Default::default(),
             started: Default::default(),
@@ -182,6 +206,11 @@ impl ReplicaManager {
             .collect();
         all.sort_by(|a, b| a.0.cmp(&b.0));
         all
+    }
+
+    /// Connects the channel to the active controller (once, when the node is wired).
+    pub fn connect_controller(&self, channel: Arc<dyn AlterPartitionChannel>) {
+        let _ = self.controller.set(channel);
     }
 
     /// A signal that changes after replicas on this node change role.
@@ -707,15 +736,17 @@ pub(crate) fn submit_alter_partition(
     tokio::spawn(async move {
         loop {
             let Some(broker) = weak.upgrade() else { return };
-            let result = broker
-                .alter_partition(
-                    replica.topic_id,
-                    tp.partition,
-                    leader_epoch,
-                    partition_epoch,
-                    proposed.clone(),
-                )
-                .await;
+            let change = IsrChange {
+                topic_id: replica.topic_id,
+                partition: tp.partition,
+                leader_epoch,
+                partition_epoch,
+                new_isr: proposed.clone(),
+            };
+            let result = match broker.replication.controller.get() {
+                Some(controller) => controller.alter_partition(change).await,
+                None => Err(errors::NOT_CONTROLLER),
+            };
             let retry = {
                 let mut state = replica.state();
                 if state.isr.sequence() != Some(sequence) {
