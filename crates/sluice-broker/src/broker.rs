@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, RwLock, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 
 use sluice_metadata::{
     BrokerEndpoint, MetadataImage, MetadataLogError, MetadataRecord, RegisterBrokerRecord, Uuid,
@@ -83,7 +83,7 @@ pub struct Broker {
     this: OnceLock<Weak<Broker>>,
     /// This node's registration epoch (the time it registered, in ms).
     pub broker_epoch: std::sync::atomic::AtomicI64,
-    image: RwLock<Arc<MetadataImage>>,
+    image: watch::Sender<Arc<MetadataImage>>,
     managers: Mutex<Vec<LogManager>>,
     /// The current producer-id block: next id to hand out, end (exclusive).
     producer_ids: tokio::sync::Mutex<(i64, i64)>,
@@ -96,7 +96,7 @@ pub struct Broker {
     pub replication: Arc<crate::replication::ReplicaManager>,
     /// Consumer groups and committed offsets of the `__consumer_offsets` partitions
     /// this node leads.
-    pub groups: crate::group::GroupCoordinator,
+    pub groups: Arc<crate::group::GroupCoordinator>,
     pub transactions: crate::txn::TransactionCoordinator,
     /// Partitions a log-cleaner task is cleaning now.
     cleaning: Mutex<std::collections::HashSet<TopicPartition>>,
@@ -145,7 +145,8 @@ impl Broker {
         cluster_id: String,
         managers: Vec<LogManager>,
     ) -> Result<Arc<Broker>, BrokerError> {
-        let image = Arc::new(MetadataImage::default());
+        let image = watch::Sender::new(Arc::new(MetadataImage::default()));
+        let view = crate::image::ImageView::new(image.subscribe());
         let node_id = config.node_id();
         let replication = Arc::new(crate::replication::ReplicaManager::new(
             crate::replication::Settings::from_config(&config),
@@ -157,11 +158,16 @@ impl Broker {
             this: OnceLock::new(),
             broker_epoch: std::sync::atomic::AtomicI64::new(-1),
             liveness: Default::default(),
-            image: RwLock::new(image.clone()),
+            image,
             managers: Mutex::new(managers),
             producer_ids: tokio::sync::Mutex::new((0, 0)),
             controller: tokio::sync::Mutex::new(()),
-            groups: crate::group::GroupCoordinator::new(node_id, replication.clone()),
+            groups: Arc::new(crate::group::GroupCoordinator::new(
+                node_id,
+                crate::group::GroupSettings::from_config(&config),
+                view.clone(),
+                replication.clone(),
+            )),
             transactions: crate::txn::TransactionCoordinator::new(node_id, replication.clone()),
             replication,
             cleaning: Default::default(),
@@ -182,7 +188,7 @@ impl Broker {
     /// What the metadata state machine calls after each applied change: publishes the
     /// image, brings local replicas in line and tells replication.
     pub fn apply_image(&self, image: Arc<MetadataImage>) {
-        *self.image.write().unwrap_or_else(PoisonError::into_inner) = image.clone();
+        self.image.send_replace(image.clone());
         {
             let mut managers = guard(&self.managers);
             if let Err(error) = self.sync_replicas(&image, &mut managers) {
@@ -191,7 +197,7 @@ impl Broker {
         }
         if let Some(this) = self.this.get().and_then(Weak::upgrade) {
             crate::replication::on_image_change(&this, &image);
-            this.groups.on_image_change(&this, &image);
+            this.groups.on_image_change(&image);
             this.transactions.on_image_change(&this, &image);
         }
     }
@@ -284,10 +290,12 @@ impl Broker {
 
     /// The current metadata image.
     pub fn image(&self) -> Arc<MetadataImage> {
-        self.image
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.image.borrow().clone()
+    }
+
+    /// A read handle on the image, for services that follow it.
+    pub fn image_view(&self) -> crate::image::ImageView {
+        crate::image::ImageView::new(self.image.subscribe())
     }
 
     /// The local replica of a partition.

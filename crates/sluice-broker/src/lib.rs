@@ -25,6 +25,7 @@ pub mod forwarding;
 pub mod fuzzing;
 pub mod group;
 mod handlers;
+pub mod image;
 pub mod liveness;
 pub mod log_cleaner;
 pub mod metrics;

@@ -584,7 +584,7 @@ pub async fn run_with_collectors(
         ));
         tasks.push((
             "group coordinator",
-            tokio::spawn(crate::group::run(broker.clone(), shutdown.clone())),
+            tokio::spawn(crate::group::run(broker.groups.clone(), shutdown.clone())),
         ));
         tasks.push((
             "transaction coordinator",

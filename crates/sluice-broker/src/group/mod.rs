@@ -29,9 +29,10 @@ use sluice_group::records::{self, OffsetValue, OffsetsKey};
 use sluice_metadata::MetadataImage;
 use sluice_protocol::{Compression, NewRecord, RecordBatchBuilder};
 
-use crate::broker::Broker;
+use crate::config::BrokerConfig;
 use crate::coordinator::{CoordinatorRuntime, Origin, PartitionWriter};
 use crate::errors;
+use crate::image::{ImageView, MetadataPublisher};
 
 pub use classic::{ClassicConfig, ClassicGroup, ClassicState};
 pub use state::{Committed, Group, GroupKind, PendingTxnOffset, ShardState};
@@ -49,8 +50,65 @@ pub type Shard = crate::coordinator::Shard<ShardState>;
 #[derive(Debug)]
 pub struct GroupCoordinator {
     runtime: Arc<CoordinatorRuntime<ShardState>>,
+    image: ImageView,
+    settings: Arc<GroupSettings>,
     /// The offsets-expiry period (monotonic: a wall-clock jump must not stall it).
     retention_check: sluice_storage::clock::Period,
+}
+
+/// The group coordinator's settings, parsed once from the broker's config (none of
+/// these keys is dynamic).
+#[derive(Debug, Clone)]
+pub struct GroupSettings {
+    pub classic: ClassicConfig,
+    pub consumer: ConsumerGroupConfig,
+    /// `offsets.commit.timeout.ms`: how long a write waits to commit.
+    pub commit_timeout: Duration,
+    /// `offsets.retention.check.interval.ms`.
+    pub retention_check_interval: Duration,
+    /// `offsets.retention.minutes`, in ms.
+    pub retention_ms: i64,
+}
+
+impl GroupSettings {
+    pub fn from_config(config: &BrokerConfig) -> GroupSettings {
+        let policy = config
+            .get("group.consumer.migration.policy")
+            .unwrap_or("bidirectional");
+        GroupSettings {
+            classic: ClassicConfig {
+                min_session_timeout_ms: config.int_value("group.min.session.timeout.ms") as i32,
+                max_session_timeout_ms: config.int_value("group.max.session.timeout.ms") as i32,
+                max_size: config.int_value("group.max.size") as usize,
+                initial_rebalance_delay_ms: config.int_value("group.initial.rebalance.delay.ms")
+                    as i32,
+                upgrade_allowed: matches!(policy, "upgrade" | "bidirectional"),
+                downgrade_allowed: matches!(policy, "downgrade" | "bidirectional"),
+            },
+            consumer: ConsumerGroupConfig {
+                session_timeout_ms: config.int_value("group.consumer.session.timeout.ms") as i32,
+                heartbeat_interval_ms: config.int_value("group.consumer.heartbeat.interval.ms")
+                    as i32,
+                max_size: config.int_value("group.consumer.max.size") as i32,
+                assignors: config
+                    .get("group.consumer.assignors")
+                    .unwrap_or("uniform,range")
+                    .split(',')
+                    .map(|a| a.trim().to_string())
+                    .filter(|a| !a.is_empty())
+                    .collect(),
+            },
+            commit_timeout: Duration::from_millis(
+                config.int_value("offsets.commit.timeout.ms").max(1) as u64,
+            ),
+            retention_check_interval: Duration::from_millis(
+                config
+                    .int_value("offsets.retention.check.interval.ms")
+                    .max(1) as u64,
+            ),
+            retention_ms: config.int_value("offsets.retention.minutes") * 60_000,
+        }
+    }
 }
 
 /// Counts for the metrics ([`GroupCoordinator::counts`]).
@@ -76,18 +134,45 @@ pub type OffsetsRecord = (Vec<u8>, Option<Vec<u8>>);
 
 impl GroupCoordinator {
     /// The coordinator of `node_id`, writing through `writer`.
-    pub fn new(node_id: i32, writer: Arc<dyn PartitionWriter>) -> GroupCoordinator {
+    pub fn new(
+        node_id: i32,
+        settings: GroupSettings,
+        image: ImageView,
+        writer: Arc<dyn PartitionWriter>,
+    ) -> GroupCoordinator {
         GroupCoordinator {
             runtime: Arc::new(CoordinatorRuntime::new(OFFSETS_TOPIC, node_id, writer)),
+            image,
+            settings: Arc::new(settings),
             retention_check: Default::default(),
         }
+    }
+
+    /// The settings, parsed at start.
+    pub fn settings(&self) -> &GroupSettings {
+        &self.settings
+    }
+
+    /// The classic-group settings.
+    pub fn classic_config(&self) -> ClassicConfig {
+        self.settings.classic.clone()
+    }
+
+    /// The `group.consumer.*` settings.
+    pub fn consumer_config(&self) -> ConsumerGroupConfig {
+        self.settings.consumer.clone()
+    }
+
+    /// The topics of the current image as a consumer group sees them.
+    pub fn topics(&self) -> ConsumerTopics {
+        group_topics(&self.image.current())
     }
 
     /// The shard holding `group_id`, or why this node cannot serve it:
     /// NOT_COORDINATOR (another node leads its partition, or the topic does not exist
     /// yet) or COORDINATOR_LOAD_IN_PROGRESS.
-    pub fn shard_for(&self, broker: &Broker, group_id: &str) -> Result<Arc<Shard>, i16> {
-        self.runtime.shard_for(&broker.image(), group_id)
+    pub fn shard_for(&self, group_id: &str) -> Result<Arc<Shard>, i16> {
+        self.runtime.shard_for(&self.image.current(), group_id)
     }
 
     /// Every loaded shard (ListGroups, the timer).
@@ -116,7 +201,7 @@ impl GroupCoordinator {
 
     /// Follows leadership of `__consumer_offsets`: loads the partitions this node now
     /// leads, drops those it no longer leads.
-    pub fn on_image_change(&self, broker: &Arc<Broker>, image: &MetadataImage) {
+    pub fn on_image_change(&self, image: &MetadataImage) {
         let changes = self
             .runtime
             .on_image_change(image, |_, _| ShardState::default());
@@ -129,27 +214,26 @@ impl GroupCoordinator {
             shard.lock().unload();
         }
         for shard in changes.added {
-            let broker = broker.clone();
-            tokio::spawn(async move { load(broker, shard).await });
+            let runtime = self.runtime.clone();
+            let settings = self.settings.clone();
+            let image = self.image.clone();
+            tokio::spawn(async move { load(runtime, settings, image, shard).await });
         }
     }
 
     /// Checks every group's deadlines, writes what changed, and expires offsets.
-    pub fn tick(&self, broker: &Arc<Broker>) {
+    pub fn tick(&self) {
         let now = sluice_storage::now_ms();
-        let config = classic_config(broker);
-        let retention_interval = broker
-            .config
-            .int_value("offsets.retention.check.interval.ms");
-        let expire_offsets = self.retention_check.due(std::time::Duration::from_millis(
-            retention_interval.max(1) as u64,
-        ));
-        let retention_ms = broker.config.int_value("offsets.retention.minutes") * 60_000;
+        let config = &self.settings.classic;
+        let expire_offsets = self
+            .retention_check
+            .due(self.settings.retention_check_interval);
+        let retention_ms = self.settings.retention_ms;
         for shard in self.loaded_shards() {
             let mut state = shard.lock();
             let mut records = Vec::new();
             for group in state.groups.values_mut() {
-                group.tick(&config, now);
+                group.tick(config, now);
                 records.extend(group.take_records());
                 if expire_offsets {
                     records.extend(group.expire_offsets(retention_ms, now));
@@ -157,7 +241,7 @@ impl GroupCoordinator {
             }
             state.groups.retain(|_, g| !g.is_dead());
             if !records.is_empty() {
-                spawn_write(broker, &shard, records);
+                self.spawn_write(&shard, records);
             }
         }
     }
@@ -235,7 +319,7 @@ impl GroupCoordinator {
 }
 
 /// The coordinator's timer: every [`TICK`], deadlines and offsets retention.
-pub async fn run(broker: Arc<Broker>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+pub async fn run(groups: Arc<GroupCoordinator>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
     loop {
         tokio::select! {
             _ = shutdown.changed() => {
@@ -245,22 +329,46 @@ pub async fn run(broker: Arc<Broker>, mut shutdown: tokio::sync::watch::Receiver
             }
             _ = tokio::time::sleep(TICK) => {}
         }
-        broker.groups.tick(&broker);
+        groups.tick();
     }
 }
 
-/// Waits for an append of [`GroupCoordinator::append`] to `partition` to commit;
-/// Kafka's error code for the coordinator's client when it does not.
-pub async fn await_commit(broker: &Broker, partition: i32, required: i64) -> i16 {
-    let timeout = broker.config.int_value("offsets.commit.timeout.ms").max(1) as u64;
-    let wait =
-        broker
-            .groups
+impl GroupCoordinator {
+    /// Waits for an append of [`GroupCoordinator::append`] to `partition` to commit;
+    /// Kafka's error code for the coordinator's client when it does not.
+    pub async fn await_commit(&self, partition: i32, required: i64) -> i16 {
+        let wait = self
             .runtime
-            .await_committed(partition, required, Duration::from_millis(timeout));
-    match wait.await {
-        errors::NONE => errors::NONE,
-        code => write_error(code),
+            .await_committed(partition, required, self.settings.commit_timeout);
+        match wait.await {
+            errors::NONE => errors::NONE,
+            code => write_error(code),
+        }
+    }
+
+    /// Writes records no request waits for (group metadata after a timer's change,
+    /// expired offsets): appended now, their commit awaited in the background.
+    pub fn spawn_write(&self, shard: &Shard, records: Vec<OffsetsRecord>) {
+        match self.append(shard, &records) {
+            Ok((partition, required)) => {
+                let wait =
+                    self.runtime
+                        .await_committed(partition, required, self.settings.commit_timeout);
+                tokio::spawn(async move {
+                    let code = write_error(wait.await);
+                    if code != errors::NONE {
+                        tracing::warn!(code, "group metadata write did not commit");
+                    }
+                });
+            }
+            Err(code) => tracing::warn!(code, "group metadata write refused"),
+        }
+    }
+}
+
+impl MetadataPublisher for GroupCoordinator {
+    fn publish(&self, image: &Arc<MetadataImage>) {
+        self.on_image_change(image);
     }
 }
 
@@ -279,42 +387,8 @@ fn write_error(code: i16) -> i16 {
     }
 }
 
-/// Writes records no request waits for (group metadata after a timer's change,
-/// expired offsets): appended now, their commit awaited in the background.
-pub fn spawn_write(broker: &Arc<Broker>, shard: &Shard, records: Vec<OffsetsRecord>) {
-    match broker.groups.append(shard, &records) {
-        Ok((partition, required)) => {
-            let broker = broker.clone();
-            tokio::spawn(async move {
-                let code = await_commit(&broker, partition, required).await;
-                if code != errors::NONE {
-                    tracing::warn!(code, "group metadata write did not commit");
-                }
-            });
-        }
-        Err(code) => tracing::warn!(code, "group metadata write refused"),
-    }
-}
-
-/// The classic-group settings from the broker's config.
-pub fn classic_config(broker: &Broker) -> ClassicConfig {
-    let config = &broker.config;
-    let policy = config
-        .get("group.consumer.migration.policy")
-        .unwrap_or("bidirectional");
-    ClassicConfig {
-        min_session_timeout_ms: config.int_value("group.min.session.timeout.ms") as i32,
-        max_session_timeout_ms: config.int_value("group.max.session.timeout.ms") as i32,
-        max_size: config.int_value("group.max.size") as usize,
-        initial_rebalance_delay_ms: config.int_value("group.initial.rebalance.delay.ms") as i32,
-        upgrade_allowed: matches!(policy, "upgrade" | "bidirectional"),
-        downgrade_allowed: matches!(policy, "downgrade" | "bidirectional"),
-    }
-}
-
 /// The topics of the image as a consumer group sees them (internal topics left out).
-pub fn group_topics(broker: &Broker) -> ConsumerTopics {
-    let image = broker.image();
+pub fn group_topics(image: &MetadataImage) -> ConsumerTopics {
     ConsumerTopics::new(
         image
             .topics()
@@ -329,29 +403,16 @@ pub fn group_topics(broker: &Broker) -> ConsumerTopics {
     )
 }
 
-/// The `group.consumer.*` settings from the broker's config.
-pub fn consumer_config(broker: &Broker) -> ConsumerGroupConfig {
-    let config = &broker.config;
-    ConsumerGroupConfig {
-        session_timeout_ms: config.int_value("group.consumer.session.timeout.ms") as i32,
-        heartbeat_interval_ms: config.int_value("group.consumer.heartbeat.interval.ms") as i32,
-        max_size: config.int_value("group.consumer.max.size") as i32,
-        assignors: config
-            .get("group.consumer.assignors")
-            .unwrap_or("uniform,range")
-            .split(',')
-            .map(|a| a.trim().to_string())
-            .filter(|a| !a.is_empty())
-            .collect(),
-    }
-}
-
 /// Replays a partition of `__consumer_offsets` into its shard, once this node's replica
 /// is its leader.
-async fn load(broker: Arc<Broker>, shard: Arc<Shard>) {
+async fn load(
+    runtime: Arc<CoordinatorRuntime<ShardState>>,
+    settings: Arc<GroupSettings>,
+    image: ImageView,
+    shard: Arc<Shard>,
+) {
     let started = std::time::Instant::now();
     let now = sluice_storage::now_ms();
-    let runtime = broker.groups.runtime.clone();
     let replay = move |state: &mut ShardState, batch: &sluice_protocol::RecordBatch| {
         replay_batch(state, batch, now)
     };
@@ -360,8 +421,8 @@ async fn load(broker: Arc<Broker>, shard: Arc<Shard>) {
     };
     state.finish_load(
         sluice_storage::now_ms(),
-        &consumer_config(&broker),
-        &group_topics(&broker),
+        &settings.consumer,
+        &group_topics(&image.current()),
     );
     let groups = state.groups.len();
     runtime.install(&shard, state);
@@ -488,7 +549,15 @@ mod tests {
     async fn committed_offsets_are_replayed_by_the_next_coordinator() {
         let writer = MemoryWriter::new();
         writer.set_leader(OFFSETS_TOPIC, 0, Some(1));
-        let coordinator = GroupCoordinator::new(1, writer.clone());
+        let config = BrokerConfig::load(crate::config::EMBEDDED_SERVER_PROPERTIES, &[])
+            .unwrap()
+            .config;
+        let coordinator = GroupCoordinator::new(
+            1,
+            GroupSettings::from_config(&config),
+            ImageView::fixed(image(1)),
+            writer.clone(),
+        );
         let changes = coordinator
             .runtime
             .on_image_change(&image(1), |_, _| ShardState::default());

@@ -31,10 +31,7 @@ use super::{str_bytes, topic_name, topics};
 use crate::broker::Broker;
 use crate::errors;
 use crate::group::classic::{JoinRequest, JoinResult, Reply, SyncOutcome, SyncResult};
-use crate::group::{
-    self, GroupKind, OFFSETS_TOPIC, OffsetsRecord, Shard, await_commit, classic_config,
-    consumer_config, group_topics, offset_record,
-};
+use crate::group::{self, GroupKind, OFFSETS_TOPIC, OffsetsRecord, Shard, offset_record};
 use crate::request::RequestContext;
 use crate::txn::TRANSACTION_STATE_TOPIC;
 
@@ -52,7 +49,7 @@ fn shard(context: &RequestContext, group: &str) -> Result<std::sync::Arc<Shard>,
     if group.is_empty() {
         return Err(errors::INVALID_GROUP_ID);
     }
-    context.broker.groups.shard_for(&context.broker, group)
+    context.broker.groups.shard_for(group)
 }
 
 // -- FindCoordinator ---------------------------------------------------------------------
@@ -257,7 +254,7 @@ fn flush(broker: &std::sync::Arc<Broker>, shard: &Shard, groups: &mut crate::gro
         .flat_map(|g| g.take_records())
         .collect();
     if !records.is_empty() {
-        group::spawn_write(broker, shard, records);
+        broker.groups.spawn_write(shard, records);
     }
 }
 
@@ -299,7 +296,7 @@ pub async fn join_group(context: &RequestContext, request: JoinGroupRequest) -> 
             .map(|p| (p.name.to_string(), p.metadata.clone()))
             .collect(),
     };
-    let config = classic_config(broker);
+    let config = broker.groups.classic_config();
     // Checked before the group exists: a refused join creates nothing.
     if join.session_timeout_ms < config.min_session_timeout_ms
         || join.session_timeout_ms > config.max_session_timeout_ms
@@ -329,8 +326,8 @@ pub async fn join_group(context: &RequestContext, request: JoinGroupRequest) -> 
                 // to follow in its SyncGroup.
                 let joined = consumer.classic_join(
                     &join,
-                    &group_topics(broker),
-                    &consumer_config(broker),
+                    &broker.groups.topics(),
+                    &broker.groups.consumer_config(),
                     now,
                 );
                 group.maybe_downgrade(&config, now);
@@ -470,12 +467,12 @@ pub async fn sync_group(context: &RequestContext, request: SyncGroupRequest) -> 
         SyncOutcome::Store(store) => {
             let code = match write {
                 Some(Ok((log_partition, required))) => {
-                    await_commit(broker, log_partition, required).await
+                    broker.groups.await_commit(log_partition, required).await
                 }
                 Some(Err(code)) => code,
                 None => errors::UNKNOWN_SERVER_ERROR,
             };
-            let config = classic_config(broker);
+            let config = broker.groups.classic_config();
             let mut state = shard.lock();
             if let Some(classic) = state
                 .groups
@@ -548,7 +545,7 @@ pub async fn leave_group(
         Ok(shard) => shard,
         Err(code) => return respond(code, Vec::new()),
     };
-    let config = classic_config(broker);
+    let config = broker.groups.classic_config();
     let now = sluice_storage::now_ms();
     let mut state = shard.lock();
     let Some(group) = state.groups.get_mut(&group_id) else {
@@ -692,7 +689,7 @@ pub async fn offset_commit(
         None => errors::NONE,
         Some(Err(code)) => code,
         Some(Ok((log_partition, required))) => {
-            let code = await_commit(broker, log_partition, required).await;
+            let code = broker.groups.await_commit(log_partition, required).await;
             if code == errors::NONE {
                 shard.lock().apply_offsets(&group_id, values, required, now);
             }
@@ -962,7 +959,7 @@ pub async fn offset_delete(
         None => errors::NONE,
         Some(Err(code)) => code,
         Some(Ok((log_partition, required))) => {
-            let code = await_commit(broker, log_partition, required).await;
+            let code = broker.groups.await_commit(log_partition, required).await;
             if code == errors::NONE {
                 shard
                     .lock()
@@ -1165,7 +1162,7 @@ async fn delete_group(
         }
     };
     let (log_partition, required) = written;
-    let code = await_commit(broker, log_partition, required).await;
+    let code = broker.groups.await_commit(log_partition, required).await;
     let mut state = shard.lock();
     if code == errors::NONE {
         if state.groups.get(name).is_some_and(|g| g.is_dead()) {
@@ -1209,11 +1206,11 @@ pub async fn consumer_group_heartbeat(
         Ok(shard) => shard,
         Err(code) => return ConsumerGroupHeartbeatResponse::default().with_error_code(code),
     };
-    let topics = group_topics(broker);
-    let config = consumer_config(broker);
+    let topics = broker.groups.topics();
+    let config = broker.groups.consumer_config();
     let now = sluice_storage::now_ms();
     let client_id = context.client_id.as_deref().unwrap_or("");
-    let classic_settings = classic_config(broker);
+    let classic_settings = broker.groups.classic_config();
     let (response, written) = {
         let mut state = shard.lock();
         let group = state
@@ -1285,7 +1282,9 @@ pub async fn consumer_group_heartbeat(
     let code = match written {
         None => errors::NONE,
         Some(Err(code)) => code,
-        Some(Ok((log_partition, required))) => await_commit(broker, log_partition, required).await,
+        Some(Ok((log_partition, required))) => {
+            broker.groups.await_commit(log_partition, required).await
+        }
     };
     if code != errors::NONE {
         return ConsumerGroupHeartbeatResponse::default().with_error_code(code);
@@ -1297,7 +1296,7 @@ pub async fn consumer_group_describe(
     context: &RequestContext,
     request: ConsumerGroupDescribeRequest,
 ) -> ConsumerGroupDescribeResponse {
-    let topics = group_topics(&context.broker);
+    let topics = context.broker.groups.topics();
     let groups = request
         .group_ids
         .iter()

@@ -37,7 +37,7 @@ use super::{str_bytes, topic_name};
 use crate::broker::Broker;
 use crate::errors;
 use crate::features;
-use crate::group::{self, OFFSETS_TOPIC, OffsetsRecord, offset_record};
+use crate::group::{OFFSETS_TOPIC, OffsetsRecord, offset_record};
 use crate::replication::LeaderConnection;
 use crate::request::RequestContext;
 use crate::txn::{self, TRANSACTION_STATE_TOPIC};
@@ -568,7 +568,7 @@ pub async fn txn_offset_commit(
     if group_id.is_empty() {
         return respond(&|_, _| errors::INVALID_GROUP_ID);
     }
-    let shard = match broker.groups.shard_for(broker, &group_id) {
+    let shard = match broker.groups.shard_for(&group_id) {
         Ok(shard) => shard,
         Err(code) => return respond(&|_, _| code),
     };
@@ -666,7 +666,7 @@ pub async fn txn_offset_commit(
         None => errors::NONE,
         Some(Err(code)) => code,
         Some(Ok((log_partition, required))) => {
-            let code = group::await_commit(broker, log_partition, required).await;
+            let code = broker.groups.await_commit(log_partition, required).await;
             if code == errors::NONE {
                 shard
                     .lock()
