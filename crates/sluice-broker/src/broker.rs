@@ -33,13 +33,7 @@ pub use crate::topic_config::{BROKER_RESOURCE, TOPIC_RESOURCE};
 /// How many producer ids a broker takes from the metadata log at once (Kafka's block).
 const PRODUCER_ID_BLOCK: i64 = 1000;
 
-/// One advertised endpoint of this node.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Endpoint {
-    pub listener: String,
-    pub host: String,
-    pub port: u16,
-}
+pub use crate::endpoint::Endpoint;
 
 #[derive(Debug, thiserror::Error)]
 pub enum BrokerError {
@@ -97,7 +91,7 @@ pub struct Broker {
     /// Consumer groups and committed offsets of the `__consumer_offsets` partitions
     /// this node leads.
     pub groups: Arc<crate::group::GroupCoordinator>,
-    pub transactions: crate::txn::TransactionCoordinator,
+    pub transactions: Arc<crate::txn::TransactionCoordinator>,
     /// Partitions a log-cleaner task is cleaning now.
     cleaning: Mutex<std::collections::HashSet<TopicPartition>>,
     /// What the log cleaner last did, for Kafka's `kafka.log:type=LogCleaner` and
@@ -151,6 +145,12 @@ impl Broker {
         let replication = Arc::new(crate::replication::ReplicaManager::new(
             crate::replication::Settings::from_config(&config),
         ));
+        let groups = Arc::new(crate::group::GroupCoordinator::new(
+            node_id,
+            crate::group::GroupSettings::from_config(&config),
+            view.clone(),
+            replication.clone(),
+        ));
         let broker = Broker {
             node_id,
             cluster_id,
@@ -162,13 +162,15 @@ impl Broker {
             managers: Mutex::new(managers),
             producer_ids: tokio::sync::Mutex::new((0, 0)),
             controller: tokio::sync::Mutex::new(()),
-            groups: Arc::new(crate::group::GroupCoordinator::new(
+            groups: groups.clone(),
+            transactions: crate::txn::TransactionCoordinator::new(
                 node_id,
-                crate::group::GroupSettings::from_config(&config),
+                crate::txn::TxnSettings::from_config(&config),
                 view.clone(),
                 replication.clone(),
-            )),
-            transactions: crate::txn::TransactionCoordinator::new(node_id, replication.clone()),
+                replication.clone(),
+                groups.clone(),
+            ),
             replication,
             cleaning: Default::default(),
             cleaner_metrics: Default::default(),
@@ -198,7 +200,7 @@ impl Broker {
         if let Some(this) = self.this.get().and_then(Weak::upgrade) {
             crate::replication::on_image_change(&this, &image);
             this.groups.on_image_change(&image);
-            this.transactions.on_image_change(&this, &image);
+            this.transactions.on_image_change(&image);
         }
     }
 
@@ -276,16 +278,7 @@ impl Broker {
     /// A registered, unfenced broker's endpoint on `listener` (the one a client
     /// connected to), from the metadata image.
     pub fn endpoint_of(image: &MetadataImage, broker_id: i32, listener: &str) -> Option<Endpoint> {
-        let broker = image.broker(broker_id).filter(|b| !b.fenced)?;
-        broker
-            .endpoints
-            .iter()
-            .find(|e| e.name == listener)
-            .map(|e| Endpoint {
-                listener: e.name.clone(),
-                host: e.host.clone(),
-                port: e.port,
-            })
+        crate::endpoint::endpoint_of(image, broker_id, listener)
     }
 
     /// The current metadata image.

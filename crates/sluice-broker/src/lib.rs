@@ -17,6 +17,7 @@ pub mod connection_quotas;
 pub mod controller;
 pub mod coordinator;
 pub mod elr;
+pub mod endpoint;
 pub mod errors;
 pub mod features;
 pub mod fetch_session;

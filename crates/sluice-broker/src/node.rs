@@ -588,7 +588,10 @@ pub async fn run_with_collectors(
         ));
         tasks.push((
             "transaction coordinator",
-            tokio::spawn(crate::txn::run(broker.clone(), shutdown.clone())),
+            tokio::spawn(crate::txn::run(
+                broker.transactions.clone(),
+                shutdown.clone(),
+            )),
         ));
     }
     if quorum.is_voter() {

@@ -78,7 +78,7 @@ pub async fn init_transactional(
     if transactional_id.is_empty() || transactional_id.len() > i16::MAX as usize {
         return failed(errors::INVALID_REQUEST);
     }
-    let shard = match broker.transactions.shard_for(broker, &transactional_id) {
+    let shard = match broker.transactions.shard_for(&transactional_id) {
         Ok(shard) => shard,
         Err(code) => return failed(code),
     };
@@ -96,7 +96,7 @@ pub async fn init_transactional(
     let mut allocate = move || spare.take().ok_or(errors::CONCURRENT_TRANSACTIONS);
     let tv = transaction_version(broker, false);
     let now = sluice_storage::now_ms();
-    let step = txn::step(broker, &shard, |state| {
+    let step = txn::step(&broker.transactions, &shard, |state| {
         state.init_producer_id(
             &transactional_id,
             request.transaction_timeout_ms,
@@ -107,7 +107,7 @@ pub async fn init_transactional(
             &mut allocate,
         )
     });
-    let (result, code) = txn::run_step(broker, &shard, step).await;
+    let (result, code) = txn::run_step(&broker.transactions, &shard, step).await;
     if code != errors::NONE {
         return failed(code);
     }
@@ -135,7 +135,7 @@ async fn add_local(
     api_version: i16,
 ) -> Vec<((String, i32), i16)> {
     let all = |code: i16| partitions.iter().map(|tp| (tp.clone(), code)).collect();
-    let shard = match broker.transactions.shard_for(broker, transactional_id) {
+    let shard = match broker.transactions.shard_for(transactional_id) {
         Ok(shard) => shard,
         Err(code) => return all(code),
     };
@@ -148,7 +148,7 @@ async fn add_local(
         );
     }
     let now = sluice_storage::now_ms();
-    let step = txn::step(broker, &shard, |state| {
+    let step = txn::step(&broker.transactions, &shard, |state| {
         state.add_partitions(
             transactional_id,
             producer.0,
@@ -158,7 +158,7 @@ async fn add_local(
             now,
         )
     });
-    let (code, write_code) = txn::run_step(broker, &shard, step).await;
+    let (code, write_code) = txn::run_step(&broker.transactions, &shard, step).await;
     all(if write_code != errors::NONE {
         write_code
     } else {
@@ -443,7 +443,7 @@ pub async fn end_txn(context: &RequestContext, request: EndTxnRequest) -> EndTxn
             .with_producer_id(ProducerId(-1))
             .with_producer_epoch(-1)
     };
-    let shard = match broker.transactions.shard_for(broker, &transactional_id) {
+    let shard = match broker.transactions.shard_for(&transactional_id) {
         Ok(shard) => shard,
         Err(code) => return failed(code),
     };
@@ -458,7 +458,7 @@ pub async fn end_txn(context: &RequestContext, request: EndTxnRequest) -> EndTxn
     let mut spare = spare;
     let mut allocate = move || spare.take().ok_or(errors::COORDINATOR_NOT_AVAILABLE);
     let now = sluice_storage::now_ms();
-    let step = txn::step(broker, &shard, |state| {
+    let step = txn::step(&broker.transactions, &shard, |state| {
         state.end_txn(
             &transactional_id,
             request.producer_id.0,
@@ -470,7 +470,7 @@ pub async fn end_txn(context: &RequestContext, request: EndTxnRequest) -> EndTxn
             &mut allocate,
         )
     });
-    let (result, code) = txn::run_step(broker, &shard, step).await;
+    let (result, code) = txn::run_step(&broker.transactions, &shard, step).await;
     if code != errors::NONE {
         return failed(code);
     }
@@ -498,7 +498,7 @@ pub async fn write_txn_markers(
             })
             .collect();
         let written = txn::write_marker_to(
-            broker,
+            &broker.transactions,
             sluice_storage::TxnMarker {
                 producer_id: marker.producer_id.0,
                 producer_epoch: marker.producer_epoch,
@@ -774,7 +774,7 @@ pub async fn describe_transactions(
                 .with_producer_id(ProducerId(-1))
                 .with_producer_epoch(-1)
                 .with_transaction_start_time_ms(-1);
-            let shard = match broker.transactions.shard_for(broker, &transactional_id) {
+            let shard = match broker.transactions.shard_for(&transactional_id) {
                 Ok(shard) => shard,
                 Err(code) => return response.with_error_code(code),
             };

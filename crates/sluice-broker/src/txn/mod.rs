@@ -34,11 +34,13 @@ use sluice_metadata::MetadataImage;
 use sluice_protocol::{Compression, NewRecord, RecordBatchBuilder};
 use sluice_txn::coordinator::{MarkerJob, Step, TxnConfig, TxnShard, TxnWrite};
 
-use crate::broker::Broker;
+use crate::config::BrokerConfig;
 use crate::coordinator::{CoordinatorRuntime, Origin, PartitionWriter};
 use crate::errors;
-use crate::group::OFFSETS_TOPIC;
+use crate::group::{GroupCoordinator, OFFSETS_TOPIC};
+use crate::image::{ImageView, MetadataPublisher};
 use crate::replication::LeaderConnection;
+use crate::replication::ReplicaManager;
 
 pub use sluice_txn::records::TRANSACTION_STATE_TOPIC;
 
@@ -54,39 +56,91 @@ pub type Shard = crate::coordinator::Shard<TxnShard>;
 /// The coordinator's shards, one per led partition of `__transaction_state`.
 #[derive(Debug)]
 pub struct TransactionCoordinator {
+    node_id: i32,
     runtime: Arc<CoordinatorRuntime<TxnShard>>,
+    image: ImageView,
+    settings: TxnSettings,
+    /// Markers to partitions this node leads are appended here.
+    replication: Arc<ReplicaManager>,
+    /// `__consumer_offsets` partitions apply a transaction's offsets at its marker.
+    groups: Arc<GroupCoordinator>,
+    /// This coordinator, for the tasks it starts.
+    me: std::sync::Weak<TransactionCoordinator>,
     /// The abort scan's period (monotonic: a wall-clock jump must not stall it).
     abort_scan: sluice_storage::clock::Period,
 }
 
-/// The state machine's settings from the broker's config.
-pub fn txn_config(broker: &Broker) -> TxnConfig {
-    TxnConfig {
-        max_timeout_ms: broker
-            .config
-            .int_value("transaction.max.timeout.ms")
-            .clamp(1, i64::from(i32::MAX)) as i32,
-        transactional_id_expiration_ms: broker.config.int_value("transactional.id.expiration.ms"),
+/// The transaction coordinator's settings, parsed once from the broker's config (none
+/// of these keys is dynamic).
+#[derive(Debug, Clone)]
+pub struct TxnSettings {
+    /// The state machine's: `transaction.max.timeout.ms`,
+    /// `transactional.id.expiration.ms`.
+    pub state: TxnConfig,
+    /// `transaction.abort.timed.out.transaction.cleanup.interval.ms`.
+    pub abort_interval: Duration,
+    /// `offsets.commit.timeout.ms`: how long a write waits to commit.
+    pub commit_timeout: Duration,
+}
+
+impl TxnSettings {
+    pub fn from_config(config: &BrokerConfig) -> TxnSettings {
+        TxnSettings {
+            state: TxnConfig {
+                max_timeout_ms: config
+                    .int_value("transaction.max.timeout.ms")
+                    .clamp(1, i64::from(i32::MAX)) as i32,
+                transactional_id_expiration_ms: config.int_value("transactional.id.expiration.ms"),
+            },
+            abort_interval: Duration::from_millis(
+                config
+                    .int_value("transaction.abort.timed.out.transaction.cleanup.interval.ms")
+                    .max(1) as u64,
+            ),
+            commit_timeout: Duration::from_millis(
+                config.int_value("offsets.commit.timeout.ms").max(1) as u64,
+            ),
+        }
     }
 }
 
 impl TransactionCoordinator {
-    /// The coordinator of `node_id`, writing through `writer`.
-    pub fn new(node_id: i32, writer: Arc<dyn PartitionWriter>) -> TransactionCoordinator {
-        TransactionCoordinator {
+    /// The coordinator of `node_id`, writing its records through `writer` and its
+    /// local markers through `replication`.
+    pub fn new(
+        node_id: i32,
+        settings: TxnSettings,
+        image: ImageView,
+        writer: Arc<dyn PartitionWriter>,
+        replication: Arc<ReplicaManager>,
+        groups: Arc<GroupCoordinator>,
+    ) -> Arc<TransactionCoordinator> {
+        Arc::new_cyclic(|me| TransactionCoordinator {
+            node_id,
             runtime: Arc::new(CoordinatorRuntime::new(
                 TRANSACTION_STATE_TOPIC,
                 node_id,
                 writer,
             )),
+            image,
+            settings,
+            replication,
+            groups,
+            me: me.clone(),
             abort_scan: Default::default(),
-        }
+        })
+    }
+
+    /// The settings, parsed at start.
+    pub fn settings(&self) -> &TxnSettings {
+        &self.settings
     }
 
     /// The shard holding `transactional_id`, or NOT_COORDINATOR /
     /// COORDINATOR_LOAD_IN_PROGRESS.
-    pub fn shard_for(&self, broker: &Broker, transactional_id: &str) -> Result<Arc<Shard>, i16> {
-        self.runtime.shard_for(&broker.image(), transactional_id)
+    pub fn shard_for(&self, transactional_id: &str) -> Result<Arc<Shard>, i16> {
+        self.runtime
+            .shard_for(&self.image.current(), transactional_id)
     }
 
     /// Every loaded shard (ListTransactions, the timer).
@@ -101,13 +155,13 @@ impl TransactionCoordinator {
 
     /// Follows leadership of `__transaction_state`: loads the partitions this node now
     /// leads, drops those it no longer leads (or leads under a new epoch).
-    pub fn on_image_change(&self, broker: &Arc<Broker>, image: &MetadataImage) {
+    pub fn on_image_change(&self, image: &MetadataImage) {
         let level = crate::features::transaction_version(image);
         for shard in self.runtime.shards() {
             shard.lock().set_transaction_version_level(level);
         }
         let changes = self.runtime.on_image_change(image, |_, epoch| {
-            TxnShard::new(epoch, txn_config(broker)).with_transaction_version_level(level)
+            TxnShard::new(epoch, self.settings.state.clone()).with_transaction_version_level(level)
         });
         for shard in changes.dropped {
             tracing::info!(
@@ -116,23 +170,20 @@ impl TransactionCoordinator {
                 shard.partition
             );
         }
+        let Some(me) = self.me.upgrade() else {
+            return;
+        };
         for shard in changes.added {
-            let broker = broker.clone();
-            tokio::spawn(async move { load(broker, shard).await });
+            let txns = me.clone();
+            tokio::spawn(async move { load(txns, shard).await });
         }
     }
 
     /// Aborts timed-out transactions and expires idle transactional ids, every
     /// `transaction.abort.timed.out.transaction.cleanup.interval.ms`.
-    pub fn tick(&self, broker: &Arc<Broker>) {
+    pub fn tick(self: &Arc<Self>) {
         let now = sluice_storage::now_ms();
-        let interval = broker
-            .config
-            .int_value("transaction.abort.timed.out.transaction.cleanup.interval.ms");
-        if !self
-            .abort_scan
-            .due(Duration::from_millis(interval.max(1) as u64))
-        {
+        if !self.abort_scan.due(self.settings.abort_interval) {
             return;
         }
         for shard in self.loaded_shards() {
@@ -143,11 +194,11 @@ impl TransactionCoordinator {
             let writes = state.expire(now, &mut || Err(errors::COORDINATOR_NOT_AVAILABLE));
             for write in writes {
                 tracing::info!(transactional_id = %write.transactional_id, "transaction timed out or id expired");
-                let appended = append(broker, &shard, &write);
-                let broker = broker.clone();
+                let appended = self.append(&shard, &write);
+                let txns = self.clone();
                 let shard = shard.clone();
                 tokio::spawn(async move {
-                    finish_write(&broker, &shard, write, appended).await;
+                    finish_write(&txns, &shard, write, appended).await;
                 });
             }
         }
@@ -155,7 +206,10 @@ impl TransactionCoordinator {
 }
 
 /// The coordinator's timer.
-pub async fn run(broker: Arc<Broker>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+pub async fn run(
+    txns: Arc<TransactionCoordinator>,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) {
     loop {
         tokio::select! {
             _ = shutdown.changed() => {
@@ -165,7 +219,7 @@ pub async fn run(broker: Arc<Broker>, mut shutdown: tokio::sync::watch::Receiver
             }
             _ = tokio::time::sleep(TICK) => {}
         }
-        broker.transactions.tick(&broker);
+        txns.tick();
     }
 }
 
@@ -189,12 +243,17 @@ fn write_error(code: i16) -> i16 {
 /// Appends a write to the shard's partition as its leader (callers hold the shard's
 /// lock, so writes keep their order). Returns the partition and the offset the high
 /// watermark must reach.
-pub fn append(broker: &Broker, shard: &Shard, write: &TxnWrite) -> Result<(i32, i64), i16> {
-    broker.transactions.append(shard, write)
+impl MetadataPublisher for TransactionCoordinator {
+    fn publish(&self, image: &Arc<MetadataImage>) {
+        self.on_image_change(image);
+    }
 }
 
 impl TransactionCoordinator {
-    /// [`append`]: the write as a one-record batch, through the coordinator runtime.
+    /// Appends a write to the shard's partition as its leader (callers hold the shard's
+    /// lock, so writes keep their order): the write as a one-record batch, through the
+    /// coordinator runtime. Returns the partition and the offset the high watermark
+    /// must reach.
     pub fn append(&self, shard: &Shard, write: &TxnWrite) -> Result<(i32, i64), i16> {
         let mut builder = RecordBatchBuilder::new(Compression::None);
         builder
@@ -217,7 +276,7 @@ impl TransactionCoordinator {
 /// Waits for an appended write to commit, tells the shard the outcome, and starts the
 /// markers it calls for. Returns the code to answer the client with.
 pub async fn finish_write(
-    broker: &Arc<Broker>,
+    txns: &Arc<TransactionCoordinator>,
     shard: &Arc<Shard>,
     write: TxnWrite,
     appended: Result<(i32, i64), i16>,
@@ -225,13 +284,9 @@ pub async fn finish_write(
     let code = match appended {
         Err(code) => code,
         Ok((partition, required)) => {
-            let timeout = Duration::from_millis(
-                broker.config.int_value("offsets.commit.timeout.ms").max(1) as u64,
-            );
-            let wait = broker
-                .transactions
-                .runtime
-                .await_committed(partition, required, timeout);
+            let wait =
+                txns.runtime
+                    .await_committed(partition, required, txns.settings.commit_timeout);
             write_error(wait.await)
         }
     };
@@ -241,7 +296,7 @@ pub async fn finish_write(
         code == errors::NONE,
     );
     if let Some(job) = job {
-        spawn_markers(broker.clone(), shard.clone(), job);
+        spawn_markers(txns.clone(), shard.clone(), job);
     }
     code
 }
@@ -249,23 +304,23 @@ pub async fn finish_write(
 /// Starts delivering a transaction's markers in the background. (A plain function, so
 /// that the futures of [`finish_write`] and [`deliver_markers`], which start each
 /// other, do not contain each other.)
-fn spawn_markers(broker: Arc<Broker>, shard: Arc<Shard>, job: MarkerJob) {
+fn spawn_markers(txns: Arc<TransactionCoordinator>, shard: Arc<Shard>, job: MarkerJob) {
     let delivery: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> =
-        Box::pin(deliver_markers(broker, shard, job));
+        Box::pin(deliver_markers(txns, shard, job));
     tokio::spawn(delivery);
 }
 
 /// Runs a state machine step: answers at once, or persists its write first. Returns
 /// the result and the write's code (NONE when nothing was written).
 pub async fn run_step<T>(
-    broker: &Arc<Broker>,
+    txns: &Arc<TransactionCoordinator>,
     shard: &Arc<Shard>,
     step: StepWithAppend<T>,
 ) -> (T, i16) {
     match step {
         StepWithAppend::Now(result) => (result, errors::NONE),
         StepWithAppend::Write(write, appended, result) => {
-            let code = finish_write(broker, shard, write, appended).await;
+            let code = finish_write(txns, shard, write, appended).await;
             (result, code)
         }
     }
@@ -280,7 +335,7 @@ pub enum StepWithAppend<T> {
 /// Calls the state machine under the shard's lock and appends its write, if any,
 /// before the lock is released.
 pub fn step<T>(
-    broker: &Broker,
+    txns: &TransactionCoordinator,
     shard: &Shard,
     call: impl FnOnce(&mut TxnShard) -> Step<T>,
 ) -> StepWithAppend<T> {
@@ -288,22 +343,22 @@ pub fn step<T>(
     match call(&mut state) {
         Step::Now(result) => StepWithAppend::Now(result),
         Step::Write(write, result) => {
-            let appended = append(broker, shard, &write);
+            let appended = txns.append(shard, &write);
             StepWithAppend::Write(write, appended, result)
         }
     }
 }
 
 /// Writes a transaction's markers to every partition in it, then its Complete state.
-async fn deliver_markers(broker: Arc<Broker>, shard: Arc<Shard>, job: MarkerJob) {
+async fn deliver_markers(txns: Arc<TransactionCoordinator>, shard: Arc<Shard>, job: MarkerJob) {
     let mut remaining: Vec<(String, i32)> = job.partitions.clone();
     tracing::debug!(transactional_id = %job.transactional_id, commit = job.commit, partitions = remaining.len(), "writing transaction markers");
     while !remaining.is_empty() {
-        if !broker.transactions.is_current(&shard) {
+        if !txns.is_current(&shard) {
             tracing::info!(transactional_id = %job.transactional_id, "coordinator unloaded: markers left to the next one");
             return;
         }
-        let image = broker.image();
+        let image = txns.image.current();
         let mut by_leader: BTreeMap<i32, Vec<(String, i32)>> = BTreeMap::new();
         let mut done = Vec::new();
         for (topic, partition) in &remaining {
@@ -317,12 +372,12 @@ async fn deliver_markers(broker: Arc<Broker>, shard: Arc<Shard>, job: MarkerJob)
             }
         }
         for (leader, partitions) in by_leader {
-            let results = if leader == broker.node_id {
-                write_markers_locally(&broker, &job, &partitions).await
+            let results = if leader == txns.node_id {
+                write_markers_locally(&txns, &job, &partitions).await
             } else if leader < 0 {
                 Vec::new()
             } else {
-                write_markers_remotely(&broker, &image, leader, &job, &partitions).await
+                write_markers_remotely(&txns, &image, leader, &job, &partitions).await
             };
             for ((topic, partition), code) in results {
                 match code {
@@ -350,12 +405,12 @@ async fn deliver_markers(broker: Arc<Broker>, shard: Arc<Shard>, job: MarkerJob)
         state
             .markers_written(&job.transactional_id, job.producer_id, job.producer_epoch)
             .map(|write| {
-                let appended = append(&broker, &shard, &write);
+                let appended = txns.append(&shard, &write);
                 (write, appended)
             })
     };
     if let Some((write, appended)) = complete {
-        let code = finish_write(&broker, &shard, write, appended).await;
+        let code = finish_write(&txns, &shard, write, appended).await;
         if code != errors::NONE {
             tracing::warn!(transactional_id = %job.transactional_id, code, "could not write the transaction's completion");
         }
@@ -365,7 +420,7 @@ async fn deliver_markers(broker: Arc<Broker>, shard: Arc<Shard>, job: MarkerJob)
 /// Appends a marker to partitions this node leads and waits for each to commit;
 /// `__consumer_offsets` partitions then apply or drop the transaction's offsets.
 pub async fn write_markers_locally(
-    broker: &Arc<Broker>,
+    txns: &Arc<TransactionCoordinator>,
     job: &MarkerJob,
     partitions: &[(String, i32)],
 ) -> Vec<((String, i32), i16)> {
@@ -375,12 +430,12 @@ pub async fn write_markers_locally(
         coordinator_epoch: job.coordinator_epoch,
         commit: job.commit,
     };
-    write_marker_to(broker, marker, partitions).await
+    write_marker_to(txns, marker, partitions).await
 }
 
 /// Writes one marker to each of `partitions` (this node must lead them).
 pub async fn write_marker_to(
-    broker: &Arc<Broker>,
+    txns: &Arc<TransactionCoordinator>,
     marker: sluice_storage::TxnMarker,
     partitions: &[(String, i32)],
 ) -> Vec<((String, i32), i16)> {
@@ -388,9 +443,10 @@ pub async fn write_marker_to(
     let mut results = Vec::new();
     for (topic, partition) in partitions {
         let key = (topic.clone(), *partition);
-        let Some(replica) = broker.replica(topic, *partition) else {
-            let known = broker
-                .image()
+        let Some(replica) = txns.replication.replica(topic, *partition) else {
+            let known = txns
+                .image
+                .current()
                 .topic(topic)
                 .is_some_and(|t| t.partitions.contains_key(partition));
             let code = if known {
@@ -401,18 +457,16 @@ pub async fn write_marker_to(
             results.push((key, code));
             continue;
         };
-        match broker.replication.append_marker(&replica, marker) {
+        match txns.replication.append_marker(&replica, marker) {
             Ok(required) => waits.push((key, replica, required)),
             Err(code) => results.push((key, code)),
         }
     }
-    let timeout =
-        Duration::from_millis(broker.config.int_value("offsets.commit.timeout.ms").max(1) as u64);
+    let timeout = txns.settings.commit_timeout;
     for (key, replica, required) in waits {
         let code = crate::append::await_committed(&replica, required, timeout).await;
         if code == errors::NONE && key.0 == OFFSETS_TOPIC {
-            broker
-                .groups
+            txns.groups
                 .complete_transaction(key.1, marker.producer_id, marker.commit);
         }
         results.push((key, code));
@@ -422,15 +476,15 @@ pub async fn write_marker_to(
 
 /// Sends WriteTxnMarkers for `partitions` to broker `leader`.
 async fn write_markers_remotely(
-    broker: &Arc<Broker>,
+    txns: &Arc<TransactionCoordinator>,
     image: &MetadataImage,
     leader: i32,
     job: &MarkerJob,
     partitions: &[(String, i32)],
 ) -> Vec<((String, i32), i16)> {
-    let settings = broker.replication.settings();
+    let settings = txns.replication.settings();
     let failed = |code: i16| partitions.iter().map(|tp| (tp.clone(), code)).collect();
-    let Some(endpoint) = Broker::endpoint_of(image, leader, &settings.listener) else {
+    let Some(endpoint) = crate::endpoint::endpoint_of(image, leader, &settings.listener) else {
         return failed(errors::NOT_LEADER_OR_FOLLOWER);
     };
     let timeout = Duration::from_millis(settings.socket_timeout_ms);
@@ -438,7 +492,7 @@ async fn write_markers_remotely(
         &endpoint.host,
         endpoint.port,
         timeout,
-        format!("broker-{}-txn-markers", broker.node_id),
+        format!("broker-{}-txn-markers", txns.node_id),
     )
     .await
     {
@@ -493,11 +547,11 @@ async fn write_markers_remotely(
 
 /// Replays a partition of `__transaction_state` into its shard once this node's
 /// replica leads it, then resends the markers of transactions left half-done.
-async fn load(broker: Arc<Broker>, shard: Arc<Shard>) {
+async fn load(txns: Arc<TransactionCoordinator>, shard: Arc<Shard>) {
     let started = std::time::Instant::now();
-    let runtime = broker.transactions.runtime.clone();
-    let level = crate::features::transaction_version(&broker.image());
-    let state = TxnShard::new(shard.leader_epoch, txn_config(&broker))
+    let runtime = txns.runtime.clone();
+    let level = crate::features::transaction_version(&txns.image.current());
+    let state = TxnShard::new(shard.leader_epoch, txns.settings.state.clone())
         .with_transaction_version_level(level);
     let Some(mut state) = runtime.load(&shard, state, replay_batch).await else {
         return;
@@ -514,7 +568,7 @@ async fn load(broker: Arc<Broker>, shard: Arc<Shard>) {
         shard.partition
     );
     for job in jobs {
-        spawn_markers(broker.clone(), shard.clone(), job);
+        spawn_markers(txns.clone(), shard.clone(), job);
     }
 }
 
@@ -566,7 +620,7 @@ mod tests {
         image
     }
 
-    fn config() -> TxnConfig {
+    fn config_of() -> TxnConfig {
         TxnConfig {
             max_timeout_ms: 900_000,
             transactional_id_expiration_ms: 604_800_000,
@@ -579,14 +633,35 @@ mod tests {
     async fn an_initialized_producer_id_is_replayed_by_the_next_coordinator() {
         let writer = MemoryWriter::new();
         writer.set_leader(TRANSACTION_STATE_TOPIC, 0, Some(3));
-        let coordinator = TransactionCoordinator::new(1, writer.clone());
+        let config = BrokerConfig::load(crate::config::EMBEDDED_SERVER_PROPERTIES, &[])
+            .unwrap()
+            .config;
+        // The test drives the runtime itself; the coordinator's marker paths (the
+        // replica manager, the group coordinator) stay unused.
+        let replication = Arc::new(ReplicaManager::new(
+            crate::replication::Settings::from_config(&config),
+        ));
+        let groups = Arc::new(GroupCoordinator::new(
+            1,
+            crate::group::GroupSettings::from_config(&config),
+            ImageView::fixed(image(3)),
+            writer.clone(),
+        ));
+        let coordinator = TransactionCoordinator::new(
+            1,
+            TxnSettings::from_config(&config),
+            ImageView::fixed(image(3)),
+            writer.clone(),
+            replication,
+            groups,
+        );
         let changes = coordinator
             .runtime
-            .on_image_change(&image(3), |_, epoch| TxnShard::new(epoch, config()));
+            .on_image_change(&image(3), |_, epoch| TxnShard::new(epoch, config_of()));
         let shard = changes.added[0].clone();
         let state = coordinator
             .runtime
-            .load(&shard, TxnShard::new(3, config()), replay_batch)
+            .load(&shard, TxnShard::new(3, config_of()), replay_batch)
             .await
             .expect("leads at epoch 3");
         coordinator.runtime.install(&shard, state);
@@ -615,13 +690,13 @@ mod tests {
         writer.set_leader(TRANSACTION_STATE_TOPIC, 0, Some(4));
         let changes = coordinator
             .runtime
-            .on_image_change(&image(4), |_, epoch| TxnShard::new(epoch, config()));
+            .on_image_change(&image(4), |_, epoch| TxnShard::new(epoch, config_of()));
         assert_eq!(changes.dropped.len(), 1);
         assert!(coordinator.shard_for_partition_is_loading(0));
         let shard = changes.added[0].clone();
         let state = coordinator
             .runtime
-            .load(&shard, TxnShard::new(4, config()), replay_batch)
+            .load(&shard, TxnShard::new(4, config_of()), replay_batch)
             .await
             .unwrap();
         let found = state.describe("tx-1").expect("replayed");
