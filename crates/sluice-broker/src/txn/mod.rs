@@ -161,7 +161,7 @@ impl TransactionCoordinator {
             shard.lock().set_transaction_version_level(level);
         }
         let changes = self.runtime.on_image_change(image, |_, epoch| {
-            TxnShard::new(epoch, self.settings.state.clone()).with_transaction_version_level(level)
+            TxnShard::new(epoch, self.settings.state).with_transaction_version_level(level)
         });
         for shard in changes.dropped {
             tracing::info!(
@@ -551,7 +551,7 @@ async fn load(txns: Arc<TransactionCoordinator>, shard: Arc<Shard>) {
     let started = std::time::Instant::now();
     let runtime = txns.runtime.clone();
     let level = crate::features::transaction_version(&txns.image.current());
-    let state = TxnShard::new(shard.leader_epoch, txns.settings.state.clone())
+    let state = TxnShard::new(shard.leader_epoch, txns.settings.state)
         .with_transaction_version_level(level);
     let Some(mut state) = runtime.load(&shard, state, replay_batch).await else {
         return;
