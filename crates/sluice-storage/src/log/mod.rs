@@ -47,6 +47,9 @@
 //! the producer state is then rebuilt from the newest snapshot at or below the first such
 //! segment, and each abort marker replayed from there is indexed again (Kafka's
 //! `LogSegment.recover` with the producer state).
+//!
+//! Opening a log, with the recovery after an unclean shutdown, is the `loader` module's
+//! (Kafka's `LogLoader`); time and size retention and DeleteRecords are in `retention`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -65,13 +68,18 @@ use crate::config::LogConfig;
 use crate::end_txn_marker;
 pub use crate::end_txn_marker::TxnMarker;
 use crate::error::{IoContext, Result, StorageError};
-use crate::leader_epoch::{LEADER_EPOCH_CHECKPOINT, LeaderEpochCache};
+use crate::leader_epoch::LeaderEpochCache;
 use crate::producer_state::{
     self, AppendOrigin, BatchMetadata, CompletedTxn, CorruptSnapshot, ProducerAppend,
     ProducerStateManager, SNAPSHOT_SUFFIX, SequenceCheck,
 };
 use crate::segment::{AppendedBatch, BatchHeader, LogSegment, segment_file_name};
 pub use crate::transaction_index::AbortedTxn;
+
+mod loader;
+mod retention;
+
+use loader::LogLoader;
 
 /// A stored batch's producer metadata.
 fn producer_batch(header: &BatchHeader) -> BatchMetadata {
@@ -189,115 +197,7 @@ impl Log {
     /// from the one holding the recovery point; a recovered segment cut short removes the
     /// segments after it, as their offsets no longer follow.
     pub fn open(dir: &Path, config: LogConfig, options: LogOpenOptions) -> Result<Log> {
-        config.validate()?;
-        std::fs::create_dir_all(dir).at(dir)?;
-        let now = options.now_ms;
-        let topic_id = check_topic_id(dir, options.topic_id)?;
-        cleaner::complete_swaps(dir)?;
-        let (base_offsets, snapshots) = list_segments(dir)?;
-        let mut segments = BTreeMap::new();
-        let recover_from = if options.clean_shutdown {
-            i64::MAX
-        } else {
-            // The segment holding the recovery point, and everything after it.
-            base_offsets
-                .iter()
-                .rev()
-                .find(|base| **base <= options.recovery_point)
-                .copied()
-                .unwrap_or(i64::MIN)
-        };
-        let mut cut_at = None;
-        // The first segment whose transaction index must be rebuilt (recovered with a
-        // control batch in it, or its index failed the checks): it and every later one
-        // are rebuilt. A recovered segment without markers has nothing to index, and
-        // skipping it keeps the replay starting at the newest snapshot.
-        let mut txn_rebuild_from: Option<i64> = None;
-        for base in &base_offsets {
-            let base = *base;
-            if let Some(cut) = cut_at {
-                tracing::warn!(dir = %dir.display(), segment = base, after = cut, "deleting a segment after a truncated one");
-                LogSegment::delete_files(dir, base)?;
-                continue;
-            }
-            let segment = if base >= recover_from {
-                let (segment, truncated) = LogSegment::recover(dir, base, &config, now)?;
-                if segment.rescan_saw_control_batch() {
-                    txn_rebuild_from.get_or_insert(base);
-                }
-                if truncated > 0 {
-                    tracing::warn!(dir = %dir.display(), segment = base, truncated_bytes = truncated, "recovery truncated a segment");
-                    cut_at = Some(base);
-                }
-                segment
-            } else {
-                let mut segment = LogSegment::open(dir, base, &config, now)?;
-                if !segment.open_txn_index()? {
-                    txn_rebuild_from.get_or_insert(base);
-                }
-                segment
-            };
-            segments.insert(base, segment);
-        }
-        // An empty segment in the middle (a crash during roll) is dropped.
-        let empty_inner: Vec<i64> = segments
-            .iter()
-            .rev()
-            .skip(1)
-            .filter(|(_, s)| s.size_bytes() == 0)
-            .map(|(base, _)| *base)
-            .collect();
-        for base in empty_inner {
-            if let Some(segment) = segments.remove(&base) {
-                segment.delete()?;
-            }
-        }
-        if segments.is_empty() {
-            let start = options.log_start_offset.max(0);
-            segments.insert(start, LogSegment::create(dir, start, &config, now)?);
-        }
-        let first_base = *segments.keys().next().expect("at least one segment");
-        let (_, active) = segments
-            .iter_mut()
-            .next_back()
-            .expect("at least one segment");
-        active.activate(&config)?;
-        let log_end_offset = active.next_offset();
-        let log_start_offset = options.log_start_offset.max(first_base).min(log_end_offset);
-        let mut leader_epochs = LeaderEpochCache::load(dir.join(LEADER_EPOCH_CHECKPOINT))?;
-        leader_epochs.truncate_from_end(log_end_offset)?;
-        leader_epochs.truncate_from_start(log_start_offset)?;
-        checkpoint::sync_dir(dir)?;
-        let mut log = Log {
-            dir: dir.to_path_buf(),
-            config,
-            segments,
-            log_start_offset,
-            // Recovered segments were fsynced by recovery; clean ones were at shutdown.
-            recovery_point: log_end_offset,
-            leader_epochs,
-            topic_id,
-            unflushed_records: 0,
-            last_flush_ms: now,
-            rolled_unflushed: Vec::new(),
-            producers: ProducerStateManager::default(),
-            snapshots: snapshots.into_iter().collect(),
-            unflushed_snapshots: Vec::new(),
-            latest_delete_horizon: None,
-        };
-        log.remove_stray_snapshots()?;
-        if let Some(from) = txn_rebuild_from {
-            for segment in log.segments.range_mut(from..).map(|(_, s)| s) {
-                segment.reset_txn_index()?;
-            }
-        }
-        log.rebuild_producer_state(now, true, txn_rebuild_from)?;
-        // The rebuilt indexes are as durable as the recovered segments.
-        for segment in log.segments.values_mut() {
-            segment.sync_txn_index()?;
-        }
-        log.check_invariants();
-        Ok(log)
+        LogLoader::new(dir, config, options).load()
     }
 
     fn snapshot_path(&self, offset: i64) -> PathBuf {
@@ -362,31 +262,6 @@ impl Log {
             .collect();
         for offset in offsets {
             self.delete_snapshot(offset)?;
-        }
-        Ok(())
-    }
-
-    /// Kafka's `removeStraySnapshots`: snapshots at no segment's base offset go, except
-    /// the newest of them when it is above the last segment's base (a clean close's).
-    fn remove_stray_snapshots(&mut self) -> Result<()> {
-        let last_base = *self
-            .segments
-            .keys()
-            .next_back()
-            .expect("a log always has a segment");
-        let strays: Vec<i64> = self
-            .snapshots
-            .iter()
-            .copied()
-            .filter(|offset| !self.segments.contains_key(offset))
-            .collect();
-        if let Some((&newest, older)) = strays.split_last() {
-            for offset in older {
-                self.delete_snapshot(*offset)?;
-            }
-            if newest < last_base {
-                self.delete_snapshot(newest)?;
-            }
         }
         Ok(())
     }
@@ -1111,80 +986,6 @@ impl Log {
         Ok(false)
     }
 
-    /// Retention (Kafka's `deleteOldSegments`) with no high-watermark bound; see
-    /// [`Log::delete_old_segments_below`].
-    pub fn delete_old_segments(&mut self, now_ms: i64) -> Result<usize> {
-        self.delete_old_segments_below(now_ms, i64::MAX)
-    }
-
-    /// Retention (Kafka's `deleteOldSegments`): deletes whole segments that are past
-    /// `retention.ms`, beyond `retention.bytes`, or wholly below the log start offset,
-    /// oldest first, each only when the high watermark has reached its end (so no
-    /// unreplicated data goes); then advances the log start offset to the first remaining
-    /// segment. The active segment goes too when it is not empty and expired or over the
-    /// size limit: the log rolls first, so it keeps an (empty) active segment at the log
-    /// end, and the log start offset becomes the log end offset, as in Kafka. Returns how
-    /// many segments were deleted.
-    pub fn delete_old_segments_below(&mut self, now_ms: i64, high_watermark: i64) -> Result<usize> {
-        // A `compact`-only topic (the coordinators' internal topics) is not subject to
-        // time or size retention, as in Kafka: its old segments go only below the log
-        // start offset.
-        let retention_ms = if self.config.cleanup_delete {
-            self.config.retention_ms
-        } else {
-            -1
-        };
-        let mut excess_bytes = if self.config.cleanup_delete && self.config.retention_bytes >= 0 {
-            self.size_bytes() as i64 - self.config.retention_bytes
-        } else {
-            i64::MIN
-        };
-        let bases: Vec<i64> = self.segments.keys().copied().collect();
-        let log_end_offset = self.log_end_offset();
-        let mut deleted = 0;
-        for (i, base) in bases.iter().copied().enumerate() {
-            let next_base = bases.get(i + 1).copied();
-            let segment = &self.segments[&base];
-            if next_base.is_none() && segment.size_bytes() == 0 {
-                break;
-            }
-            if high_watermark < next_base.unwrap_or(log_end_offset) {
-                break;
-            }
-            let below_start = next_base.is_some_and(|next| next <= self.log_start_offset);
-            let expired = retention_ms >= 0
-                && now_ms.saturating_sub(segment.largest_timestamp()) > retention_ms;
-            let over_size =
-                excess_bytes != i64::MIN && excess_bytes - segment.size_bytes() as i64 >= 0;
-            if !(below_start || expired || over_size) {
-                break;
-            }
-            if excess_bytes != i64::MIN {
-                excess_bytes -= segment.size_bytes() as i64;
-            }
-            if next_base.is_none() {
-                // The active segment: a new empty one takes its place first.
-                self.roll(log_end_offset, now_ms)?;
-            }
-            let segment = self.segments.remove(&base).expect("listed above");
-            tracing::info!(dir = %self.dir.display(), base_offset = base, below_start, expired, over_size, "deleting segment");
-            segment.delete()?;
-            deleted += 1;
-        }
-        if deleted > 0 {
-            let first = *self
-                .segments
-                .keys()
-                .next()
-                .expect("the active segment remains");
-            self.advance_log_start_offset(first)?;
-            let start = self.log_start_offset;
-            self.delete_snapshots_where(|offset| offset < start)?;
-            checkpoint::sync_dir(&self.dir)?;
-        }
-        Ok(deleted)
-    }
-
     /// Drops the idempotent producers whose last batch is older than
     /// `producer.id.expiration.ms` (Kafka's `removeExpiredProducers`, which it runs
     /// every `producer.id.expiration.check.interval.ms`). Returns how many were dropped.
@@ -1197,50 +998,6 @@ impl Log {
             tracing::debug!(dir = %self.dir.display(), expired, "expired idle producers");
         }
         expired
-    }
-
-    /// DeleteRecords: moves the log start offset to `offset` (which may not pass the log
-    /// end) and deletes the segments wholly below it. Returns the new log start offset.
-    pub fn delete_records(&mut self, offset: i64) -> Result<i64> {
-        let log_end_offset = self.log_end_offset();
-        if offset > log_end_offset || offset < 0 {
-            return Err(StorageError::OffsetOutOfRange {
-                offset,
-                log_start_offset: self.log_start_offset,
-                log_end_offset,
-            });
-        }
-        if offset > self.log_start_offset {
-            self.advance_log_start_offset(offset)?;
-            self.delete_below_log_start()?;
-        }
-        Ok(self.log_start_offset)
-    }
-
-    fn delete_below_log_start(&mut self) -> Result<()> {
-        let doomed: Vec<i64> = self
-            .segments
-            .keys()
-            .zip(self.segments.keys().skip(1))
-            .filter(|(_, next)| **next <= self.log_start_offset)
-            .map(|(base, _)| *base)
-            .collect();
-        for base in doomed {
-            if let Some(segment) = self.segments.remove(&base) {
-                segment.delete()?;
-            }
-        }
-        let start = self.log_start_offset;
-        self.delete_snapshots_where(|offset| offset < start)?;
-        checkpoint::sync_dir(&self.dir)
-    }
-
-    fn advance_log_start_offset(&mut self, offset: i64) -> Result<()> {
-        if offset > self.log_start_offset {
-            self.log_start_offset = offset;
-            self.leader_epochs.truncate_from_start(offset)?;
-        }
-        Ok(())
     }
 
     /// Removes every record at or after `offset` (a follower diverged from its leader).
@@ -1498,64 +1255,4 @@ impl BorrowedBatch<'_> {
         }
         Ok(())
     }
-}
-
-fn check_topic_id(dir: &Path, requested: Option<TopicId>) -> Result<Option<TopicId>> {
-    let path = dir.join(PARTITION_METADATA);
-    let on_disk = checkpoint::read_partition_metadata(&path)?;
-    match (on_disk, requested) {
-        (Some(found), Some(wanted)) if found != wanted => Err(StorageError::InconsistentTopicId {
-            dir: dir.to_path_buf(),
-            on_disk: found.to_string(),
-            requested: wanted.to_string(),
-        }),
-        (None, Some(wanted)) => {
-            checkpoint::write_partition_metadata(&path, wanted)?;
-            Ok(Some(wanted))
-        }
-        (found, _) => Ok(found),
-    }
-}
-
-/// Base offsets of the segments in `dir`, sorted, and the offsets of its producer
-/// snapshots. Leftovers of interrupted work (`.tmp`, `.cleaned`, `.deleted` files) are
-/// removed; index files without a log go too.
-fn list_segments(dir: &Path) -> Result<(Vec<i64>, Vec<i64>)> {
-    let mut bases = Vec::new();
-    let mut snapshots = Vec::new();
-    let mut indexes = Vec::new();
-    for entry in std::fs::read_dir(dir).at(dir)? {
-        let entry = entry.at(dir)?;
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        let path = entry.path();
-        if name.ends_with(".tmp") || name.ends_with(".cleaned") || name.ends_with(".deleted") {
-            tracing::info!(path = %path.display(), "removing a leftover file");
-            std::fs::remove_file(&path).at(&path)?;
-            continue;
-        }
-        let Some((stem, suffix)) = name.split_once('.') else {
-            continue;
-        };
-        if stem.len() != 20 || !stem.bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        let Ok(base) = stem.parse::<i64>() else {
-            continue;
-        };
-        match suffix {
-            "log" => bases.push(base),
-            "index" | "timeindex" | "txnindex" => indexes.push((base, path)),
-            "snapshot" => snapshots.push(base),
-            _ => {}
-        }
-    }
-    bases.sort_unstable();
-    for (base, path) in indexes {
-        if bases.binary_search(&base).is_err() {
-            tracing::info!(path = %path.display(), "removing an index without its log");
-            std::fs::remove_file(&path).at(&path)?;
-        }
-    }
-    Ok((bases, snapshots))
 }
