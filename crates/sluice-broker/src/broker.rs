@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use sluice_metadata::{
     BrokerEndpoint, MetadataImage, MetadataLogError, MetadataRecord, RegisterBrokerRecord, Uuid,
@@ -73,8 +73,6 @@ pub struct Broker {
     pub cluster_id: String,
     /// The metadata quorum, set once at start.
     quorum: OnceLock<Arc<crate::quorum::Quorum>>,
-    /// This broker, for tasks the apply path starts.
-    this: OnceLock<Weak<Broker>>,
     /// This node's registration epoch (the time it registered, in ms).
     pub broker_epoch: std::sync::atomic::AtomicI64,
     image: watch::Sender<Arc<MetadataImage>>,
@@ -92,6 +90,9 @@ pub struct Broker {
     /// this node leads.
     pub groups: Arc<crate::group::GroupCoordinator>,
     pub transactions: Arc<crate::txn::TransactionCoordinator>,
+    /// The services told of each applied image, in this order: the replicas first
+    /// (their roles), then the coordinators that wait on those roles.
+    publishers: Vec<Arc<dyn crate::image::MetadataPublisher>>,
     /// Partitions a log-cleaner task is cleaning now.
     cleaning: Mutex<std::collections::HashSet<TopicPartition>>,
     /// What the log cleaner last did, for Kafka's `kafka.log:type=LogCleaner` and
@@ -142,20 +143,31 @@ impl Broker {
         let image = watch::Sender::new(Arc::new(MetadataImage::default()));
         let view = crate::image::ImageView::new(image.subscribe());
         let node_id = config.node_id();
-        let replication = Arc::new(crate::replication::ReplicaManager::new(
-            crate::replication::Settings::from_config(&config),
-        ));
+        let log_dirs = managers.iter().map(|m| m.dir().to_path_buf()).collect();
+        let replication = crate::replication::ReplicaManager::new(
+            node_id,
+            config.clone(),
+            view.clone(),
+            log_dirs,
+        );
         let groups = Arc::new(crate::group::GroupCoordinator::new(
             node_id,
             crate::group::GroupSettings::from_config(&config),
             view.clone(),
             replication.clone(),
         ));
+        let transactions = crate::txn::TransactionCoordinator::new(
+            node_id,
+            crate::txn::TxnSettings::from_config(&config),
+            view.clone(),
+            replication.clone(),
+            replication.clone(),
+            groups.clone(),
+        );
         let broker = Broker {
             node_id,
             cluster_id,
             quorum: OnceLock::new(),
-            this: OnceLock::new(),
             broker_epoch: std::sync::atomic::AtomicI64::new(-1),
             liveness: Default::default(),
             image,
@@ -163,14 +175,8 @@ impl Broker {
             producer_ids: tokio::sync::Mutex::new((0, 0)),
             controller: tokio::sync::Mutex::new(()),
             groups: groups.clone(),
-            transactions: crate::txn::TransactionCoordinator::new(
-                node_id,
-                crate::txn::TxnSettings::from_config(&config),
-                view.clone(),
-                replication.clone(),
-                replication.clone(),
-                groups.clone(),
-            ),
+            publishers: vec![replication.clone(), groups.clone(), transactions.clone()],
+            transactions,
             replication,
             cleaning: Default::default(),
             cleaner_metrics: Default::default(),
@@ -183,7 +189,6 @@ impl Broker {
             config,
         };
         let broker = Arc::new(broker);
-        let _ = broker.this.set(Arc::downgrade(&broker));
         Ok(broker)
     }
 
@@ -197,10 +202,8 @@ impl Broker {
                 tracing::error!(%error, "local replicas do not follow the metadata");
             }
         }
-        if let Some(this) = self.this.get().and_then(Weak::upgrade) {
-            crate::replication::on_image_change(&this, &image);
-            this.groups.on_image_change(&image);
-            this.transactions.on_image_change(&image);
+        for publisher in &self.publishers {
+            publisher.publish(&image);
         }
     }
 
@@ -362,7 +365,7 @@ impl Broker {
         // Every partition change carries the eligible leader replicas it implies.
         let mut records = records.to_vec();
         crate::elr::fill(planned_on, &mut records, &|topic| {
-            crate::replication::topic_min_insync_replicas(self, planned_on, topic)
+            crate::replication::topic_min_insync_replicas(&self.config, planned_on, topic)
         });
         quorum
             .propose_as_controller(crate::quorum::Proposal::planned(&records, planned_on))

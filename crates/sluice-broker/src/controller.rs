@@ -307,7 +307,7 @@ pub async fn leave_isrs_after_unclean_shutdown(broker: &Broker) -> Result<usize,
     for _ in 0..10 {
         let image = broker.image();
         let records = leave_isrs(&image, broker.node_id, &|topic| {
-            crate::replication::topic_min_insync_replicas(broker, &image, topic)
+            crate::replication::topic_min_insync_replicas(&broker.config, &image, topic)
         });
         if records.is_empty() {
             return Ok(0);
@@ -522,7 +522,7 @@ pub async fn alter_partition_as_controller(
     record.isr = Some(change.new_isr.clone());
     let mut records = [MetadataRecord::PartitionChange(record)];
     crate::elr::fill(&image, &mut records, &|topic| {
-        crate::replication::topic_min_insync_replicas(broker, &image, topic)
+        crate::replication::topic_min_insync_replicas(&broker.config, &image, topic)
     });
     match quorum
         .propose_as_controller(crate::quorum::Proposal::planned(&records, &image))

@@ -683,7 +683,7 @@ pub async fn run_with_collectors(
         let _ = task.await;
         stopped(name);
     }
-    crate::replication::shutdown(&broker).await;
+    crate::replication::shutdown(&broker.replication).await;
     stopped("replication");
     quorum.shutdown().await;
     stopped("metadata quorum");

@@ -43,8 +43,10 @@ use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::broker::{Broker, Replica};
+use crate::config::BrokerConfig;
 use crate::errors;
+use crate::image::{ImageView, MetadataPublisher};
+use crate::replica::Replica;
 use crate::replica::{IsrState, PartitionState, Role};
 
 /// The high-watermark checkpoint file of a log directory (Kafka's name).
@@ -145,7 +147,16 @@ pub struct TopicTraffic {
 /// background tasks, and the ISR change counters the metrics report.
 #[derive(Debug)]
 pub struct ReplicaManager {
+    node_id: i32,
     settings: Settings,
+    /// The static configuration (a topic's `min.insync.replicas` falls back to it).
+    config: BrokerConfig,
+    image: ImageView,
+    /// The log directories, in the order of their managers (checkpoint files).
+    log_dirs: Vec<std::path::PathBuf>,
+    /// This manager, for the tasks it starts (fetchers, the ISR shrink and checkpoint
+    /// timers).
+    me: Weak<ReplicaManager>,
     /// The replicas this node hosts, created and deleted to follow the metadata image.
     /// The hot path takes this lock only to read (a lookup), never across an append.
     pub(crate) replicas: RwLock<HashMap<TopicPartition, Arc<Replica>>>,
@@ -168,9 +179,19 @@ pub struct ReplicaManager {
 }
 
 impl ReplicaManager {
-    pub fn new(settings: Settings) -> ReplicaManager {
-        ReplicaManager {
-            settings,
+    pub fn new(
+        node_id: i32,
+        config: BrokerConfig,
+        image: ImageView,
+        log_dirs: Vec<std::path::PathBuf>,
+    ) -> Arc<ReplicaManager> {
+        Arc::new_cyclic(|me| ReplicaManager {
+            node_id,
+            settings: Settings::from_config(&config),
+            config,
+            image,
+            log_dirs,
+            me: me.clone(),
             replicas: Default::default(),
             traffic: Default::default(),
             roles: watch::Sender::new(0),
@@ -183,7 +204,7 @@ impl ReplicaManager {
             isr_shrinks: Default::default(),
             isr_expands: Default::default(),
             failed_isr_updates: Default::default(),
-        }
+        })
     }
 
     /// The local replica of a partition.
@@ -228,6 +249,14 @@ impl ReplicaManager {
     }
 }
 
+impl MetadataPublisher for ReplicaManager {
+    fn publish(&self, image: &Arc<MetadataImage>) {
+        if let Some(manager) = self.me.upgrade() {
+            on_image_change(&manager, image);
+        }
+    }
+}
+
 /// High watermarks by (log dir index, topic, partition).
 type CheckpointedHighWatermarks = HashMap<(usize, String, i32), i64>;
 
@@ -266,14 +295,14 @@ enum FetchChange {
 /// Called after every change of the metadata image on this node (from the metadata
 /// apply path; it does not block: it updates replica states, starts and stops fetcher
 /// tasks, and returns).
-pub fn on_image_change(broker: &Arc<Broker>, image: &Arc<MetadataImage>) {
-    if broker.replication.stopped.load(Ordering::Acquire) {
+pub fn on_image_change(manager: &Arc<ReplicaManager>, image: &Arc<MetadataImage>) {
+    if manager.stopped.load(Ordering::Acquire) {
         return;
     }
-    start_background(broker);
+    start_background(manager);
     let mut min_insync: HashMap<String, i32> = HashMap::new();
     let mut changes = Vec::new();
-    let local = broker.replicas();
+    let local = manager.replicas();
     for (tp, replica) in &local {
         let Some(topic) = image
             .topic(&tp.topic)
@@ -288,26 +317,26 @@ pub fn on_image_change(broker: &Arc<Broker>, image: &Arc<MetadataImage>) {
         };
         let min_isr = *min_insync
             .entry(tp.topic.clone())
-            .or_insert_with(|| topic_min_insync_replicas(broker, image, &tp.topic));
-        if let Some(change) = apply_partition(broker, tp, replica, partition, image, min_isr) {
+            .or_insert_with(|| topic_min_insync_replicas(&manager.config, image, &tp.topic));
+        if let Some(change) = apply_partition(manager, tp, replica, partition, image, min_isr) {
             changes.push((tp.clone(), replica.clone(), change));
         }
     }
     // Fetch states for partitions no longer hosted here.
     let hosted: std::collections::HashSet<&TopicPartition> =
         local.iter().map(|(tp, _)| tp).collect();
-    let orphans: Vec<TopicPartition> = guard(&broker.replication.fetchers)
+    let orphans: Vec<TopicPartition> = guard(&manager.fetchers)
         .values()
         .flat_map(|f| guard(&f.partitions).keys().cloned().collect::<Vec<_>>())
         .filter(|tp| !hosted.contains(tp))
         .collect();
     for tp in orphans {
-        remove_fetch_partition(broker, &tp);
+        remove_fetch_partition(manager, &tp);
     }
     for (tp, replica, change) in changes {
-        apply_fetch_change(broker, &tp, &replica, change);
+        apply_fetch_change(manager, &tp, &replica, change);
     }
-    broker.replication.roles_changed();
+    manager.roles_changed();
 }
 
 /// Brings one partition's replication state up to `image` if the image is newer than
@@ -315,7 +344,7 @@ pub fn on_image_change(broker: &Arc<Broker>, image: &Arc<MetadataImage>) {
 /// acts on a role older than the image it read (the image-change hook may still be on
 /// its way).
 pub fn ensure_current(
-    broker: &Arc<Broker>,
+    manager: &Arc<ReplicaManager>,
     topic: &str,
     partition: i32,
     replica: &Arc<Replica>,
@@ -338,27 +367,29 @@ pub fn ensure_current(
             return;
         }
     }
-    if broker.replication.stopped.load(Ordering::Acquire) {
+    if manager.stopped.load(Ordering::Acquire) {
         return;
     }
-    start_background(broker);
+    start_background(manager);
     let tp = TopicPartition::new(topic, partition);
-    let min_isr = topic_min_insync_replicas(broker, image, topic);
-    if let Some(change) = apply_partition(broker, &tp, replica, found, image, min_isr) {
-        apply_fetch_change(broker, &tp, replica, change);
+    let min_isr = topic_min_insync_replicas(&manager.config, image, topic);
+    if let Some(change) = apply_partition(manager, &tp, replica, found, image, min_isr) {
+        apply_fetch_change(manager, &tp, replica, change);
     }
-    broker.replication.roles_changed();
+    manager.roles_changed();
 }
 
 /// The topic's effective `min.insync.replicas` (topic override, dynamic broker
 /// configs, static configuration, Kafka's default of 1).
 pub(crate) fn topic_min_insync_replicas(
-    broker: &Broker,
+    config: &BrokerConfig,
     image: &MetadataImage,
     topic: &str,
 ) -> i32 {
-    let layers = crate::topic_config::BrokerLayers::new(&broker.config, image);
-    let overrides = broker.topic_overrides(image, topic);
+    let layers = crate::topic_config::BrokerLayers::new(config, image);
+    let overrides = image
+        .configs(crate::topic_config::TOPIC_RESOURCE, topic)
+        .cloned();
     crate::topic_config::value_of(&layers, overrides.as_ref(), "min.insync.replicas")
         .trim()
         .parse::<i32>()
@@ -368,16 +399,16 @@ pub(crate) fn topic_min_insync_replicas(
 /// Applies the image's view of one partition to its replica (Kafka's `makeLeader` /
 /// `makeFollower`); returns what the fetchers must do.
 fn apply_partition(
-    broker: &Arc<Broker>,
+    manager: &Arc<ReplicaManager>,
     tp: &TopicPartition,
     replica: &Arc<Replica>,
     partition: &PartitionImage,
     image: &MetadataImage,
     min_insync_replicas: i32,
 ) -> Option<FetchChange> {
-    let settings = broker.replication.settings();
+    let settings = manager.settings();
     let now = sluice_storage::now_ms();
-    let node_id = broker.node_id;
+    let node_id = manager.node_id;
     let eligible = |id: i32| {
         image
             .broker(id)
@@ -410,7 +441,7 @@ fn apply_partition(
         (log.log_end_offset(), log.log_start_offset())
     };
     if was == Role::None {
-        let checkpointed = checkpointed_high_watermark(broker, replica.dir_index, tp).unwrap_or(0);
+        let checkpointed = checkpointed_high_watermark(manager, replica.dir_index, tp).unwrap_or(0);
         state.high_watermark = checkpointed.clamp(log_start_offset, log_end_offset);
     }
     state.replicas = partition.replicas.clone();
@@ -476,12 +507,12 @@ fn apply_partition(
 }
 
 fn apply_fetch_change(
-    broker: &Arc<Broker>,
+    manager: &Arc<ReplicaManager>,
     tp: &TopicPartition,
     replica: &Arc<Replica>,
     change: FetchChange,
 ) {
-    remove_fetch_partition(broker, tp);
+    remove_fetch_partition(manager, tp);
     let FetchChange::Start {
         leader,
         leader_epoch,
@@ -489,7 +520,7 @@ fn apply_fetch_change(
     else {
         return;
     };
-    let settings = broker.replication.settings();
+    let settings = manager.settings();
     let (fetch_offset, last_fetched_epoch) = {
         let log = sluice_storage::lock(&replica.log);
         (log.log_end_offset(), log.leader_epochs().latest_epoch())
@@ -507,12 +538,12 @@ fn apply_fetch_change(
         leader,
         fetcher_id(&tp.topic, tp.partition, settings.num_fetchers),
     );
-    let mut fetchers = guard(&broker.replication.fetchers);
+    let mut fetchers = guard(&manager.fetchers);
     let fetcher = fetchers.entry(key).or_insert_with(|| {
         let partitions = Arc::new(Mutex::new(BTreeMap::new()));
         let wake = Arc::new(Notify::new());
         let task = tokio::spawn(run_fetcher(
-            Arc::downgrade(broker),
+            Arc::downgrade(manager),
             leader,
             key.1,
             partitions.clone(),
@@ -529,8 +560,8 @@ fn apply_fetch_change(
 }
 
 /// Stops fetching `tp` (from whichever leader); an idle fetcher task ends.
-fn remove_fetch_partition(broker: &Broker, tp: &TopicPartition) {
-    let mut fetchers = guard(&broker.replication.fetchers);
+fn remove_fetch_partition(manager: &ReplicaManager, tp: &TopicPartition) {
+    let mut fetchers = guard(&manager.fetchers);
     let mut idle = Vec::new();
     for (key, fetcher) in fetchers.iter() {
         let mut partitions = guard(&fetcher.partitions);
@@ -558,23 +589,25 @@ pub fn fetcher_id(topic: &str, partition: i32, num_fetchers: usize) -> usize {
 }
 
 /// Starts the ISR-shrink and HW-checkpoint tasks once.
-fn start_background(broker: &Arc<Broker>) {
-    if broker.replication.started.swap(true, Ordering::AcqRel) {
+fn start_background(manager: &Arc<ReplicaManager>) {
+    if manager.started.swap(true, Ordering::AcqRel) {
         return;
     }
-    let settings = broker.replication.settings();
-    let weak = Arc::downgrade(broker);
+    let settings = manager.settings();
+    let weak = Arc::downgrade(manager);
     let shrink_every = Duration::from_millis((settings.lag_time_max_ms as u64 / 2).max(1));
     let shrink = tokio::spawn(async move {
         let mut timer = tokio::time::interval(shrink_every);
         timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             timer.tick().await;
-            let Some(broker) = weak.upgrade() else { return };
-            maybe_shrink_isrs(&broker);
+            let Some(manager) = weak.upgrade() else {
+                return;
+            };
+            maybe_shrink_isrs(&manager);
         }
     });
-    let weak = Arc::downgrade(broker);
+    let weak = Arc::downgrade(manager);
     let checkpoint_every = Duration::from_millis(settings.checkpoint_interval_ms);
     let checkpoint = tokio::spawn(async move {
         let mut timer = tokio::time::interval(checkpoint_every);
@@ -582,23 +615,22 @@ fn start_background(broker: &Arc<Broker>) {
         timer.tick().await;
         loop {
             timer.tick().await;
-            let Some(broker) = weak.upgrade() else { return };
-            let _ = tokio::task::spawn_blocking(move || checkpoint_high_watermarks(&broker)).await;
+            let Some(manager) = weak.upgrade() else {
+                return;
+            };
+            let _ = tokio::task::spawn_blocking(move || checkpoint_high_watermarks(&manager)).await;
         }
     });
-    guard(&broker.replication.background).extend([shrink, checkpoint]);
+    guard(&manager.background).extend([shrink, checkpoint]);
 }
 
 /// Stops every fetcher and background task (so nothing appends to a log after this
 /// returns) and checkpoints the high watermarks. The node calls this before
 /// [`Broker::shutdown`].
-pub async fn shutdown(broker: &Arc<Broker>) {
-    broker.replication.stopped.store(true, Ordering::Release);
-    let fetchers: Vec<Fetcher> = guard(&broker.replication.fetchers)
-        .drain()
-        .map(|(_, f)| f)
-        .collect();
-    let background: Vec<JoinHandle<()>> = guard(&broker.replication.background).drain(..).collect();
+pub async fn shutdown(manager: &Arc<ReplicaManager>) {
+    manager.stopped.store(true, Ordering::Release);
+    let fetchers: Vec<Fetcher> = guard(&manager.fetchers).drain().map(|(_, f)| f).collect();
+    let background: Vec<JoinHandle<()>> = guard(&manager.background).drain(..).collect();
     let tasks: Vec<JoinHandle<()>> = fetchers
         .into_iter()
         .map(|f| f.task)
@@ -610,15 +642,15 @@ pub async fn shutdown(broker: &Arc<Broker>) {
     for task in tasks {
         let _ = task.await;
     }
-    checkpoint_high_watermarks(broker);
+    checkpoint_high_watermarks(manager);
 }
 
 /// Writes every log directory's `replication-offset-checkpoint`: the HW of each
 /// partition it holds (leader or follower), as Kafka's `checkpointHighWatermarks`.
-pub fn checkpoint_high_watermarks(broker: &Broker) {
-    let dirs = broker.log_dirs();
+pub fn checkpoint_high_watermarks(manager: &ReplicaManager) {
+    let dirs = manager.log_dirs.clone();
     let mut by_dir: Vec<Vec<(String, i32, i64)>> = vec![Vec::new(); dirs.len()];
-    for (tp, replica) in broker.replicas() {
+    for (tp, replica) in manager.replicas() {
         let state = replica.state();
         if state.role == Role::None {
             continue;
@@ -637,14 +669,14 @@ pub fn checkpoint_high_watermarks(broker: &Broker) {
 
 /// A partition's HW from its log directory's checkpoint (read once per node).
 fn checkpointed_high_watermark(
-    broker: &Broker,
+    manager: &ReplicaManager,
     dir_index: usize,
     tp: &TopicPartition,
 ) -> Option<i64> {
-    let mut checkpoints = guard(&broker.replication.checkpoints);
+    let mut checkpoints = guard(&manager.checkpoints);
     let loaded = checkpoints.get_or_insert_with(|| {
         let mut all = HashMap::new();
-        for (index, dir) in broker.log_dirs().iter().enumerate() {
+        for (index, dir) in manager.log_dirs.clone().iter().enumerate() {
             let path = dir.join(REPLICATION_OFFSET_CHECKPOINT);
             if !path.exists() {
                 continue;
@@ -668,10 +700,10 @@ fn checkpointed_high_watermark(
 }
 
 /// The ISR-shrink check (Kafka's `maybeShrinkIsr`, every `replica.lag.time.max.ms / 2`).
-fn maybe_shrink_isrs(broker: &Arc<Broker>) {
-    let settings = broker.replication.settings();
+fn maybe_shrink_isrs(manager: &Arc<ReplicaManager>) {
+    let settings = manager.settings();
     let now = sluice_storage::now_ms();
-    for (tp, replica) in broker.replicas() {
+    for (tp, replica) in manager.replicas() {
         let proposal = {
             let mut state = replica.state();
             if !state.is_leader() || state.isr.is_inflight() {
@@ -679,7 +711,7 @@ fn maybe_shrink_isrs(broker: &Arc<Broker>) {
             }
             let end = sluice_storage::lock(&replica.log).log_end_offset();
             let out =
-                state.out_of_sync_replicas(broker.node_id, end, now, settings.lag_time_max_ms);
+                state.out_of_sync_replicas(manager.node_id, end, now, settings.lag_time_max_ms);
             if out.is_empty() {
                 continue;
             }
@@ -692,20 +724,20 @@ fn maybe_shrink_isrs(broker: &Arc<Broker>) {
                 proposed,
             )
         };
-        submit_alter_partition(broker, &tp, &replica, proposal);
+        submit_alter_partition(manager, &tp, &replica, proposal);
     }
 }
 
 /// Expands the ISR with `follower` if it now qualifies (the leader, after recording its
 /// fetch).
 pub(crate) fn maybe_expand_isr(
-    broker: &Arc<Broker>,
+    manager: &Arc<ReplicaManager>,
     tp: &TopicPartition,
     replica: &Arc<Replica>,
     state: &mut PartitionState,
     follower: i32,
 ) -> Option<(u64, i32, i32, Vec<i32>)> {
-    let _ = (broker, replica);
+    let _ = (manager, replica);
     if !state.needs_expand(follower) {
         return None;
     }
@@ -725,17 +757,19 @@ pub(crate) fn maybe_expand_isr(
 /// FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION and the like; reset to the committed
 /// ISR on INELIGIBLE_REPLICA / OPERATION_NOT_ATTEMPTED.
 pub(crate) fn submit_alter_partition(
-    broker: &Arc<Broker>,
+    manager: &Arc<ReplicaManager>,
     tp: &TopicPartition,
     replica: &Arc<Replica>,
     (sequence, leader_epoch, partition_epoch, proposed): (u64, i32, i32, Vec<i32>),
 ) {
-    let weak = Arc::downgrade(broker);
+    let weak = Arc::downgrade(manager);
     let replica = replica.clone();
     let tp = tp.clone();
     tokio::spawn(async move {
         loop {
-            let Some(broker) = weak.upgrade() else { return };
+            let Some(manager) = weak.upgrade() else {
+                return;
+            };
             let change = IsrChange {
                 topic_id: replica.topic_id,
                 partition: tp.partition,
@@ -743,7 +777,7 @@ pub(crate) fn submit_alter_partition(
                 partition_epoch,
                 new_isr: proposed.clone(),
             };
-            let result = match broker.replication.controller.get() {
+            let result = match manager.controller.get() {
                 Some(controller) => controller.alter_partition(change).await,
                 None => Err(errors::NOT_CONTROLLER),
             };
@@ -753,7 +787,7 @@ pub(crate) fn submit_alter_partition(
                     // Replaced by newer metadata or leadership: this answer is stale.
                     return;
                 }
-                let counters = &broker.replication;
+                let counters = &manager;
                 match result {
                     Ok(partition) => {
                         if partition.leader_epoch != state.leader_epoch
@@ -771,7 +805,7 @@ pub(crate) fn submit_alter_partition(
                         state.isr = IsrState::Committed(partition.isr.clone());
                         state.partition_epoch = partition.partition_epoch;
                         tracing::info!(partition = %tp, isr = ?partition.isr, partition_epoch = partition.partition_epoch, under_min_isr = state.is_under_min_isr(), "ISR updated");
-                        let settings = broker.replication.settings();
+                        let settings = manager.settings();
                         let end = sluice_storage::lock(&replica.log).log_end_offset();
                         state.maybe_increment_high_watermark(
                             end,
@@ -808,7 +842,7 @@ pub(crate) fn submit_alter_partition(
                     }
                 }
             };
-            drop(broker);
+            drop(manager);
             if !retry {
                 return;
             }
@@ -915,7 +949,7 @@ impl LeaderConnection {
 /// One fetcher: fetches its partitions from `leader` until aborted (the manager aborts
 /// it when it has no partition left) or the broker is gone.
 async fn run_fetcher(
-    weak: Weak<Broker>,
+    weak: Weak<ReplicaManager>,
     leader: i32,
     fetcher_id: usize,
     partitions: Arc<Mutex<BTreeMap<TopicPartition, FetchPartitionState>>>,
@@ -923,8 +957,10 @@ async fn run_fetcher(
 ) {
     let mut connection: Option<LeaderConnection> = None;
     loop {
-        let Some(broker) = weak.upgrade() else { return };
-        let settings = broker.replication.settings().clone();
+        let Some(manager) = weak.upgrade() else {
+            return;
+        };
+        let settings = manager.settings().clone();
         let backoff = Duration::from_millis(settings.fetch_backoff_ms);
         truncate_to_high_watermarks(&partitions);
         let now = Instant::now();
@@ -939,22 +975,23 @@ async fn run_fetcher(
                 .filter_map(|p| p.delayed_until)
                 .min()
                 .unwrap_or(now + backoff);
-            drop(broker);
+            drop(manager);
             let _ = tokio::time::timeout_at(next, wake.notified()).await;
             continue;
         }
-        let image = broker.image();
-        let Some(endpoint) = Broker::endpoint_of(&image, leader, &settings.listener) else {
+        let image = manager.image.current();
+        let Some(endpoint) = crate::endpoint::endpoint_of(&image, leader, &settings.listener)
+        else {
             tracing::debug!(leader, listener = %settings.listener, "no endpoint for the leader; backing off");
-            drop(broker);
+            drop(manager);
             tokio::time::sleep(backoff).await;
             continue;
         };
-        let replica_epoch = image.broker(broker.node_id).map_or(-1, |b| b.broker_epoch);
-        let request = fetch_request(broker.node_id, replica_epoch, &settings, &sent);
-        let client_id = format!("broker-{}-fetcher-{fetcher_id}", broker.node_id);
+        let replica_epoch = image.broker(manager.node_id).map_or(-1, |b| b.broker_epoch);
+        let request = fetch_request(manager.node_id, replica_epoch, &settings, &sent);
+        let client_id = format!("broker-{}-fetcher-{fetcher_id}", manager.node_id);
         drop(image);
-        drop(broker);
+        drop(manager);
         if connection.is_none() {
             match LeaderConnection::connect(
                 &endpoint.host,
@@ -998,7 +1035,9 @@ async fn run_fetcher(
             tokio::time::sleep(backoff).await;
             continue;
         }
-        let Some(broker) = weak.upgrade() else { return };
+        let Some(manager) = weak.upgrade() else {
+            return;
+        };
         let mut out_of_range = Vec::new();
         for topic in &response.responses {
             let topic_id = *topic.topic_id.as_bytes();
@@ -1012,7 +1051,7 @@ async fn run_fetcher(
                 if !still_current(&partitions, tp, sent_state) {
                     continue;
                 }
-                match process_partition(&broker, tp, sent_state, data) {
+                match process_partition(&manager, tp, sent_state, data) {
                     Processed::Next(offset, last_epoch) => {
                         update(&partitions, tp, sent_state, |p| {
                             p.fetch_offset = offset;
@@ -1036,7 +1075,7 @@ async fn run_fetcher(
                 }
             }
         }
-        drop(broker);
+        drop(manager);
         for (tp, sent_state) in out_of_range {
             let Some(open) = connection.as_mut() else {
                 break;
@@ -1170,14 +1209,14 @@ enum Processed {
 /// Kafka's `processPartitionData` and the per-partition error handling of
 /// `processFetchRequest`.
 fn process_partition(
-    broker: &Arc<Broker>,
+    manager: &Arc<ReplicaManager>,
     tp: &TopicPartition,
     sent: &FetchPartitionState,
     data: &kafka_protocol::messages::fetch_response::PartitionData,
 ) -> Processed {
     let replica = &sent.replica;
     // The replica may have been deleted (topic deleted) since the request.
-    if !broker
+    if !manager
         .replica(&tp.topic, tp.partition)
         .is_some_and(|current| Arc::ptr_eq(&current, replica))
     {
@@ -1274,7 +1313,7 @@ fn process_partition(
 /// before ours, truncate to its end; else if its log starts after ours ends, restart
 /// ours empty at its start; fetch from there. `Ok(None)`: retry later.
 async fn handle_out_of_range(
-    weak: &Weak<Broker>,
+    weak: &Weak<ReplicaManager>,
     connection: &mut LeaderConnection,
     leader: i32,
     tp: &TopicPartition,

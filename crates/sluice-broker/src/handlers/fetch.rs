@@ -199,7 +199,7 @@ pub async fn fetch(context: &RequestContext, request: FetchRequest) -> FetchResp
         .keys()
         .filter_map(|(topic, partition)| {
             let replica = broker.replica(topic, *partition)?;
-            replication::ensure_current(broker, topic, *partition, &replica, &image);
+            replication::ensure_current(&broker.replication, topic, *partition, &replica, &image);
             Some(if fetcher.is_follower() {
                 replica.subscribe()
             } else {
@@ -611,14 +611,19 @@ fn read_partition(
             );
         }
         let tp = TopicPartition::new(topic, partition);
-        let expansion =
-            replication::maybe_expand_isr(broker, &tp, &replica, &mut state, fetcher.replica_id);
+        let expansion = replication::maybe_expand_isr(
+            &broker.replication,
+            &tp,
+            &replica,
+            &mut state,
+            fetcher.replica_id,
+        );
         if state.maybe_increment_high_watermark(log_end_offset, now, lag_max_ms) {
             replica.publish_high_watermark(&state);
         }
         drop(state);
         if let Some(proposal) = expansion {
-            replication::submit_alter_partition(broker, &tp, &replica, proposal);
+            replication::submit_alter_partition(&broker.replication, &tp, &replica, proposal);
         }
     }
     Fetched {

@@ -47,7 +47,13 @@ fn local_replica(
     let replica = broker
         .replica(topic, partition)
         .ok_or(errors::UNKNOWN_TOPIC_OR_PARTITION)?;
-    replication::ensure_current(broker, topic, partition, &replica, &broker.image());
+    replication::ensure_current(
+        &broker.replication,
+        topic,
+        partition,
+        &replica,
+        &broker.image(),
+    );
     let state = replica.state();
     let epoch = state.leader_epoch;
     match current_leader_epoch {

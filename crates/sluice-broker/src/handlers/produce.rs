@@ -98,7 +98,13 @@ pub async fn produce(context: &RequestContext, request: ProduceRequest) -> Optio
                         "This server does not host this topic-partition.",
                     )),
                     Some(replica) => {
-                        replication::ensure_current(broker, &t.name, index, &replica, &image);
+                        replication::ensure_current(
+                            &broker.replication,
+                            &t.name,
+                            index,
+                            &replica,
+                            &image,
+                        );
                         let verified = verify_transaction(
                             broker,
                             version,

@@ -638,9 +638,8 @@ mod tests {
             .config;
         // The test drives the runtime itself; the coordinator's marker paths (the
         // replica manager, the group coordinator) stay unused.
-        let replication = Arc::new(ReplicaManager::new(
-            crate::replication::Settings::from_config(&config),
-        ));
+        let replication =
+            ReplicaManager::new(1, config.clone(), ImageView::fixed(image(3)), Vec::new());
         let groups = Arc::new(GroupCoordinator::new(
             1,
             crate::group::GroupSettings::from_config(&config),
