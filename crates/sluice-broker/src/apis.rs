@@ -4,7 +4,12 @@
 //! version up to the highest version whose fields Sluice implements; an API Sluice does
 //! not serve is absent from ApiVersions. Versions grow as later work adds fields.
 //!
-//! Error codes for this API family are mapped here and nowhere else.
+//! It also serves the quorum's private requests ([`serve_rpc`]: Raft messages, metadata
+//! writes proposed to the leader, joining as a learner, broker heartbeats,
+//! AlterPartition, the quorum's status, the cluster id) and, on the active controller,
+//! the client requests other nodes forward to it ([`crate::forwarding`]). The request's
+//! context and the helpers that decode and answer are in [`crate::request`]; Kafka's
+//! error codes are in [`crate::errors`].
 
 use std::sync::Arc;
 

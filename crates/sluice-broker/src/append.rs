@@ -484,3 +484,168 @@ mod tests {
         assert_eq!(records.as_ptr(), address, "the same memory, not a copy");
     }
 }
+
+#[cfg(test)]
+mod leader_tests {
+    //! The replica manager without a node or a network: real logs in a temporary
+    //! directory, a fixed metadata image, no controller.
+
+    use std::sync::Arc;
+
+    use bytes::Bytes;
+    use sluice_metadata::{MetadataImage, MetadataRecord, PartitionRecord, TopicRecord};
+    use sluice_protocol::{NewRecord, RecordBatchBuilder};
+
+    use super::*;
+    use crate::config::{BrokerConfig, EMBEDDED_SERVER_PROPERTIES};
+    use crate::coordinator::PartitionWriter;
+    use crate::image::{ImageView, MetadataPublisher};
+
+    const TOPIC_ID: [u8; 16] = [5; 16];
+
+    /// Topic `t`: partition 0 on this node alone (it leads at `epoch`), partition 1
+    /// led by node 2 with this node following.
+    fn image(epoch: i32) -> MetadataImage {
+        let mut image = MetadataImage::default();
+        image
+            .apply(&MetadataRecord::Topic(TopicRecord {
+                name: "t".into(),
+                topic_id: TOPIC_ID,
+            }))
+            .unwrap();
+        let mut led = PartitionRecord::new_partition(TOPIC_ID, 0, vec![1], vec![[0; 16]]);
+        led.leader_epoch = epoch;
+        image.apply(&MetadataRecord::Partition(led)).unwrap();
+        let followed = PartitionRecord::new_partition(TOPIC_ID, 1, vec![2, 1], vec![[0; 16]; 2]);
+        image.apply(&MetadataRecord::Partition(followed)).unwrap();
+        image
+    }
+
+    fn batch(values: &[&str]) -> Bytes {
+        let mut builder = RecordBatchBuilder::new(Compression::None);
+        for value in values {
+            builder
+                .append(&NewRecord {
+                    timestamp: sluice_storage::now_ms(),
+                    key: Some(Bytes::from_static(b"k")),
+                    value: Some(Bytes::copy_from_slice(value.as_bytes())),
+                    headers: Vec::new(),
+                })
+                .unwrap();
+        }
+        Bytes::copy_from_slice(&builder.build()[..])
+    }
+
+    fn manager(dir: &std::path::Path, image: &MetadataImage) -> Arc<ReplicaManager> {
+        let config = BrokerConfig::load(EMBEDDED_SERVER_PROPERTIES, &[])
+            .unwrap()
+            .config;
+        let logs = sluice_storage::LogManager::open(dir, config.log_config()).unwrap();
+        ReplicaManager::new(1, config, ImageView::fixed(image.clone()), vec![logs])
+    }
+
+    #[tokio::test]
+    async fn the_leader_validates_appends_and_commits_and_a_follower_refuses() {
+        let dir = tempfile::tempdir().unwrap();
+        let image = Arc::new(image(0));
+        let manager = manager(dir.path(), &image);
+        let mut roles = manager.subscribe_role_changes();
+        manager.sync_replicas(&image).unwrap();
+        manager.publish(&image);
+        assert!(roles.has_changed().unwrap(), "role changes are signalled");
+        roles.mark_unchanged();
+        assert!(manager.leads("t", 0, 0));
+        assert!(!manager.leads("t", 1, 0), "node 2 leads partition 1");
+
+        let leader = manager.replica("t", 0).unwrap();
+        let appended = manager
+            .append_records(9, ("t", 0), &leader, -1, Some(batch(&["a", "b"])))
+            .unwrap_or_else(|refused| panic!("refused: {}", refused.message));
+        assert_eq!(appended.base_offset, 0);
+        assert_eq!(appended.required_offset, 2);
+        // A sole in-sync replica commits at once: acks=all is answered now.
+        let code = await_committed(&leader, 2, Duration::from_millis(100)).await;
+        assert_eq!(code, errors::NONE);
+        assert_eq!(leader.high_watermark(), 2);
+        let next = manager
+            .append_records(9, ("t", 0), &leader, 1, Some(batch(&["c"])))
+            .unwrap_or_else(|refused| panic!("refused: {}", refused.message));
+        assert_eq!(next.base_offset, 2);
+
+        // A flipped byte fails the CRC; nothing is written.
+        let mut corrupt = batch(&["d"]).to_vec();
+        let last = corrupt.len() - 1;
+        corrupt[last] ^= 0xff;
+        let refused = manager
+            .append_records(9, ("t", 0), &leader, 1, Some(Bytes::from(corrupt)))
+            .err()
+            .expect("a corrupt batch is refused");
+        assert_eq!(refused.code, errors::CORRUPT_MESSAGE);
+        assert_eq!(refused.batch_index, Some(0));
+        // Two batches in one partition's records: v3+ takes exactly one.
+        let two = [batch(&["e"]), batch(&["f"])].concat();
+        let refused = manager
+            .append_records(9, ("t", 0), &leader, 1, Some(Bytes::from(two)))
+            .err()
+            .expect("two batches are refused");
+        assert_eq!(refused.code, errors::INVALID_RECORD);
+        assert_eq!(sluice_storage::lock(&leader.log).log_end_offset(), 3);
+
+        // The follower of partition 1 does not append.
+        let follower = manager.replica("t", 1).unwrap();
+        let refused = manager
+            .append_records(9, ("t", 1), &follower, 1, Some(batch(&["g"])))
+            .err()
+            .expect("a follower refuses");
+        assert_eq!(refused.code, errors::NOT_LEADER_OR_FOLLOWER);
+
+        // A coordinator's write through the PartitionWriter, fenced by the epoch.
+        let coordinator_batch = bytes::BytesMut::from(&batch(&["h"])[..]);
+        assert_eq!(
+            PartitionWriter::append(
+                &*manager,
+                "t",
+                0,
+                7,
+                coordinator_batch.clone(),
+                crate::coordinator::Origin::Coordinator
+            ),
+            Err(errors::NOT_LEADER_OR_FOLLOWER)
+        );
+        let required = PartitionWriter::append(
+            &*manager,
+            "t",
+            0,
+            0,
+            coordinator_batch,
+            crate::coordinator::Origin::Coordinator,
+        )
+        .unwrap();
+        assert_eq!(required, 4);
+        let mut replayed = Vec::new();
+        manager
+            .replay("t", 0, &mut |batch| replayed.push(batch.base_offset()))
+            .unwrap();
+        assert_eq!(replayed, [0, 2, 3]);
+
+        // A new leader epoch: the role changes and is signalled again.
+        let next_image = Arc::new(super::leader_tests::image(1));
+        manager.sync_replicas(&next_image).unwrap();
+        manager.publish(&next_image);
+        assert!(roles.has_changed().unwrap());
+        assert!(manager.leads("t", 0, 1));
+        assert!(!manager.leads("t", 0, 0));
+
+        // A clean stop checkpoints the high watermark.
+        crate::replication::shutdown(&manager).await;
+        let checkpoint = std::fs::read_to_string(
+            dir.path()
+                .join(crate::replication::REPLICATION_OFFSET_CHECKPOINT),
+        )
+        .unwrap();
+        assert!(
+            checkpoint.lines().any(|line| line == "t 0 4"),
+            "{checkpoint}"
+        );
+    }
+}

@@ -14,13 +14,13 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use sluice_metadata::{
     BrokerEndpoint, MetadataImage, MetadataLogError, MetadataRecord, RegisterBrokerRecord, Uuid,
 };
-use sluice_storage::{LogManager, StorageError, TopicId, TopicPartition};
+use sluice_storage::{LogManager, StorageError, TopicPartition};
 use tokio::sync::watch;
 
 use crate::config::BrokerConfig;
@@ -76,7 +76,6 @@ pub struct Broker {
     /// This node's registration epoch (the time it registered, in ms).
     pub broker_epoch: std::sync::atomic::AtomicI64,
     image: watch::Sender<Arc<MetadataImage>>,
-    managers: Mutex<Vec<LogManager>>,
     /// The current producer-id block: next id to hand out, end (exclusive).
     producer_ids: tokio::sync::Mutex<(i64, i64)>,
     /// Serializes the controller's read-check-write operations on the metadata.
@@ -143,12 +142,11 @@ impl Broker {
         let image = watch::Sender::new(Arc::new(MetadataImage::default()));
         let view = crate::image::ImageView::new(image.subscribe());
         let node_id = config.node_id();
-        let log_dirs = managers.iter().map(|m| m.dir().to_path_buf()).collect();
         let replication = crate::replication::ReplicaManager::new(
             node_id,
             config.clone(),
             view.clone(),
-            log_dirs,
+            managers,
         );
         let groups = Arc::new(crate::group::GroupCoordinator::new(
             node_id,
@@ -171,7 +169,6 @@ impl Broker {
             broker_epoch: std::sync::atomic::AtomicI64::new(-1),
             liveness: Default::default(),
             image,
-            managers: Mutex::new(managers),
             producer_ids: tokio::sync::Mutex::new((0, 0)),
             controller: tokio::sync::Mutex::new(()),
             groups: groups.clone(),
@@ -197,8 +194,7 @@ impl Broker {
     pub fn apply_image(&self, image: Arc<MetadataImage>) {
         self.image.send_replace(image.clone());
         {
-            let mut managers = guard(&self.managers);
-            if let Err(error) = self.sync_replicas(&image, &mut managers) {
+            if let Err(error) = self.replication.sync_replicas(&image) {
                 tracing::error!(%error, "local replicas do not follow the metadata");
             }
         }
@@ -305,7 +301,7 @@ impl Broker {
     }
 
     pub fn log_dirs(&self) -> Vec<PathBuf> {
-        guard(&self.managers)
+        guard(&self.replication.managers)
             .iter()
             .map(|m| m.dir().to_path_buf())
             .collect()
@@ -373,112 +369,6 @@ impl Broker {
         Ok(())
     }
 
-    /// Creates local logs for partitions the image assigns to this node, deletes those
-    /// of topics it no longer has, and applies topic config changes to open logs.
-    fn sync_replicas(
-        &self,
-        image: &MetadataImage,
-        managers: &mut [LogManager],
-    ) -> Result<(), BrokerError> {
-        let mut replicas = self
-            .replication
-            .replicas
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
-        // Replicas whose topic is gone (or was re-created with a new id).
-        let gone: Vec<TopicPartition> = replicas
-            .iter()
-            .filter(|(tp, replica)| {
-                image.topic(&tp.topic).is_none_or(|t| {
-                    t.topic_id != replica.topic_id
-                        || !t
-                            .partitions
-                            .get(&tp.partition)
-                            .is_some_and(|p| p.replicas.contains(&self.node_id))
-                })
-            })
-            .map(|(tp, _)| tp.clone())
-            .collect();
-        for tp in gone {
-            if let Some(replica) = replicas.remove(&tp) {
-                managers[replica.dir_index].delete(&tp)?;
-                tracing::info!(partition = %tp, "deleted the replica of a removed topic");
-            }
-        }
-        for topic in image.topics() {
-            let overrides = image.configs(TOPIC_RESOURCE, &topic.name);
-            let layers = topic_config::BrokerLayers::new(&self.config, image);
-            let config = topic_config::log_config(&layers, overrides);
-            let (before_max, after_max) = topic_config::timestamp_bounds(&layers, overrides);
-            for (index, partition) in &topic.partitions {
-                if !partition.replicas.contains(&self.node_id) {
-                    continue;
-                }
-                let tp = TopicPartition::new(topic.name.clone(), *index);
-                if let Some(replica) = replicas.get(&tp) {
-                    replica
-                        .leader_epoch
-                        .store(partition.leader_epoch, Ordering::Release);
-                    replica
-                        .timestamp_before_max_ms
-                        .store(before_max, Ordering::Relaxed);
-                    replica
-                        .timestamp_after_max_ms
-                        .store(after_max, Ordering::Relaxed);
-                    let mut log = sluice_storage::lock(&replica.log);
-                    if log.config() != &config {
-                        log.set_config(config.clone())?;
-                    }
-                    continue;
-                }
-                let topic_id = TopicId(topic.topic_id);
-                let dir_index = match managers.iter().position(|m| m.get(&tp).is_some()) {
-                    Some(index) => {
-                        // A log left from an earlier topic of the same name goes.
-                        let stale = managers[index].get(&tp).is_some_and(|log| {
-                            sluice_storage::lock(&log)
-                                .topic_id()
-                                .is_some_and(|id| id != topic_id)
-                        });
-                        if stale {
-                            managers[index].delete(&tp)?;
-                        }
-                        index
-                    }
-                    None => managers
-                        .iter()
-                        .enumerate()
-                        .min_by_key(|(_, m)| m.partitions().count())
-                        .map(|(i, _)| i)
-                        .unwrap_or(0),
-                };
-                let log =
-                    managers[dir_index].get_or_create(&tp, Some(topic_id), Some(config.clone()))?;
-                {
-                    let mut locked = sluice_storage::lock(&log);
-                    if locked.config() != &config {
-                        locked.set_config(config.clone())?;
-                    }
-                }
-                let end = sluice_storage::lock(&log).log_end_offset();
-                replicas.insert(
-                    tp,
-                    Arc::new(Replica {
-                        topic_id: topic.topic_id,
-                        log,
-                        dir_index,
-                        leader_epoch: AtomicI32::new(partition.leader_epoch),
-                        timestamp_before_max_ms: AtomicI64::new(before_max),
-                        timestamp_after_max_ms: AtomicI64::new(after_max),
-                        end_offset: watch::Sender::new(end),
-                        replication: Default::default(),
-                    }),
-                );
-            }
-        }
-        Ok(())
-    }
-
     /// Hands out one producer id, taking a new block through the metadata log when the
     /// current one is used up (so ids stay unique across restarts).
     pub async fn allocate_producer_id(&self) -> Result<i64, BrokerError> {
@@ -519,7 +409,7 @@ impl Broker {
             .map(|(tp, replica)| (tp, replica.high_watermark()))
             .collect();
         let mut deleted = 0;
-        for manager in guard(&self.managers).iter_mut() {
+        for manager in guard(&self.replication.managers).iter_mut() {
             deleted += manager.run_periodic_tasks(now, |tp| {
                 high_watermarks.get(tp).copied().unwrap_or(i64::MAX)
             })?;
@@ -568,7 +458,7 @@ impl Broker {
             if guard(&self.cleaning).contains(&tp) {
                 continue;
             }
-            let first_dirty = guard(&self.managers)
+            let first_dirty = guard(&self.replication.managers)
                 .get(replica.dir_index)
                 .map_or(0, |m| m.cleaner_offset(&tp));
             let high_watermark = replica.high_watermark();
@@ -635,7 +525,7 @@ impl Broker {
             metrics.max_clean_time_secs = (ended - now).max(0) / 1000;
             metrics.last_run_ms = ended;
         }
-        if let Some(manager) = guard(&self.managers).get_mut(replica.dir_index) {
+        if let Some(manager) = guard(&self.replication.managers).get_mut(replica.dir_index) {
             manager.set_cleaner_offset(&tp, stats.next_dirty_offset);
         }
         Ok(Some((tp, stats)))
@@ -663,7 +553,7 @@ impl Broker {
             .write()
             .unwrap_or_else(PoisonError::into_inner)
             .clear();
-        for manager in std::mem::take(&mut *guard(&self.managers)) {
+        for manager in std::mem::take(&mut *guard(&self.replication.managers)) {
             manager.shutdown()?;
         }
         Ok(())

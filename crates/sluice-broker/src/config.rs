@@ -8,8 +8,10 @@
 //! not implement yet); a value that does not parse or is out of range is an error that
 //! names the key and what it accepts.
 //!
-//! This is not a dynamic config store: DescribeConfigs sources, synonyms and dynamic
-//! updates come with the broker's config handlers.
+//! This is the static configuration only. Dynamic broker configs and topic configs are
+//! `ConfigRecord`s in the metadata image, written by the config handlers (AlterConfigs,
+//! IncrementalAlterConfigs); [`crate::topic_config`] layers them over this configuration
+//! and holds the synonyms and sources DescribeConfigs reports.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -1,20 +1,26 @@
 //! The active controller's duties beyond storing metadata, run on whichever voter is
 //! the Raft leader, and the broker side of them:
 //!
-//! - liveness: brokers heartbeat (`broker.heartbeat.interval.ms`); one silent for
-//!   `broker.session.timeout.ms` is fenced (BrokerRegistrationChangeRecord), and a
-//!   fenced broker that heartbeats again is unfenced;
+//! - liveness: brokers heartbeat (`broker.heartbeat.interval.ms`, tracked in
+//!   [`crate::liveness`]); one silent for `broker.session.timeout.ms` is fenced
+//!   (BrokerRegistrationChangeRecord), and a fenced broker that heartbeats again is
+//!   unfenced;
 //! - leader election: a partition whose leader is fenced, gone or shutting down gets the
-//!   first live member of its ISR as leader; with none, it goes offline (leader -1)
-//!   unless `unclean.leader.election.enable` lets an out-of-sync replica lead; fenced
-//!   brokers leave the ISRs they were in (never the last member);
+//!   first live member of its ISR as leader; with none, a live eligible leader replica
+//!   where the cluster tracks them (KIP-966, [`crate::elr`]); with none, it goes offline
+//!   (leader -1) unless `unclean.leader.election.enable` lets an out-of-sync replica
+//!   lead; brokers that cannot lead leave the ISRs they were in (never the last member);
 //! - controlled shutdown: a broker that asks to stop has its leaderships moved away
 //!   first and is told it may stop once it leads nothing that could move;
 //! - preferred leader election (`auto.leader.rebalance.enable`): every
 //!   `leader.imbalance.check.interval.seconds`, leadership returns to the first replica
 //!   when it is alive and in sync;
+//! - reassignments: the replica set becomes the target followed by the leaving
+//!   replicas, and the leaving ones are dropped once every adding replica is in the ISR;
 //! - AlterPartition: a leader's ISR change, checked against the partition's leader
-//!   epoch and partition epoch.
+//!   epoch and partition epoch;
+//! - unclean shutdown: a broker that restarts after one leaves the ISRs (and ELRs) it
+//!   shares with other replicas until it has caught up (KIP-966).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

@@ -1,14 +1,19 @@
 //! A Sluice node: opens its log directories (stamping each with Kafka's
 //! `meta.properties`: cluster id, node id, directory id), replays the metadata log,
-//! binds its broker listeners (and the Prometheus `metrics.listener`), serves until
-//! told to stop, then shuts down cleanly (logs flushed, checkpoints and the
+//! binds its listeners (and the Prometheus `metrics.listener`), serves until told to
+//! stop, then shuts down cleanly (with other brokers in the cluster, a controlled
+//! shutdown first moves its leaderships away; then logs flushed, checkpoints and the
 //! clean-shutdown marker written), as `kafka.Kafka` does on SIGTERM.
 //!
-//! The node keeps its metadata log (`__cluster_metadata-0`) in the first log directory
-//! (Kafka's default for `metadata.log.dir`) and bootstraps it with the
-//! `metadata.version` feature level on first start, as `kafka-storage format` does.
-//! It is its own controller (a quorum of one until issue 4); the controller listener is
-//! not bound yet, as nothing but other nodes would talk to it.
+//! The node keeps its metadata log (`__cluster_metadata-0`, the Raft log of the
+//! metadata quorum) in the first log directory (Kafka's default for
+//! `metadata.log.dir`). A node with the controller role binds its controller listeners
+//! and, when it is among `controller.quorum.voters`, votes; a controller with no voters
+//! configured is a quorum of one. A node that is not a voter (a broker-only node) joins
+//! the quorum as a learner, through the voters or `controller.quorum.bootstrap.servers`.
+//! A voter that finds no `metadata.version` in the image bootstraps the cluster as
+//! `kafka-storage format` does: the feature levels (`metadata.version` and
+//! [`crate::features::BOOTSTRAP_LEVELS`]) and the cluster-wide `min.insync.replicas`.
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};

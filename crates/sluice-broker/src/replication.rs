@@ -26,7 +26,7 @@
 //! per partition.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, Weak};
 use std::time::Duration;
 
@@ -36,7 +36,7 @@ use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListO
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable, Request, StrBytes};
 use sluice_metadata::{MetadataImage, PartitionImage, Uuid};
-use sluice_storage::{StorageError, TopicPartition};
+use sluice_storage::{StorageError, TopicId, TopicPartition};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{Notify, watch};
@@ -154,6 +154,8 @@ pub struct ReplicaManager {
     image: ImageView,
     /// The log directories, in the order of their managers (checkpoint files).
     log_dirs: Vec<std::path::PathBuf>,
+    /// One log manager per log directory: the logs of the hosted replicas.
+    pub(crate) managers: Mutex<Vec<sluice_storage::LogManager>>,
     /// This manager, for the tasks it starts (fetchers, the ISR shrink and checkpoint
     /// timers).
     me: Weak<ReplicaManager>,
@@ -183,9 +185,11 @@ impl ReplicaManager {
         node_id: i32,
         config: BrokerConfig,
         image: ImageView,
-        log_dirs: Vec<std::path::PathBuf>,
+        managers: Vec<sluice_storage::LogManager>,
     ) -> Arc<ReplicaManager> {
+        let log_dirs = managers.iter().map(|m| m.dir().to_path_buf()).collect();
         Arc::new_cyclic(|me| ReplicaManager {
+            managers: Mutex::new(managers),
             node_id,
             settings: Settings::from_config(&config),
             config,
@@ -227,6 +231,108 @@ impl ReplicaManager {
             .collect();
         all.sort_by(|a, b| a.0.cmp(&b.0));
         all
+    }
+
+    /// Creates local logs for partitions the image assigns to this node, deletes those
+    /// of topics it no longer has, and applies topic config changes to open logs.
+    pub(crate) fn sync_replicas(&self, image: &MetadataImage) -> Result<(), StorageError> {
+        let mut managers = guard(&self.managers);
+        let mut replicas = self
+            .replicas
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        // Replicas whose topic is gone (or was re-created with a new id).
+        let gone: Vec<TopicPartition> = replicas
+            .iter()
+            .filter(|(tp, replica)| {
+                image.topic(&tp.topic).is_none_or(|t| {
+                    t.topic_id != replica.topic_id
+                        || !t
+                            .partitions
+                            .get(&tp.partition)
+                            .is_some_and(|p| p.replicas.contains(&self.node_id))
+                })
+            })
+            .map(|(tp, _)| tp.clone())
+            .collect();
+        for tp in gone {
+            if let Some(replica) = replicas.remove(&tp) {
+                managers[replica.dir_index].delete(&tp)?;
+                tracing::info!(partition = %tp, "deleted the replica of a removed topic");
+            }
+        }
+        for topic in image.topics() {
+            let overrides = image.configs(crate::topic_config::TOPIC_RESOURCE, &topic.name);
+            let layers = crate::topic_config::BrokerLayers::new(&self.config, image);
+            let config = crate::topic_config::log_config(&layers, overrides);
+            let (before_max, after_max) = crate::topic_config::timestamp_bounds(&layers, overrides);
+            for (index, partition) in &topic.partitions {
+                if !partition.replicas.contains(&self.node_id) {
+                    continue;
+                }
+                let tp = TopicPartition::new(topic.name.clone(), *index);
+                if let Some(replica) = replicas.get(&tp) {
+                    replica
+                        .leader_epoch
+                        .store(partition.leader_epoch, Ordering::Release);
+                    replica
+                        .timestamp_before_max_ms
+                        .store(before_max, Ordering::Relaxed);
+                    replica
+                        .timestamp_after_max_ms
+                        .store(after_max, Ordering::Relaxed);
+                    let mut log = sluice_storage::lock(&replica.log);
+                    if log.config() != &config {
+                        log.set_config(config.clone())?;
+                    }
+                    continue;
+                }
+                let topic_id = TopicId(topic.topic_id);
+                let dir_index = match managers.iter().position(|m| m.get(&tp).is_some()) {
+                    Some(index) => {
+                        // A log left from an earlier topic of the same name goes.
+                        let stale = managers[index].get(&tp).is_some_and(|log| {
+                            sluice_storage::lock(&log)
+                                .topic_id()
+                                .is_some_and(|id| id != topic_id)
+                        });
+                        if stale {
+                            managers[index].delete(&tp)?;
+                        }
+                        index
+                    }
+                    None => managers
+                        .iter()
+                        .enumerate()
+                        .min_by_key(|(_, m)| m.partitions().count())
+                        .map(|(i, _)| i)
+                        .unwrap_or(0),
+                };
+                let log =
+                    managers[dir_index].get_or_create(&tp, Some(topic_id), Some(config.clone()))?;
+                {
+                    let mut locked = sluice_storage::lock(&log);
+                    if locked.config() != &config {
+                        locked.set_config(config.clone())?;
+                    }
+                }
+                let end = sluice_storage::lock(&log).log_end_offset();
+                replicas.insert(
+                    tp,
+                    Arc::new(Replica {
+                        topic_id: topic.topic_id,
+                        log,
+                        dir_index,
+                        leader_epoch: AtomicI32::new(partition.leader_epoch),
+                        timestamp_before_max_ms: AtomicI64::new(before_max),
+                        timestamp_after_max_ms: AtomicI64::new(after_max),
+                        end_offset: watch::Sender::new(end),
+                        replication: Default::default(),
+                    }),
+                );
+            }
+        }
+        Ok(())
     }
 
     /// Connects the channel to the active controller (once, when the node is wired).

@@ -1,10 +1,12 @@
 //! Kafka 4.1's topic-level configuration keys: their types, validation, defaults and
-//! broker synonyms, and how a topic's effective [`LogConfig`] is derived from the broker
-//! configuration plus the topic's overrides (the `ConfigRecord`s in the metadata image).
+//! broker synonyms, and how a topic's effective [`LogConfig`] is derived from the
+//! broker's configuration layers ([`BrokerLayers`]) plus the topic's overrides (the
+//! `ConfigRecord`s in the metadata image).
 //!
-//! A topic key's value comes from, in order: the topic's override (source TOPIC_CONFIG),
-//! the broker synonym when the broker configuration sets it (STATIC_BROKER_CONFIG), or
-//! Kafka's default (DEFAULT_CONFIG). Issue 7 completes the set and dynamic broker configs.
+//! A topic key's value comes from, in order: the topic's override (source TOPIC_CONFIG);
+//! the broker synonym set dynamically for this node (DYNAMIC_BROKER_CONFIG), set
+//! dynamically as the cluster-wide default (DYNAMIC_DEFAULT_BROKER_CONFIG) or set in the
+//! static configuration (STATIC_BROKER_CONFIG); else Kafka's default (DEFAULT_CONFIG).
 
 use std::collections::BTreeMap;
 

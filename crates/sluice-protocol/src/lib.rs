@@ -2,9 +2,12 @@
 //!
 //! This crate holds what both ends of a Kafka connection share: the v2 record batch
 //! (a zero-copy view, its records, validation and a builder whose bytes match the Java
-//! client's), Kafka's compression codecs and its variable-length integers. It is not a
-//! broker or a client: it has no I/O. Request and response framing joins it with the
-//! broker (issue 3).
+//! client's), Kafka's compression codecs, its variable-length integers, and its schema
+//! encodings for the formats Kafka embeds in other bytes (the classic consumer
+//! protocol's subscriptions and assignments, the records of `__consumer_offsets`). It
+//! is not a broker or a client: it has no I/O. The request and response types are the
+//! vendored `kafka-protocol` crate's; framing is in the broker (`sluice-broker`'s
+//! `network` module) and the client (`sluice-client`'s `connection` module).
 
 pub mod compression;
 pub mod consumer_protocol;

@@ -4,17 +4,20 @@
 //! the group id's Java hash modulo `offsets.topic.num.partitions`), and its coordinator
 //! is that partition's leader. Everything a coordinator must remember is a record in
 //! that partition, in Kafka's formats ([`sluice_group::records`]): committed offsets
-//! (OffsetCommit key/value) and classic groups' metadata (members, generation,
-//! assignments). When this node becomes a partition's leader it replays the partition
-//! into a [`Shard`] (requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS); when it stops
-//! being the leader it drops the shard (NOT_COORDINATOR), and the new leader loads it.
+//! (OffsetCommit key/value), classic groups' metadata (members, generation,
+//! assignments) and KIP-848 consumer groups' records (group epoch, member metadata,
+//! target and current assignments). The shards, their loading and the writes run on
+//! [`crate::coordinator::CoordinatorRuntime`]: when this node becomes a partition's
+//! leader it replays the partition into a [`Shard`] (requests meanwhile get
+//! COORDINATOR_LOAD_IN_PROGRESS); when it stops being the leader it drops the shard
+//! (NOT_COORDINATOR), and the new leader loads it.
 //!
-//! Durability: an OffsetCommit, a leader's SyncGroup and a DeleteGroups are answered
-//! after their records are committed in `__consumer_offsets` (appended with acks=all:
-//! in every in-sync replica's log), so an answered commit survives the coordinator's
-//! crash and a failover. KIP-848 consumer groups keep their membership in memory only
-//! (their members rejoin a new coordinator); their committed offsets are stored like
-//! any other.
+//! Durability: an OffsetCommit, a TxnOffsetCommit, a leader's SyncGroup, an
+//! OffsetDelete, a DeleteGroups and a ConsumerGroupHeartbeat that changed its group are
+//! answered after their records are committed in `__consumer_offsets` (appended with
+//! acks=all: in every in-sync replica's log), so an answered change survives the
+//! coordinator's crash and a failover. KIP-848 members keep their epochs and
+//! assignments across a failover: the new coordinator replays them at load.
 
 pub mod classic;
 mod state;

@@ -18,8 +18,12 @@
 //!
 //! Either kind sends the epoch of its last fetched batch (v12+); when the leader's epoch
 //! cache disagrees with it the answer is `diverging_epoch` {epoch, end offset} and no
-//! records (KIP-320 for consumers, truncation on fetch for followers). With no
-//! transactions yet, the last stable offset equals the high watermark.
+//! records (KIP-320 for consumers, truncation on fetch for followers).
+//!
+//! The last stable offset is the high watermark, or the first offset of the earliest
+//! open transaction when that is lower. A read_committed consumer (isolation level 1)
+//! reads below it only, and gets the aborted transactions in the range it read, from
+//! the segments' transaction indexes (`.txnindex`).
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -1,8 +1,10 @@
-//! The group APIs: FindCoordinator, the classic group protocol (JoinGroup, SyncGroup,
-//! Heartbeat, LeaveGroup), committed offsets (OffsetCommit, OffsetFetch, OffsetDelete)
-//! and group administration (ListGroups, DescribeGroups, DeleteGroups). The state lives
-//! in [`crate::group`]; these decode, route to the group's shard and answer at the
-//! request's version, as Kafka 4.1 does.
+//! The group APIs: FindCoordinator (for groups and transactional ids, creating the
+//! internal topic on first use), the classic group protocol (JoinGroup, SyncGroup,
+//! Heartbeat, LeaveGroup), KIP-848's ConsumerGroupHeartbeat and ConsumerGroupDescribe,
+//! committed offsets (OffsetCommit, OffsetFetch, OffsetDelete) and group administration
+//! (ListGroups, DescribeGroups, DeleteGroups). The state lives in [`crate::group`];
+//! these decode, route to the group's shard and answer at the request's version, as
+//! Kafka 4.1 does.
 
 use std::collections::BTreeMap;
 

@@ -1,10 +1,17 @@
-//! CreateTopics, DeleteTopics and CreatePartitions: the single-node controller's topic
-//! operations. Each validates against the metadata image as Kafka's controller does
+//! CreateTopics, DeleteTopics and CreatePartitions, and the topics created without a
+//! request for them (Metadata's `auto.create.topics.enable`, and the internal topics).
+//! Each operation validates against the metadata image as Kafka's controller does
 //! (names, partition counts, replication factors against the registered brokers,
 //! configs), then writes the records (TopicRecord, PartitionRecords, ConfigRecords;
-//! RemoveTopicRecord; PartitionRecords) to the metadata log and answers when they are
-//! durable and applied. Operations are serialized by the controller lock, so a check and
-//! the write it allows see the same image.
+//! RemoveTopicRecord; PartitionRecords) through the metadata quorum and answers when
+//! they are durable and applied here.
+//!
+//! Topic creation and deletion are served by any node ([`Broker::write_metadata`]);
+//! CreatePartitions by the active controller ([`Broker::write_as_controller`]; other
+//! nodes forward it there, [`crate::forwarding`]). On one node the controller lock
+//! serializes a check and the write it allows. Between nodes, the quorum's state machine
+//! refuses an entry that no longer replays: a topic created twice gets
+//! TOPIC_ALREADY_EXISTS.
 
 use std::collections::{BTreeMap, HashSet};
 

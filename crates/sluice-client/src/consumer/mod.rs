@@ -1,4 +1,4 @@
-//! The consumer (issue 8): Kafka's `KafkaConsumer` for Sluice and Apache Kafka alike.
+//! The consumer: Kafka's `KafkaConsumer` for Sluice and Apache Kafka alike.
 //!
 //! A [`Consumer`] either joins a group ([`Consumer::subscribe`],
 //! [`Consumer::subscribe_pattern`]) and shares it with Java consumers (the same

@@ -1,4 +1,4 @@
-//! The producer (issue 8): Kafka's `KafkaProducer` for Sluice and Apache Kafka alike.
+//! The producer: Kafka's `KafkaProducer` for Sluice and Apache Kafka alike.
 //!
 //! `send` picks a partition ([`partitioner`]), waits for `buffer.memory` room (at most
 //! `max.block.ms`) and appends the record to its partition's open batch in the
