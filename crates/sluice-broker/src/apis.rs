@@ -23,7 +23,7 @@ use crate::controller;
 use crate::handlers;
 use crate::quorum::rpc::{Forwarded, ForwardedReply};
 use crate::quorum::{RpcRequest, RpcResponse};
-pub use crate::request::{Outcome, RequestContext, decode, respond};
+pub use crate::request::{Outcome, Principal, RequestContext, decode, respond};
 
 /// Kafka's UNSUPPORTED_VERSION error code.
 pub const UNSUPPORTED_VERSION: i16 = 35;
@@ -219,6 +219,8 @@ pub async fn dispatch(
     }
     let context = RequestContext {
         broker,
+        // No listener authenticates yet (see `Principal`).
+        principal: Principal::anonymous(),
         listener,
         version,
         client_id,
@@ -284,6 +286,9 @@ async fn serve_forwarded(broker: &Arc<Broker>, request: Forwarded) -> ForwardedR
     }
     let context = RequestContext {
         broker: broker.clone(),
+        // The forwarding node's principal travels with the request, as in Kafka's
+        // envelope (KIP-590).
+        principal: request.principal,
         listener: "CONTROLLER".into(),
         version: request.version,
         client_id: request.client_id,

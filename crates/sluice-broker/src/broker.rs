@@ -1,16 +1,21 @@
-//! The broker's shared state, read by every request handler:
+//! The node's state, read by every request handler, and the services it holds:
 //!
-//! - the metadata image (topics, partitions, configs, producer-id blocks), replaced
-//!   whole after each metadata write; handlers read only the image, never a copy of
-//!   their own, so the Raft quorum of issue 4 can feed it instead of the local log;
-//! - the replicas this node hosts: one [`Replica`] per partition whose replica set holds
-//!   this node, created and deleted to follow the image;
-//! - the metadata log itself, written only through [`Broker::write_metadata`] (the
-//!   single-node controller).
+//! - the metadata image (topics, partitions, configs, producer-id blocks, features),
+//!   replaced whole by [`Broker::apply_image`] each time the quorum's state machine
+//!   applies an entry, kept in a watch channel that services read through
+//!   [`crate::image::ImageView`]; handlers read only the image, never a copy of their own;
+//! - the services below it: the [`crate::replication::ReplicaManager`] (the replicas
+//!   this node hosts, their logs, leader append, follower fetching), the group and
+//!   transaction coordinators, each told of every new image in that order
+//!   ([`crate::image::MetadataPublisher`]);
+//! - the ways into the metadata quorum: [`Broker::write_metadata`] (writes any node
+//!   makes, forwarded to the quorum's leader) and [`Broker::write_as_controller`] (the
+//!   active controller's plans, never forwarded).
 //!
-//! Locks: `metadata` (held across a metadata write and the replica sync that follows
-//! it), then `managers`, then `replicas`; the hot path takes only `replicas` (read) and
-//! one log's mutex.
+//! Locks: `controller` (held across a controller operation's check and write), then the
+//! replica manager's log managers, then its replica map, then one partition's state,
+//! then its log. The hot path reads the image and the replica map (a lookup), then takes
+//! one partition's state and log mutexes.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;

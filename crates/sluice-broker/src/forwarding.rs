@@ -42,6 +42,7 @@ pub async fn forward(context: &RequestContext, api_key: ApiKey, body: &Bytes) ->
         version: context.version,
         client_id: context.client_id.clone(),
         client_host: context.client_host.to_string(),
+        principal: context.principal.clone(),
         body: body.to_vec(),
     });
     let deadline = tokio::time::Instant::now() + FORWARD_DEADLINE;

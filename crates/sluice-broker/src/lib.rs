@@ -1,13 +1,23 @@
-//! The Sluice broker.
+//! The Sluice broker. Its modules form layers with no import circle between them
+//! (`scripts/check-import-cycles`), from the bottom:
 //!
-//! - [`config`], [`properties`]: Kafka's `server.properties` format, keys, defaults and
-//!   validation; [`topic_config`]: topic-level keys, validation, synonyms and sources.
-//! - [`network`]: frames, pipelining, limits; [`apis`]: the API table and dispatch;
-//!   `handlers`: one module per API family, reading the metadata image.
-//! - [`broker`]: the shared state (metadata image, local replicas, the metadata log
-//!   writer); [`fetch_session`]: KIP-227 incremental fetch sessions.
-//! - [`node`]: runs a node (`sluice server`): log directories, metadata log, listeners,
-//!   periodic log tasks, clean shutdown; [`metrics`]: the Prometheus `/metrics` endpoint.
+//! - pure modules: [`config`], [`properties`] (Kafka's `server.properties` format, keys,
+//!   defaults, validation), [`topic_config`] (topic keys, synonyms, sources),
+//!   [`errors`], [`features`], [`endpoint`], [`liveness`], [`elr`], [`image`] (how
+//!   services read and follow the metadata image);
+//! - the replica layer: [`replica`], [`replication`] (`ReplicaManager`: the hosted
+//!   replicas and their logs, leader append, high-watermark waits, follower fetching,
+//!   ISR changes), [`fetch_session`];
+//! - [`coordinator`] (the runtime under [`group`] and [`txn`], writing through the
+//!   replica manager);
+//! - [`broker`]: the node's state holding those services; [`quorum`]: the Raft metadata
+//!   quorum;
+//! - what uses a `Broker`: [`controller`], [`forwarding`], [`request`] (the request
+//!   context), `handlers` (one module per API family), [`apis`] (the API table and
+//!   dispatch, the quorum's private requests), [`network`] (frames, pipelining, limits;
+//!   [`connection_quotas`]),
+//!   [`log_cleaner`], [`metrics`] (the Prometheus `/metrics` endpoint), and [`node`],
+//!   which runs a node (`sluice server`) and wires the services together.
 
 pub mod apis;
 mod append;

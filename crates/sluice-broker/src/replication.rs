@@ -16,7 +16,8 @@
 //!   `fetchOffsetAndTruncate`. Errors back off `replica.fetch.backoff.ms`.
 //! - The leader shrinks the ISR every `replica.lag.time.max.ms / 2` (followers not
 //!   caught up for that long) and expands it when a follower's fetch reaches the HW,
-//!   each through [`Broker::alter_partition`], one change in flight per partition.
+//!   each through the [`AlterPartitionChannel`] to the active controller, one change in
+//!   flight per partition.
 //! - High watermarks are checkpointed per log directory in `replication-offset-checkpoint`
 //!   every `replica.high.watermark.checkpoint.interval.ms` and at [`shutdown`]; a replica
 //!   starts from its checkpointed HW.
@@ -732,7 +733,7 @@ fn start_background(manager: &Arc<ReplicaManager>) {
 
 /// Stops every fetcher and background task (so nothing appends to a log after this
 /// returns) and checkpoints the high watermarks. The node calls this before
-/// [`Broker::shutdown`].
+/// [`crate::broker::Broker::shutdown`].
 pub async fn shutdown(manager: &Arc<ReplicaManager>) {
     manager.stopped.store(true, Ordering::Release);
     let fetchers: Vec<Fetcher> = guard(&manager.fetchers).drain().map(|(_, f)| f).collect();

@@ -581,6 +581,7 @@ async fn admin_requests_through_any_node_are_planned_on_the_active_controller() 
         version: 2,
         client_id: None,
         client_host: "/127.0.0.1".into(),
+        principal: Default::default(),
         body: body.to_vec(),
     });
     match rpc::call(&follower_controller, &relayed, Duration::from_secs(5)).await {

@@ -262,6 +262,7 @@ fn request_frame_seeds() -> Seeds {
                 version: 2,
                 client_id: Some("admin".into()),
                 client_host: "/127.0.0.1".into(),
+                principal: Default::default(),
                 body: vec![0, 0, 0, 0, 0, 0, 0, 0],
             }),
         ),

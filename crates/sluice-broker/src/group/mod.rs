@@ -251,7 +251,7 @@ impl GroupCoordinator {
 
     /// Appends records to the shard's partition as its leader (in the order of the
     /// calls: callers hold the shard's lock). Returns the partition and the offset the
-    /// high watermark must reach for the records to be committed ([`await_commit`]).
+    /// high watermark must reach for the records to be committed ([`GroupCoordinator::await_commit`]).
     pub fn append(&self, shard: &Shard, records: &[OffsetsRecord]) -> Result<(i32, i64), i16> {
         self.append_batch(shard, records, None)
     }

@@ -31,6 +31,9 @@ pub struct Forwarded {
     pub version: i16,
     pub client_id: Option<String>,
     pub client_host: String,
+    /// Who the request acts as on the node that received it.
+    #[serde(default)]
+    pub principal: crate::request::Principal,
     /// The request body after its header.
     pub body: Vec<u8>,
 }
