@@ -19,5 +19,6 @@ pub mod varint;
 
 pub use compression::{Compression, CompressionError};
 pub use record_batch::{
-    BatchError, Header, NewRecord, Record, RecordBatch, RecordBatchBuilder, TimestampType, batches,
+    BatchError, BatchHeader, Header, NewRecord, Record, RecordBatch, RecordBatchBuilder,
+    TimestampType, batches,
 };

@@ -149,6 +149,122 @@ fn read_i64(bytes: &[u8], at: usize) -> i64 {
     i64::from_be_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
 }
 
+/// A read-only view over the 61-byte header at the front of a v2 batch: the one place that
+/// knows the header's field offsets. It reads no more than the header, except
+/// [`BatchHeader::compute_crc`], which covers everything from the attributes to the end of
+/// the slice it was made from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct BatchHeader<'a>(&'a [u8]);
+
+impl std::fmt::Debug for BatchHeader<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BatchHeader")
+            .field("base_offset", &self.base_offset())
+            .field("batch_length", &self.batch_length())
+            .field("magic", &self.magic())
+            .field("attributes", &self.attributes())
+            .field("last_offset_delta", &self.last_offset_delta())
+            .field("record_count", &self.record_count())
+            .finish()
+    }
+}
+
+impl<'a> BatchHeader<'a> {
+    /// Views the header at the front of `bytes`; `None` when fewer than 61 bytes are
+    /// present. Checks nothing else (not the length field, magic or CRC).
+    pub fn new(bytes: &'a [u8]) -> Option<BatchHeader<'a>> {
+        (bytes.len() >= RECORD_BATCH_OVERHEAD).then_some(BatchHeader(bytes))
+    }
+
+    /// The slice the view was made from (the header, and whatever follows it).
+    pub fn bytes(&self) -> &'a [u8] {
+        self.0
+    }
+
+    pub fn base_offset(&self) -> i64 {
+        read_i64(self.0, BASE_OFFSET_AT)
+    }
+    /// `batchLength`: the bytes after the length field, as the header claims.
+    pub fn batch_length(&self) -> i32 {
+        read_i32(self.0, LENGTH_AT)
+    }
+    pub fn partition_leader_epoch(&self) -> i32 {
+        read_i32(self.0, PARTITION_LEADER_EPOCH_AT)
+    }
+    pub fn magic(&self) -> i8 {
+        self.0[MAGIC_AT] as i8
+    }
+    /// The CRC stored in the header.
+    pub fn crc(&self) -> u32 {
+        u32::from_be_bytes(self.0[CRC_AT..CRC_AT + 4].try_into().expect("4 bytes"))
+    }
+    pub fn attributes(&self) -> i16 {
+        read_i16(self.0, ATTRIBUTES_AT)
+    }
+    /// The codec, or an error for the reserved ids 5-7.
+    pub fn compression(&self) -> Result<Compression, BatchError> {
+        let id = (self.attributes() & COMPRESSION_MASK) as u8;
+        Compression::from_id(id).ok_or(BatchError::UnknownCompression(id))
+    }
+    /// Attribute bit 3.
+    pub fn timestamp_type(&self) -> TimestampType {
+        if self.attributes() & TIMESTAMP_TYPE_MASK != 0 {
+            TimestampType::LogAppendTime
+        } else {
+            TimestampType::CreateTime
+        }
+    }
+    /// Attribute bit 4: part of a transaction.
+    pub fn is_transactional(&self) -> bool {
+        self.attributes() & TRANSACTIONAL_MASK != 0
+    }
+    /// Attribute bit 5: a control batch (a transaction marker).
+    pub fn is_control(&self) -> bool {
+        self.attributes() & CONTROL_MASK != 0
+    }
+    /// Attribute bit 6: `baseTimestamp` holds the compaction delete horizon (KIP-534).
+    pub fn has_delete_horizon(&self) -> bool {
+        self.attributes() & DELETE_HORIZON_MASK != 0
+    }
+    pub fn last_offset_delta(&self) -> i32 {
+        read_i32(self.0, LAST_OFFSET_DELTA_AT)
+    }
+    /// `baseOffset + lastOffsetDelta`, saturating.
+    pub fn last_offset(&self) -> i64 {
+        self.base_offset()
+            .saturating_add(i64::from(self.last_offset_delta()))
+    }
+    /// The offset after the batch (`last_offset + 1`, saturating).
+    pub fn next_offset(&self) -> i64 {
+        self.last_offset().saturating_add(1)
+    }
+    pub fn base_timestamp(&self) -> i64 {
+        read_i64(self.0, BASE_TIMESTAMP_AT)
+    }
+    pub fn max_timestamp(&self) -> i64 {
+        read_i64(self.0, MAX_TIMESTAMP_AT)
+    }
+    pub fn producer_id(&self) -> i64 {
+        read_i64(self.0, PRODUCER_ID_AT)
+    }
+    pub fn producer_epoch(&self) -> i16 {
+        read_i16(self.0, PRODUCER_EPOCH_AT)
+    }
+    pub fn base_sequence(&self) -> i32 {
+        read_i32(self.0, BASE_SEQUENCE_AT)
+    }
+    /// The record count the header claims.
+    pub fn record_count(&self) -> i32 {
+        read_i32(self.0, RECORD_COUNT_AT)
+    }
+
+    /// The CRC32C of the slice from the attributes to its end: the batch's CRC when the
+    /// view was made from exactly one batch.
+    pub fn compute_crc(&self) -> u32 {
+        crc32c::crc32c(&self.0[ATTRIBUTES_AT..])
+    }
+}
+
 /// The size of the batch at the front of `bytes` (`batchLength` + 12), read from its
 /// length field alone; `None` when fewer than 12 bytes are present or the length is
 /// negative. Used to split a byte stream into batches without reading them.
@@ -199,20 +315,20 @@ impl RecordBatch {
     /// Wraps `bytes`, which must hold exactly one batch: checks the header is present, the
     /// length field agrees with the bytes and the magic is 2. Reads nothing else.
     pub fn new(bytes: Bytes) -> Result<RecordBatch, BatchError> {
-        if bytes.len() < RECORD_BATCH_OVERHEAD {
+        let Some(header) = BatchHeader::new(&bytes) else {
             return Err(BatchError::Truncated {
                 needed: RECORD_BATCH_OVERHEAD,
                 available: bytes.len(),
             });
-        }
-        let length = i64::from(read_i32(&bytes, LENGTH_AT));
+        };
+        let length = i64::from(header.batch_length());
         if length + LOG_OVERHEAD as i64 != bytes.len() as i64 {
             return Err(BatchError::LengthMismatch {
                 length,
                 available: bytes.len(),
             });
         }
-        let magic = bytes[MAGIC_AT] as i8;
+        let magic = header.magic();
         if magic != MAGIC_V2 {
             return Err(BatchError::WrongMagic(magic));
         }
@@ -229,83 +345,82 @@ impl RecordBatch {
         self.bytes.len()
     }
 
+    /// The header view over this batch's first 61 bytes.
+    pub fn header(&self) -> BatchHeader<'_> {
+        BatchHeader(&self.bytes)
+    }
+
     pub fn base_offset(&self) -> i64 {
-        read_i64(&self.bytes, BASE_OFFSET_AT)
+        self.header().base_offset()
     }
     /// `batchLength`: the bytes after the length field.
     pub fn batch_length(&self) -> i32 {
-        read_i32(&self.bytes, LENGTH_AT)
+        self.header().batch_length()
     }
     pub fn partition_leader_epoch(&self) -> i32 {
-        read_i32(&self.bytes, PARTITION_LEADER_EPOCH_AT)
+        self.header().partition_leader_epoch()
     }
     pub fn magic(&self) -> i8 {
-        self.bytes[MAGIC_AT] as i8
+        self.header().magic()
     }
     /// The CRC stored in the batch.
     pub fn crc(&self) -> u32 {
-        u32::from_be_bytes(self.bytes[CRC_AT..CRC_AT + 4].try_into().expect("4 bytes"))
+        self.header().crc()
     }
     pub fn attributes(&self) -> i16 {
-        read_i16(&self.bytes, ATTRIBUTES_AT)
+        self.header().attributes()
     }
     /// The codec, or an error for the reserved ids 5-7.
     pub fn compression(&self) -> Result<Compression, BatchError> {
-        let id = (self.attributes() & COMPRESSION_MASK) as u8;
-        Compression::from_id(id).ok_or(BatchError::UnknownCompression(id))
+        self.header().compression()
     }
     pub fn timestamp_type(&self) -> TimestampType {
-        if self.attributes() & TIMESTAMP_TYPE_MASK != 0 {
-            TimestampType::LogAppendTime
-        } else {
-            TimestampType::CreateTime
-        }
+        self.header().timestamp_type()
     }
     pub fn is_transactional(&self) -> bool {
-        self.attributes() & TRANSACTIONAL_MASK != 0
+        self.header().is_transactional()
     }
     pub fn is_control(&self) -> bool {
-        self.attributes() & CONTROL_MASK != 0
+        self.header().is_control()
     }
     /// Whether `baseTimestamp` holds the compaction delete horizon (KIP-534).
     pub fn has_delete_horizon(&self) -> bool {
-        self.attributes() & DELETE_HORIZON_MASK != 0
+        self.header().has_delete_horizon()
     }
     pub fn last_offset_delta(&self) -> i32 {
-        read_i32(&self.bytes, LAST_OFFSET_DELTA_AT)
+        self.header().last_offset_delta()
     }
     /// `baseOffset + lastOffsetDelta`.
     pub fn last_offset(&self) -> i64 {
-        self.base_offset()
-            .saturating_add(i64::from(self.last_offset_delta()))
+        self.header().last_offset()
     }
     /// The offset after this batch.
     pub fn next_offset(&self) -> i64 {
-        self.last_offset().saturating_add(1)
+        self.header().next_offset()
     }
     pub fn base_timestamp(&self) -> i64 {
-        read_i64(&self.bytes, BASE_TIMESTAMP_AT)
+        self.header().base_timestamp()
     }
     pub fn max_timestamp(&self) -> i64 {
-        read_i64(&self.bytes, MAX_TIMESTAMP_AT)
+        self.header().max_timestamp()
     }
     pub fn producer_id(&self) -> i64 {
-        read_i64(&self.bytes, PRODUCER_ID_AT)
+        self.header().producer_id()
     }
     pub fn producer_epoch(&self) -> i16 {
-        read_i16(&self.bytes, PRODUCER_EPOCH_AT)
+        self.header().producer_epoch()
     }
     pub fn base_sequence(&self) -> i32 {
-        read_i32(&self.bytes, BASE_SEQUENCE_AT)
+        self.header().base_sequence()
     }
     /// The record count the header claims (checked against the records by `validate`).
     pub fn record_count(&self) -> i32 {
-        read_i32(&self.bytes, RECORD_COUNT_AT)
+        self.header().record_count()
     }
 
     /// The CRC32C of the bytes the CRC covers.
     pub fn compute_crc(&self) -> u32 {
-        crc32c::crc32c(&self.bytes[ATTRIBUTES_AT..])
+        self.header().compute_crc()
     }
 
     /// Checks the stored CRC against the bytes.
@@ -1041,6 +1156,74 @@ mod tests {
                 assert_eq!(got.headers, want.headers);
             }
         }
+    }
+
+    #[test]
+    fn header_view_reads_every_field_of_a_built_batch() {
+        let mut builder = RecordBatchBuilder::new(Compression::Lz4)
+            .base_offset(1_000)
+            .partition_leader_epoch(9)
+            .timestamp_type(TimestampType::LogAppendTime)
+            .producer(7, 3, 42)
+            .transactional(true);
+        for i in 0..5 {
+            builder.append(&record(i)).unwrap();
+        }
+        let bytes = builder.build();
+        let header = BatchHeader::new(&bytes).unwrap();
+        assert_eq!(header.bytes().len(), bytes.len());
+        assert_eq!(header.base_offset(), 1_000);
+        assert_eq!(header.batch_length() as usize, bytes.len() - LOG_OVERHEAD);
+        assert_eq!(header.partition_leader_epoch(), 9);
+        assert_eq!(header.magic(), MAGIC_V2);
+        assert_eq!(header.crc(), header.compute_crc());
+        assert_eq!(header.compression().unwrap(), Compression::Lz4);
+        assert_eq!(header.timestamp_type(), TimestampType::LogAppendTime);
+        assert!(header.is_transactional());
+        assert!(!header.is_control());
+        assert!(!header.has_delete_horizon());
+        assert_eq!(
+            header.attributes(),
+            0x08 | 0x10 | i16::from(Compression::Lz4.id())
+        );
+        assert_eq!(header.last_offset_delta(), 4);
+        assert_eq!(header.last_offset(), 1_004);
+        assert_eq!(header.next_offset(), 1_005);
+        assert_eq!(header.base_timestamp(), record(0).timestamp);
+        assert_eq!(header.max_timestamp(), record(4).timestamp);
+        assert_eq!(header.producer_id(), 7);
+        assert_eq!(header.producer_epoch(), 3);
+        assert_eq!(header.base_sequence(), 42);
+        assert_eq!(header.record_count(), 5);
+
+        // RecordBatch reads the same fields through the view.
+        let batch = RecordBatch::new(bytes.clone()).unwrap();
+        assert_eq!(batch.header(), header);
+        assert_eq!(batch.next_offset(), header.next_offset());
+        assert_eq!(batch.producer_epoch(), header.producer_epoch());
+
+        let control = RecordBatchBuilder::new(Compression::None).control(true);
+        let control = control.build();
+        let control = BatchHeader::new(&control).unwrap();
+        assert!(control.is_control());
+        assert_eq!(control.producer_id(), NO_PRODUCER_ID);
+        assert_eq!(control.base_sequence(), NO_SEQUENCE);
+
+        let retained: Vec<Record> = batch.records().unwrap().map(Result::unwrap).collect();
+        let rebuilt = rebuild_retained(&batch, &retained, Some(77));
+        let rebuilt = BatchHeader::new(&rebuilt).unwrap();
+        assert!(rebuilt.has_delete_horizon());
+        assert_eq!(rebuilt.base_timestamp(), 77);
+    }
+
+    #[test]
+    fn header_view_refuses_a_short_slice() {
+        let (_, bytes) = build(Compression::None, 2);
+        assert!(BatchHeader::new(&[]).is_none());
+        assert!(BatchHeader::new(&bytes[..RECORD_BATCH_OVERHEAD - 1]).is_none());
+        let exact = BatchHeader::new(&bytes[..RECORD_BATCH_OVERHEAD]).unwrap();
+        assert_eq!(exact.record_count(), 2);
+        assert_eq!(exact.next_offset(), 2);
     }
 
     #[test]
