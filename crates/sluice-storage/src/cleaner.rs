@@ -463,8 +463,8 @@ fn clean_group(
                 Decision::Rewrite(rewritten) => rewritten,
             };
             let kept_header = BatchHeader::parse(&kept);
-            if kept_header.attributes & 0x40 != 0 {
-                let horizon = i64::from_be_bytes(kept[27..35].try_into().expect("a header"));
+            if kept_header.has_delete_horizon() {
+                let horizon = kept_header.base_timestamp;
                 stats.latest_delete_horizon = Some(
                     stats
                         .latest_delete_horizon

@@ -20,7 +20,9 @@ use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 use sluice_protocol::RecordBatch;
-use sluice_protocol::record_batch::{LOG_OVERHEAD, MAGIC_V2, RECORD_BATCH_OVERHEAD, offsets_fit};
+use sluice_protocol::record_batch::{
+    self, LOG_OVERHEAD, MAGIC_V2, RECORD_BATCH_OVERHEAD, offsets_fit,
+};
 
 use crate::config::LogConfig;
 use crate::error::{IoContext, Result, StorageError};
@@ -38,38 +40,49 @@ pub const LOG_SUFFIX: &str = ".log";
 pub const INDEX_SUFFIX: &str = ".index";
 pub const TIME_INDEX_SUFFIX: &str = ".timeindex";
 
-/// The fields of a batch header the log needs, read from its first 61 bytes.
+/// The fields of a batch header the log needs, copied out of its first 61 bytes (read
+/// through [`record_batch::BatchHeader`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct BatchHeader {
     pub base_offset: i64,
     pub size_bytes: u64,
     pub partition_leader_epoch: i32,
     pub magic: i8,
-    pub attributes: i16,
     pub last_offset_delta: i32,
+    pub base_timestamp: i64,
     pub max_timestamp: i64,
     pub producer_id: i64,
     pub producer_epoch: i16,
     pub base_sequence: i32,
     pub record_count: i32,
+    transactional: bool,
+    control: bool,
+    delete_horizon: bool,
 }
 
 impl BatchHeader {
+    /// Copies the fields out of the header at the front of `bytes`.
+    ///
+    /// # Panics
+    ///
+    /// If `bytes` holds fewer than 61 bytes; every caller reads or slices a whole header.
     pub fn parse(bytes: &[u8]) -> BatchHeader {
-        let i64_at = |at: usize| i64::from_be_bytes(bytes[at..at + 8].try_into().expect("8"));
-        let i32_at = |at: usize| i32::from_be_bytes(bytes[at..at + 4].try_into().expect("4"));
+        let header = record_batch::BatchHeader::new(bytes).expect("a 61-byte batch header");
         BatchHeader {
-            base_offset: i64_at(0),
-            size_bytes: (i64::from(i32_at(8)) + LOG_OVERHEAD as i64).max(0) as u64,
-            partition_leader_epoch: i32_at(12),
-            magic: bytes[16] as i8,
-            attributes: i16::from_be_bytes([bytes[21], bytes[22]]),
-            last_offset_delta: i32_at(23),
-            max_timestamp: i64_at(35),
-            producer_id: i64_at(43),
-            producer_epoch: i16::from_be_bytes([bytes[51], bytes[52]]),
-            base_sequence: i32_at(53),
-            record_count: i32_at(57),
+            base_offset: header.base_offset(),
+            size_bytes: (i64::from(header.batch_length()) + LOG_OVERHEAD as i64).max(0) as u64,
+            partition_leader_epoch: header.partition_leader_epoch(),
+            magic: header.magic(),
+            last_offset_delta: header.last_offset_delta(),
+            base_timestamp: header.base_timestamp(),
+            max_timestamp: header.max_timestamp(),
+            producer_id: header.producer_id(),
+            producer_epoch: header.producer_epoch(),
+            base_sequence: header.base_sequence(),
+            record_count: header.record_count(),
+            transactional: header.is_transactional(),
+            control: header.is_control(),
+            delete_horizon: header.has_delete_horizon(),
         }
     }
 
@@ -80,12 +93,17 @@ impl BatchHeader {
 
     /// Attribute bit 4: part of a transaction.
     pub fn is_transactional(&self) -> bool {
-        self.attributes & 0x10 != 0
+        self.transactional
     }
 
     /// Attribute bit 5: a control batch (a transaction marker).
     pub fn is_control(&self) -> bool {
-        self.attributes & 0x20 != 0
+        self.control
+    }
+
+    /// Attribute bit 6: `base_timestamp` holds the compaction delete horizon (KIP-534).
+    pub fn has_delete_horizon(&self) -> bool {
+        self.delete_horizon
     }
 
     /// Magic 2 and offsets a log can hold (see [`offsets_fit`]).

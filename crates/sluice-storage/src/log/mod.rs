@@ -1222,29 +1222,28 @@ struct BorrowedBatch<'a>(&'a [u8]);
 
 impl BorrowedBatch<'_> {
     fn check(&self, check_crc: bool) -> Result<()> {
-        let bytes = self.0;
-        if bytes.len() < RECORD_BATCH_OVERHEAD {
+        let Some(header) = record_batch::BatchHeader::new(self.0) else {
             return Err(record_batch::BatchError::Truncated {
                 needed: RECORD_BATCH_OVERHEAD,
-                available: bytes.len(),
+                available: self.0.len(),
             }
             .into());
-        }
-        let magic = bytes[16] as i8;
+        };
+        let magic = header.magic();
         if magic != record_batch::MAGIC_V2 {
             return Err(record_batch::BatchError::WrongMagic(magic).into());
         }
-        let stored = u32::from_be_bytes(bytes[17..21].try_into().expect("4 bytes"));
+        let stored = header.crc();
         let computed = if check_crc {
-            crc32c::crc32c(&bytes[21..])
+            header.compute_crc()
         } else {
             stored
         };
         if stored != computed {
             return Err(record_batch::BatchError::CrcMismatch { stored, computed }.into());
         }
-        let last_offset_delta = i32::from_be_bytes(bytes[23..27].try_into().expect("4 bytes"));
-        let count = i32::from_be_bytes(bytes[57..61].try_into().expect("4 bytes"));
+        let last_offset_delta = header.last_offset_delta();
+        let count = header.record_count();
         if last_offset_delta < 0 || count < 0 || i64::from(count) > i64::from(last_offset_delta) + 1
         {
             return Err(record_batch::BatchError::InvalidRecordCount {
