@@ -26,6 +26,9 @@
 //! base offset and leader epoch in place without touching the CRC ([`set_base_offset`],
 //! [`set_partition_leader_epoch`]).
 //!
+//! [`BatchHeader`] is the one place that reads the header's fields; [`RecordBatch`] and
+//! the storage and broker crates read them through it.
+//!
 //! What this costs: [`RecordBatch::new`] reads 61 bytes and copies nothing; header getters
 //! read fixed offsets; [`RecordBatch::verify_crc`] is one CRC32C pass; only
 //! [`RecordBatch::records`] and [`RecordBatch::validate`] look at records, and they

@@ -37,6 +37,7 @@ use kafka_protocol::messages::fetch_response::{
 };
 use kafka_protocol::messages::*;
 use sluice_metadata::MetadataImage;
+use sluice_protocol::record_batch;
 use sluice_storage::{StorageError, TopicPartition};
 
 use super::{from_uuid, str_bytes, to_uuid, topic_name};
@@ -640,14 +641,12 @@ fn read_partition(
 fn last_batch_end(records: &Bytes) -> Option<i64> {
     let mut position = 0usize;
     let mut end = None;
-    while let Some(size) = sluice_protocol::record_batch::batch_size_at(&records[position..]) {
-        if position + size > records.len() || size < 61 {
+    while let Some(size) = record_batch::batch_size_at(&records[position..]) {
+        if position + size > records.len() || size < record_batch::RECORD_BATCH_OVERHEAD {
             break;
         }
-        let header = &records[position..position + size];
-        let base = i64::from_be_bytes(header[0..8].try_into().ok()?);
-        let delta = i32::from_be_bytes(header[23..27].try_into().ok()?);
-        end = Some(base + i64::from(delta) + 1);
+        let header = record_batch::BatchHeader::new(&records[position..position + size])?;
+        end = Some(header.next_offset());
         position += size;
     }
     end

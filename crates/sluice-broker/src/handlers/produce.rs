@@ -234,16 +234,14 @@ async fn verify_transaction(
     replica: &Replica,
     records: Option<&bytes::Bytes>,
 ) -> Result<(), Refused> {
-    // Attributes (bit 4: transactional, bit 5: control), producer id and epoch.
-    let Some(header) = records.and_then(|r| r.get(..61)) else {
+    let Some(header) = records.and_then(|r| sluice_protocol::BatchHeader::new(r)) else {
         return Ok(());
     };
-    let attributes = i16::from_be_bytes([header[21], header[22]]);
-    if attributes & 0x10 == 0 || attributes & 0x20 != 0 {
+    if !header.is_transactional() || header.is_control() {
         return Ok(());
     }
-    let producer_id = i64::from_be_bytes(header[43..51].try_into().expect("8 bytes"));
-    let epoch = i16::from_be_bytes([header[51], header[52]]);
+    let producer_id = header.producer_id();
+    let epoch = header.producer_epoch();
     let Some(transactional_id) = transactional_id else {
         return Err(refused(
             errors::INVALID_REQUEST,
@@ -258,7 +256,7 @@ async fn verify_transaction(
     {
         return Ok(());
     }
-    let first_sequence = i32::from_be_bytes(header[53..57].try_into().expect("4 bytes"));
+    let first_sequence = header.base_sequence();
     let (ongoing, known) = {
         let log = sluice_storage::lock(&replica.log);
         let state = log.producer_state();
