@@ -15,6 +15,7 @@
 //! `kafka-storage format` does: the feature levels (`metadata.version` and
 //! [`crate::features::BOOTSTRAP_LEVELS`]) and the cluster-wide `min.insync.replicas`.
 
+use std::collections::BTreeMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -276,6 +277,94 @@ pub async fn run_with_collectors(
     on_listening: impl Fn(&Listener, SocketAddr),
     extra_collectors: Vec<Box<dyn prometheus_client::collector::Collector>>,
 ) -> Result<(), NodeError> {
+    let OpenedBroker {
+        broker,
+        metadata_dir,
+        clean_start,
+        directory_ids,
+    } = open_broker(&config).await?;
+    let roles = config.process_roles();
+    let is_broker = roles.contains(&Role::Broker);
+    let is_controller = roles.contains(&Role::Controller);
+    let request_metrics = Arc::new(RequestMetrics::default());
+    let BoundListeners {
+        servers,
+        endpoints,
+        controller_endpoints,
+    } = bind_listeners(&config, &broker, &request_metrics, is_controller).await?;
+    if is_broker && endpoints.is_empty() {
+        return Err(NodeError::NoBrokerListener);
+    }
+    let QuorumAddresses {
+        raft_address,
+        voters,
+        join_targets,
+    } = quorum_addresses(&config, is_controller, &endpoints, &controller_endpoints)?;
+    let quorum = start_quorum(
+        &config,
+        &broker,
+        &metadata_dir,
+        clean_start,
+        raft_address.clone(),
+        voters,
+    )
+    .await?;
+    let mut tasks: Tasks = Vec::new();
+    let mut bound_listeners = Vec::new();
+    for (listener, bound, server, is_controller_listener) in servers {
+        tasks.push(("listener", tokio::spawn(server.run(shutdown.clone()))));
+        bound_listeners.push((listener, bound, is_controller_listener));
+    }
+    wait_for_quorum(&config, &broker, &quorum, &join_targets, raft_address).await?;
+    if is_broker {
+        start_broker_tasks(
+            &broker,
+            &endpoints,
+            &directory_ids,
+            clean_start,
+            &shutdown,
+            &mut tasks,
+        )
+        .await?;
+    }
+    if quorum.is_voter() {
+        tasks.push((
+            "controller",
+            tokio::spawn(crate::controller::run(broker.clone(), shutdown.clone())),
+        ));
+    }
+    if let Some(metrics) =
+        bind_metrics(&config, &broker, &request_metrics, extra_collectors).await?
+    {
+        tasks.push(("metrics", tokio::spawn(metrics.run(shutdown.clone()))));
+    }
+    announce_listeners(&bound_listeners, &on_listening);
+    // The log cleaner: `log.cleaner.threads` passes at a time (a dynamic config).
+    if is_broker && config.get("log.cleaner.enable") != Some("false") {
+        tasks.push((
+            "log cleaner",
+            tokio::spawn(crate::log_cleaner::run(broker.clone(), shutdown.clone())),
+        ));
+    }
+    serve_until_shutdown(&config, &broker, &mut shutdown).await;
+    stop(&config, &broker, &quorum, is_broker, tasks).await
+}
+
+/// The node's background tasks, each named for the shutdown log.
+type Tasks = Vec<(&'static str, tokio::task::JoinHandle<()>)>;
+
+/// What [`open_broker`] returns.
+struct OpenedBroker {
+    broker: Arc<Broker>,
+    /// The first log directory, which holds the metadata log.
+    metadata_dir: PathBuf,
+    /// Whether the first log directory had been shut down cleanly.
+    clean_start: bool,
+    directory_ids: Vec<sluice_metadata::Uuid>,
+}
+
+/// Opens and stamps the log directories and builds the broker on them.
+async fn open_broker(config: &BrokerConfig) -> Result<OpenedBroker, NodeError> {
     let node_id = config.node_id();
     let mut managers = Vec::new();
     // Kafka's nodes share the id `kafka-storage format --cluster-id` wrote; Sluice's
@@ -283,9 +372,9 @@ pub async fn run_with_collectors(
     // configuration, which they all share (a standalone node picks a random one).
     // (An id already stamped in a directory wins: a node formatted by other means,
     // e.g. with Kafka's tools, keeps its id.)
-    let derived_cluster_id = match shared_cluster_id(&config) {
+    let derived_cluster_id = match shared_cluster_id(config) {
         Some(id) => Some(id),
-        None => cluster_id_from_bootstrap_servers(&config).await?,
+        None => cluster_id_from_bootstrap_servers(config).await?,
     };
     let mut cluster_id: Option<String> = None;
     let mut directory_ids = Vec::new();
@@ -318,17 +407,28 @@ pub async fn run_with_collectors(
         .connect_controller(Arc::new(crate::controller::IsrChannel(Arc::downgrade(
             &broker,
         ))));
-    let roles = config.process_roles();
-    let is_broker = roles.contains(&Role::Broker);
-    let is_controller = roles.contains(&Role::Controller);
-    let controller_listeners: Vec<String> = config
-        .get("controller.listener.names")
-        .unwrap_or("")
-        .split(',')
-        .map(|name| name.trim().to_string())
-        .filter(|name| !name.is_empty())
-        .collect();
-    let network = NetworkConfig {
+    Ok(OpenedBroker {
+        broker,
+        metadata_dir,
+        clean_start,
+        directory_ids,
+    })
+}
+
+/// What [`bind_listeners`] returns.
+struct BoundListeners {
+    /// Each bound listener: its bound address, its server (not yet running), and
+    /// whether it is a controller listener.
+    servers: Vec<(Listener, SocketAddr, Server, bool)>,
+    /// The advertised endpoints of the broker listeners.
+    endpoints: Vec<Endpoint>,
+    /// The advertised endpoints of the controller listeners.
+    controller_endpoints: Vec<Endpoint>,
+}
+
+/// The connection limits, idle timeout and request pool of the node's listeners.
+fn network_config(config: &BrokerConfig) -> NetworkConfig {
+    NetworkConfig {
         socket_request_max_bytes: config.socket_request_max_bytes(),
         quotas: Arc::new(crate::connection_quotas::ConnectionQuotas::new(
             config.int_value("max.connections").max(0) as usize,
@@ -349,8 +449,25 @@ pub async fn run_with_collectors(
                 .filter(|bytes| *bytes > 0),
         )),
         ..NetworkConfig::default()
-    };
-    let request_metrics = Arc::new(RequestMetrics::default());
+    }
+}
+
+/// Binds the node's listeners (the controller listeners only on a controller) and
+/// works out the endpoint each advertises.
+async fn bind_listeners(
+    config: &BrokerConfig,
+    broker: &Arc<Broker>,
+    request_metrics: &Arc<RequestMetrics>,
+    is_controller: bool,
+) -> Result<BoundListeners, NodeError> {
+    let controller_listeners: Vec<String> = config
+        .get("controller.listener.names")
+        .unwrap_or("")
+        .split(',')
+        .map(|name| name.trim().to_string())
+        .filter(|name| !name.is_empty())
+        .collect();
+    let network = network_config(config);
     let advertised = config.advertised_listeners();
     let mut servers = Vec::new();
     let mut endpoints = Vec::new();
@@ -421,14 +538,40 @@ pub async fn run_with_collectors(
         }
         servers.push((listener, bound, server, is_controller_listener));
     }
-    if is_broker && endpoints.is_empty() {
-        return Err(NodeError::NoBrokerListener);
-    }
-    // The quorum: `controller.quorum.voters`, or this controller alone.
-    let quorum_error = |reason: String| NodeError::Listener {
+    Ok(BoundListeners {
+        servers,
+        endpoints,
+        controller_endpoints,
+    })
+}
+
+/// A startup error about the metadata quorum.
+fn quorum_error(reason: String) -> NodeError {
+    NodeError::Listener {
         listener: "controller.quorum.voters".into(),
         reason,
-    };
+    }
+}
+
+/// What [`quorum_addresses`] returns.
+struct QuorumAddresses {
+    /// The address this node's Raft client is reached at.
+    raft_address: String,
+    /// The voters: `controller.quorum.voters`, or this controller alone.
+    voters: BTreeMap<crate::quorum::NodeId, String>,
+    /// Where a broker-only node asks to join: the voters, else the bootstrap servers.
+    join_targets: BTreeMap<crate::quorum::NodeId, String>,
+}
+
+/// Works out this node's Raft address, the quorum's voters and where a learner joins.
+fn quorum_addresses(
+    config: &BrokerConfig,
+    is_controller: bool,
+    endpoints: &[Endpoint],
+    controller_endpoints: &[Endpoint],
+) -> Result<QuorumAddresses, NodeError> {
+    let node_id = config.node_id();
+    // The quorum: `controller.quorum.voters`, or this controller alone.
     let mut voters =
         crate::quorum::parse_voters(config.get("controller.quorum.voters").unwrap_or(""))
             .map_err(quorum_error)?;
@@ -477,7 +620,24 @@ pub async fn run_with_collectors(
             }
         }
     }
-    let weak = Arc::downgrade(&broker);
+    Ok(QuorumAddresses {
+        raft_address,
+        voters,
+        join_targets,
+    })
+}
+
+/// Starts the metadata quorum, which applies each image to the broker, and attaches it
+/// to the broker.
+async fn start_quorum(
+    config: &BrokerConfig,
+    broker: &Arc<Broker>,
+    metadata_dir: &Path,
+    clean_start: bool,
+    raft_address: String,
+    voters: BTreeMap<crate::quorum::NodeId, String>,
+) -> Result<Arc<crate::quorum::Quorum>, NodeError> {
+    let weak = Arc::downgrade(broker);
     let on_apply: crate::quorum::OnApply = Arc::new(move |image| {
         if let Some(broker) = weak.upgrade() {
             broker.apply_image(image);
@@ -485,10 +645,10 @@ pub async fn run_with_collectors(
     });
     let quorum = Arc::new(
         crate::quorum::Quorum::start(
-            &config,
-            &metadata_dir,
+            config,
+            metadata_dir,
             clean_start,
-            raft_address.clone(),
+            raft_address,
             voters,
             on_apply,
         )
@@ -496,24 +656,31 @@ pub async fn run_with_collectors(
         .map_err(quorum_error)?,
     );
     broker.attach_quorum(quorum.clone());
-    let mut tasks = Vec::new();
-    let mut bound_listeners = Vec::new();
-    for (listener, bound, server, is_controller_listener) in servers {
-        tasks.push(("listener", tokio::spawn(server.run(shutdown.clone()))));
-        bound_listeners.push((listener, bound, is_controller_listener));
-    }
+    Ok(quorum)
+}
+
+/// Joins the quorum as a learner when this node is not a voter, waits until the quorum
+/// is ready, and on a voter bootstraps a cluster that has no `metadata.version` yet.
+async fn wait_for_quorum(
+    config: &BrokerConfig,
+    broker: &Arc<Broker>,
+    quorum: &crate::quorum::Quorum,
+    join_targets: &BTreeMap<crate::quorum::NodeId, String>,
+    raft_address: String,
+) -> Result<(), NodeError> {
+    let node_id = config.node_id();
     if !quorum.is_voter() {
         crate::controller::join_as_learner(
-            &join_targets,
+            join_targets,
             node_id as u64,
-            raft_address.clone(),
-            startup_timeout(&config),
+            raft_address,
+            startup_timeout(config),
         )
         .await
         .map_err(|reason| quorum_error(format!("cannot join the quorum: {reason}")))?;
     }
     quorum
-        .wait_ready(startup_timeout(&config))
+        .wait_ready(startup_timeout(config))
         .await
         .map_err(|e| {
             quorum_error(format!(
@@ -549,84 +716,94 @@ pub async fn run_with_collectors(
         topics = broker.image().topics().count(),
         "joined the metadata quorum"
     );
-    if is_broker {
-        broker.register(&endpoints, directory_ids.clone()).await?;
-        if !clean_start {
-            // Kafka's unclean-shutdown registration (KIP-966): until it has caught up
-            // again this broker is in no ISR and leads nothing.
-            match crate::controller::leave_isrs_after_unclean_shutdown(&broker).await {
-                Ok(0) => {}
-                Ok(left) => tracing::info!(
-                    partitions = left,
-                    "started after an unclean shutdown: left the ISRs until caught up"
-                ),
-                Err(error) => {
-                    tracing::warn!(%error, "could not leave the ISRs after an unclean shutdown")
-                }
+    Ok(())
+}
+
+/// Registers the broker with the controller (after an unclean shutdown, leaving the
+/// ISRs first) and starts its heartbeats, group coordinator and transaction
+/// coordinator.
+async fn start_broker_tasks(
+    broker: &Arc<Broker>,
+    endpoints: &[Endpoint],
+    directory_ids: &[sluice_metadata::Uuid],
+    clean_start: bool,
+    shutdown: &watch::Receiver<bool>,
+    tasks: &mut Tasks,
+) -> Result<(), NodeError> {
+    broker.register(endpoints, directory_ids.to_vec()).await?;
+    if !clean_start {
+        // Kafka's unclean-shutdown registration (KIP-966): until it has caught up
+        // again this broker is in no ISR and leads nothing.
+        match crate::controller::leave_isrs_after_unclean_shutdown(broker).await {
+            Ok(0) => {}
+            Ok(left) => tracing::info!(
+                partitions = left,
+                "started after an unclean shutdown: left the ISRs until caught up"
+            ),
+            Err(error) => {
+                tracing::warn!(%error, "could not leave the ISRs after an unclean shutdown")
             }
         }
-        let registration = {
+    }
+    let registration = {
+        let broker = broker.clone();
+        let endpoints = endpoints.to_vec();
+        let directory_ids = directory_ids.to_vec();
+        move || {
             let broker = broker.clone();
             let endpoints = endpoints.clone();
             let directory_ids = directory_ids.clone();
-            move || {
-                let broker = broker.clone();
-                let endpoints = endpoints.clone();
-                let directory_ids = directory_ids.clone();
-                Box::pin(async move { broker.register(&endpoints, directory_ids).await })
-                    as std::pin::Pin<
-                        Box<dyn std::future::Future<Output = Result<(), BrokerError>> + Send>,
-                    >
-            }
-        };
-        tasks.push((
-            "broker heartbeats",
-            tokio::spawn(crate::controller::run_heartbeats(
-                broker.clone(),
-                shutdown.clone(),
-                registration,
-            )),
-        ));
-        tasks.push((
-            "group coordinator",
-            tokio::spawn(crate::group::run(broker.groups.clone(), shutdown.clone())),
-        ));
-        tasks.push((
-            "transaction coordinator",
-            tokio::spawn(crate::txn::run(
-                broker.transactions.clone(),
-                shutdown.clone(),
-            )),
-        ));
-    }
-    if quorum.is_voter() {
-        tasks.push((
-            "controller",
-            tokio::spawn(crate::controller::run(broker.clone(), shutdown.clone())),
-        ));
-    }
-    if let Some(metrics) =
-        bind_metrics(&config, &broker, &request_metrics, extra_collectors).await?
-    {
-        tasks.push(("metrics", tokio::spawn(metrics.run(shutdown.clone()))));
-    }
-    // Broker listeners first: callers take the first address as the node's.
+            Box::pin(async move { broker.register(&endpoints, directory_ids).await })
+                as std::pin::Pin<
+                    Box<dyn std::future::Future<Output = Result<(), BrokerError>> + Send>,
+                >
+        }
+    };
+    tasks.push((
+        "broker heartbeats",
+        tokio::spawn(crate::controller::run_heartbeats(
+            broker.clone(),
+            shutdown.clone(),
+            registration,
+        )),
+    ));
+    tasks.push((
+        "group coordinator",
+        tokio::spawn(crate::group::run(broker.groups.clone(), shutdown.clone())),
+    ));
+    tasks.push((
+        "transaction coordinator",
+        tokio::spawn(crate::txn::run(
+            broker.transactions.clone(),
+            shutdown.clone(),
+        )),
+    ));
+    Ok(())
+}
+
+/// Tells `on_listening` each bound listener (the bool: a controller listener). Broker
+/// listeners first: callers take the first address as the node's.
+fn announce_listeners(
+    bound_listeners: &[(Listener, SocketAddr, bool)],
+    on_listening: &impl Fn(&Listener, SocketAddr),
+) {
     for (listener, bound, _) in bound_listeners.iter().filter(|l| !l.2) {
         on_listening(listener, *bound);
     }
     for (listener, bound, _) in bound_listeners.iter().filter(|l| l.2) {
         on_listening(listener, *bound);
     }
-    // Retention and checkpoints every log.retention.check.interval.ms; time-based
-    // flushes (flush.ms) and deferred flushes of rolled segments every second.
+}
+
+/// Runs the periodic log tasks until `shutdown` turns true: retention and checkpoints
+/// every log.retention.check.interval.ms; time-based flushes (flush.ms) and deferred
+/// flushes of rolled segments every second.
+async fn serve_until_shutdown(
+    config: &BrokerConfig,
+    broker: &Arc<Broker>,
+    shutdown: &mut watch::Receiver<bool>,
+) {
     let retention_every = config.log_retention_check_interval_ms().max(1) as u64;
-    // The log cleaner: `log.cleaner.threads` passes at a time (a dynamic config).
-    if is_broker && config.get("log.cleaner.enable") != Some("false") {
-        tasks.push((
-            "log cleaner",
-            tokio::spawn(crate::log_cleaner::run(broker.clone(), shutdown.clone())),
-        ));
-    }
     let mut flush_timer = tokio::time::interval(Duration::from_millis(FLUSH_CHECK_INTERVAL_MS));
     let mut retention_timer = tokio::time::interval(Duration::from_millis(retention_every));
     retention_timer.tick().await;
@@ -652,6 +829,17 @@ pub async fn run_with_collectors(
             }
         }
     }
+}
+
+/// Stops the node: a controlled shutdown first when other brokers can take its
+/// leaderships, then the background tasks, replication, the quorum and the logs.
+async fn stop(
+    config: &BrokerConfig,
+    broker: &Arc<Broker>,
+    quorum: &crate::quorum::Quorum,
+    is_broker: bool,
+    tasks: Tasks,
+) -> Result<(), NodeError> {
     if is_broker
         && broker.image().brokers().count() > 1
         && config.get("controlled.shutdown.enable") != Some("false")
@@ -665,7 +853,7 @@ pub async fn run_with_collectors(
                 .unwrap_or(9000),
         );
         let moved = crate::controller::controlled_shutdown(
-            &broker,
+            broker,
             CONTROLLED_SHUTDOWN_TIMEOUT.min(session),
         )
         .await;
