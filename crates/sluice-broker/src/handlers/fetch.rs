@@ -108,8 +108,53 @@ pub async fn fetch(context: &RequestContext, request: FetchRequest) -> FetchResp
     let broker = &context.broker;
     let image = broker.image();
     let by_id = version >= 13;
-    let read_committed = request.isolation_level == 1;
-    let fetcher = Fetcher {
+    let fetcher = fetcher_of(version, &request);
+    let Requested {
+        extras,
+        requested,
+        unknown,
+        forgotten,
+    } = requested_partitions(&image, by_id, &request);
+    let (session, partitions) =
+        match begin_session(broker, version, &request, requested, &forgotten) {
+            Ok(resolved) => resolved,
+            Err(response) => return response,
+        };
+    let deadline =
+        tokio::time::Instant::now() + Duration::from_millis(request.max_wait_ms.max(0) as u64);
+    let min_bytes = request.min_bytes.max(0) as usize;
+    let reads = Reads {
+        broker,
+        image: &image,
+        fetcher,
+        partitions: &partitions,
+        extras: &extras,
+        max_bytes: response_max_bytes(broker, fetcher, &request),
+    };
+    let results = long_poll(&reads, min_bytes, deadline, !unknown.is_empty()).await;
+    let (mut responses, leaders) =
+        topic_responses(context, &image, fetcher, &session, &partitions, &results);
+    let served: usize = results.values().map(|f| f.records.len()).sum();
+    broker
+        .replication
+        .traffic
+        .bytes_out
+        .fetch_add(served as u64, std::sync::atomic::Ordering::Relaxed);
+    responses.extend(unknown_topic_responses(by_id, unknown));
+    let session_id = match session {
+        SessionUse::New { id } | SessionUse::Incremental { id } => id,
+        SessionUse::Sessionless => 0,
+    };
+    FetchResponse::default()
+        .with_session_id(session_id)
+        .with_responses(responses)
+        .with_node_endpoints(leader_endpoints(context, &image, leaders))
+}
+
+/// Who sends `request`: the replica id and epoch from `replica_state` from v15, the
+/// replica id alone before.
+fn fetcher_of(version: i16, request: &FetchRequest) -> Fetcher {
+    Fetcher {
         replica_id: if version >= 15 {
             request.replica_state.replica_id.0
         } else {
@@ -121,18 +166,31 @@ pub async fn fetch(context: &RequestContext, request: FetchRequest) -> FetchResp
             -1
         },
         version,
-        read_committed,
-    };
-    // Per-partition fields the session does not keep (only this request's partitions
-    // have them; the others fetch without a divergence check).
-    let mut extras: BTreeMap<(String, i32), PartitionRequest> = BTreeMap::new();
+        read_committed: request.isolation_level == 1,
+    }
+}
 
-    // Requested partitions, keyed by name; topics the image does not know are answered
-    // with an error and kept out of the session.
+/// The request's partitions, resolved against the image.
+struct Requested {
+    /// Per-partition fields the session does not keep (only this request's partitions
+    /// have them; the others fetch without a divergence check).
+    extras: BTreeMap<(String, i32), PartitionRequest>,
+    /// Requested partitions, keyed by name.
+    requested: SessionPartitions,
+    /// Topics the image does not know (id, name, partition): answered with an error and
+    /// kept out of the session.
+    unknown: Vec<(uuid::Uuid, String, i32)>,
+    /// The partitions the request removes from its session.
+    forgotten: Vec<(String, i32)>,
+}
+
+/// Resolves the request's partitions and forgotten partitions by name.
+fn requested_partitions(image: &MetadataImage, by_id: bool, request: &FetchRequest) -> Requested {
+    let mut extras: BTreeMap<(String, i32), PartitionRequest> = BTreeMap::new();
     let mut requested = SessionPartitions::new();
     let mut unknown: Vec<(uuid::Uuid, String, i32)> = Vec::new();
     for topic in &request.topics {
-        let name = resolve(&image, by_id, &topic.topic, &topic.topic_id);
+        let name = resolve(image, by_id, &topic.topic, &topic.topic_id);
         for p in &topic.partitions {
             match &name {
                 Some((name, id)) => {
@@ -162,49 +220,106 @@ pub async fn fetch(context: &RequestContext, request: FetchRequest) -> FetchResp
         .forgotten_topics_data
         .iter()
         .filter_map(|t| {
-            resolve(&image, by_id, &t.topic, &t.topic_id)
+            resolve(image, by_id, &t.topic, &t.topic_id)
                 .map(|(name, _)| (name, t.partitions.clone()))
         })
         .flat_map(|(name, partitions)| partitions.into_iter().map(move |p| (name.clone(), p)))
         .collect();
+    Requested {
+        extras,
+        requested,
+        unknown,
+        forgotten,
+    }
+}
 
-    let (session, partitions) = if version >= 7 {
-        match broker.fetch_sessions.begin(
-            request.session_id,
-            request.session_epoch,
-            requested,
-            &forgotten,
-        ) {
-            Ok(resolved) => resolved,
-            Err(code) => {
-                return FetchResponse::default()
+/// The fetch session the request uses (v7+) and the partitions to read; a session
+/// error is the whole response.
+fn begin_session(
+    broker: &Broker,
+    version: i16,
+    request: &FetchRequest,
+    requested: SessionPartitions,
+    forgotten: &[(String, i32)],
+) -> Result<(SessionUse, SessionPartitions), FetchResponse> {
+    if version >= 7 {
+        broker
+            .fetch_sessions
+            .begin(
+                request.session_id,
+                request.session_epoch,
+                requested,
+                forgotten,
+            )
+            .map_err(|code| {
+                FetchResponse::default()
                     .with_error_code(code)
-                    .with_session_id(request.session_id);
-            }
-        }
+                    .with_session_id(request.session_id)
+            })
     } else {
-        (SessionUse::Sessionless, requested)
-    };
+        Ok((SessionUse::Sessionless, requested))
+    }
+}
 
-    let deadline =
-        tokio::time::Instant::now() + Duration::from_millis(request.max_wait_ms.max(0) as u64);
-    let min_bytes = request.min_bytes.max(0) as usize;
-    // The response's bound: what the request asks, capped by the broker as Kafka caps it
-    // (`fetch.max.bytes` for consumers, `replica.fetch.response.max.bytes` for
-    // followers). A request asking for 0 or less gets the first batch only (it still
-    // comes whole), never an unbounded response.
+/// The response's bound: what the request asks, capped by the broker as Kafka caps it
+/// (`fetch.max.bytes` for consumers, `replica.fetch.response.max.bytes` for
+/// followers). A request asking for 0 or less gets the first batch only (it still
+/// comes whole), never an unbounded response.
+fn response_max_bytes(broker: &Broker, fetcher: Fetcher, request: &FetchRequest) -> usize {
     let broker_max_bytes = broker.config.int_value(if fetcher.is_follower() {
         "replica.fetch.response.max.bytes"
     } else {
         "fetch.max.bytes"
     });
-    let max_bytes = i64::from(request.max_bytes).clamp(0, broker_max_bytes.max(0)) as usize;
+    i64::from(request.max_bytes).clamp(0, broker_max_bytes.max(0)) as usize
+}
+
+/// What one pass of [`read_all`] reads, for [`long_poll`].
+struct Reads<'a> {
+    broker: &'a Arc<Broker>,
+    image: &'a MetadataImage,
+    fetcher: Fetcher,
+    partitions: &'a SessionPartitions,
+    extras: &'a BTreeMap<(String, i32), PartitionRequest>,
+    max_bytes: usize,
+}
+
+impl Reads<'_> {
+    fn read(&self, record_fetch: bool) -> BTreeMap<(String, i32), Fetched> {
+        read_all(
+            self.broker,
+            self.image,
+            self.fetcher,
+            self.partitions,
+            self.extras,
+            self.max_bytes,
+            record_fetch,
+        )
+    }
+}
+
+/// Reads the partitions, parking until at least `min_bytes` are there, a partition
+/// answers with an error or a divergence (or `has_unknown`: the request named an
+/// unknown topic), or `deadline` passes (then reads once more).
+async fn long_poll(
+    reads: &Reads<'_>,
+    min_bytes: usize,
+    deadline: tokio::time::Instant,
+    has_unknown: bool,
+) -> BTreeMap<(String, i32), Fetched> {
+    let Reads {
+        broker,
+        image,
+        fetcher,
+        partitions,
+        ..
+    } = *reads;
     // A follower waits for its leader's log to grow; a consumer for the high watermark.
     let mut watches: Vec<_> = partitions
         .keys()
         .filter_map(|(topic, partition)| {
             let replica = broker.replica(topic, *partition)?;
-            replication::ensure_current(&broker.replication, topic, *partition, &replica, &image);
+            replication::ensure_current(&broker.replication, topic, *partition, &replica, image);
             Some(if fetcher.is_follower() {
                 replica.subscribe()
             } else {
@@ -213,50 +328,47 @@ pub async fn fetch(context: &RequestContext, request: FetchRequest) -> FetchResp
         })
         .collect();
     let mut first_read = true;
-    let results = loop {
+    loop {
         for watch in &mut watches {
             watch.mark_unchanged();
         }
-        let results = read_all(
-            broker,
-            &image,
-            fetcher,
-            &partitions,
-            &extras,
-            max_bytes,
-            std::mem::take(&mut first_read),
-        );
+        let results = reads.read(std::mem::take(&mut first_read));
         let bytes: usize = results.values().map(|f| f.records.len()).sum();
         let has_error = results
             .values()
             .any(|f| f.error_code != errors::NONE || f.diverging_epoch.is_some())
-            || !unknown.is_empty();
+            || has_unknown;
         if bytes >= min_bytes || has_error || watches.is_empty() {
             break results;
         }
         // Park until a partition grows or the wait ends.
         let changed = futures_any(&mut watches);
         if tokio::time::timeout_at(deadline, changed).await.is_err() {
-            break read_all(
-                broker,
-                &image,
-                fetcher,
-                &partitions,
-                &extras,
-                max_bytes,
-                false,
-            );
+            break reads.read(false);
         }
-    };
-    // Leaders named in NOT_LEADER_OR_FOLLOWER answers (KIP-951, v16+).
-    let mut leaders: Vec<i32> = Vec::new();
+    }
+}
 
-    // Assemble, in request order per topic (BTreeMap order by name), filtering unchanged
-    // partitions out of incremental responses.
+/// The response's topics for the read partitions, in request order per topic (BTreeMap
+/// order by name), filtering unchanged partitions out of incremental responses; and the
+/// leaders named in NOT_LEADER_OR_FOLLOWER answers (KIP-951, v16+).
+fn topic_responses(
+    context: &RequestContext,
+    image: &MetadataImage,
+    fetcher: Fetcher,
+    session: &SessionUse,
+    partitions: &SessionPartitions,
+    results: &BTreeMap<(String, i32), Fetched>,
+) -> (Vec<FetchableTopicResponse>, Vec<i32>) {
+    let broker = &context.broker;
+    let version = fetcher.version;
+    let by_id = version >= 13;
+    let read_committed = fetcher.read_committed;
+    let mut leaders: Vec<i32> = Vec::new();
     let mut topics: BTreeMap<String, FetchableTopicResponse> = BTreeMap::new();
-    for ((topic, partition), state) in &partitions {
+    for ((topic, partition), state) in partitions {
         let fetched = &results[&(topic.clone(), *partition)];
-        if let SessionUse::Incremental { id } | SessionUse::New { id } = session {
+        if let SessionUse::Incremental { id } | SessionUse::New { id } = *session {
             let news = !fetched.records.is_empty() || fetched.error_code != errors::NONE;
             let include = broker.fetch_sessions.note_sent(
                 id,
@@ -313,13 +425,15 @@ pub async fn fetch(context: &RequestContext, request: FetchRequest) -> FetchResp
         }
         entry.partitions.push(data);
     }
-    let mut responses: Vec<FetchableTopicResponse> = topics.into_values().collect();
-    let served: usize = results.values().map(|f| f.records.len()).sum();
-    broker
-        .replication
-        .traffic
-        .bytes_out
-        .fetch_add(served as u64, std::sync::atomic::Ordering::Relaxed);
+    (topics.into_values().collect(), leaders)
+}
+
+/// The answers for partitions of topics the image does not know.
+fn unknown_topic_responses(
+    by_id: bool,
+    unknown: Vec<(uuid::Uuid, String, i32)>,
+) -> Vec<FetchableTopicResponse> {
+    let mut responses = Vec::new();
     for (id, name, partition) in unknown {
         let code = if by_id {
             errors::UNKNOWN_TOPIC_ID
@@ -340,14 +454,19 @@ pub async fn fetch(context: &RequestContext, request: FetchRequest) -> FetchResp
         };
         responses.push(response.with_partitions(vec![data]));
     }
-    let session_id = match session {
-        SessionUse::New { id } | SessionUse::Incremental { id } => id,
-        SessionUse::Sessionless => 0,
-    };
-    let node_endpoints = leaders
+    responses
+}
+
+/// The endpoints of `leaders` on the request's listener (KIP-951).
+fn leader_endpoints(
+    context: &RequestContext,
+    image: &MetadataImage,
+    leaders: Vec<i32>,
+) -> Vec<NodeEndpoint> {
+    leaders
         .into_iter()
         .filter_map(|id| {
-            let endpoint = Broker::endpoint_of(&image, id, &context.listener)?;
+            let endpoint = Broker::endpoint_of(image, id, &context.listener)?;
             Some(
                 NodeEndpoint::default()
                     .with_node_id(id.into())
@@ -356,11 +475,7 @@ pub async fn fetch(context: &RequestContext, request: FetchRequest) -> FetchResp
                     .with_rack(image.broker(id).and_then(|b| b.rack.clone()).map(str_bytes)),
             )
         })
-        .collect();
-    FetchResponse::default()
-        .with_session_id(session_id)
-        .with_responses(responses)
-        .with_node_endpoints(node_endpoints)
+        .collect()
 }
 
 /// The topic's name and id: by id for v13+, by name before.
