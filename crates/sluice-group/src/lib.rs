@@ -3,6 +3,8 @@
 //! - [`records`]: the keys and values of `__consumer_offsets` in Kafka's formats
 //!   (committed offsets and classic group metadata), so Kafka's tools read them;
 //! - [`assignor`]: the server-side assignors of KIP-848 (`uniform`, `range`);
+//! - [`classic`]: the classic group (JoinGroup/SyncGroup/Heartbeat/LeaveGroup) state
+//!   machine;
 //! - [`consumer`]: the KIP-848 consumer group (ConsumerGroupHeartbeat) state machine;
 //! - [`migration`]: classic-protocol members inside a consumer group and the online
 //!   upgrade/downgrade between classic and consumer groups.
@@ -11,6 +13,7 @@
 //! the reads and writes of `__consumer_offsets`.
 
 pub mod assignor;
+pub mod classic;
 pub mod consumer;
 #[doc(hidden)]
 pub mod fuzzing;

@@ -19,7 +19,6 @@
 //! coordinator's crash and a failover. KIP-848 members keep their epochs and
 //! assignments across a failover: the new coordinator replays them at load.
 
-pub mod classic;
 mod state;
 
 use std::collections::BTreeMap;
@@ -38,6 +37,8 @@ use crate::errors;
 use crate::image::{ImageView, MetadataPublisher};
 
 pub use classic::{ClassicConfig, ClassicGroup, ClassicState};
+/// The classic group state machine lives in `sluice-group`, beside the KIP-848 one.
+pub use sluice_group::classic;
 pub use state::{Committed, Group, GroupKind, PendingTxnOffset, ShardState};
 
 /// Kafka's internal topic for committed offsets and group metadata.

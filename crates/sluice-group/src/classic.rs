@@ -9,19 +9,33 @@
 //! rejoin under the same instance id within the session timeout gets the current
 //! assignment without a rebalance; the old incarnation is fenced (FENCED_INSTANCE_ID).
 //!
-//! The group is plain state behind its shard's mutex; requests that wait (JoinGroup
-//! until the join phase ends, SyncGroup until the leader's assignment is stored) get a
-//! oneshot receiver. Deadlines are checked by [`ClassicGroup::tick`], which the
+//! The group is plain state (the broker's coordinator keeps it behind its shard's
+//! mutex); requests that wait (JoinGroup until the join phase ends, SyncGroup until the
+//! leader's assignment is stored) get a tokio oneshot receiver. Deadlines are checked by [`ClassicGroup::tick`], which the
 //! coordinator calls every few tens of milliseconds.
 
 use std::collections::{HashMap, HashSet};
 
 use bytes::Bytes;
-use sluice_group::migration::{ClassicMemberSnapshot, ClassicSnapshot};
-use sluice_group::records::{GroupMetadataValue, MemberMetadata};
 use tokio::sync::oneshot;
 
-use crate::errors;
+use crate::migration::{ClassicMemberSnapshot, ClassicSnapshot};
+use crate::records::{GroupMetadataValue, MemberMetadata};
+
+/// The Kafka error codes the classic state machine answers with
+/// (`org.apache.kafka.common.protocol.Errors`).
+mod errors {
+    pub const NONE: i16 = 0;
+    pub const COORDINATOR_NOT_AVAILABLE: i16 = 15;
+    pub const ILLEGAL_GENERATION: i16 = 22;
+    pub const INCONSISTENT_GROUP_PROTOCOL: i16 = 23;
+    pub const UNKNOWN_MEMBER_ID: i16 = 25;
+    pub const INVALID_SESSION_TIMEOUT: i16 = 26;
+    pub const REBALANCE_IN_PROGRESS: i16 = 27;
+    pub const MEMBER_ID_REQUIRED: i16 = 79;
+    pub const GROUP_MAX_SIZE_REACHED: i16 = 81;
+    pub const FENCED_INSTANCE_ID: i16 = 82;
+}
 
 /// Kafka's classic group states, named as DescribeGroups and ListGroups print them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,7 +75,7 @@ pub struct ClassicConfig {
 
 /// A JoinGroup request as a group sees it (classic, or a consumer group's classic
 /// member).
-pub type JoinRequest = sluice_group::migration::ClassicJoin;
+pub type JoinRequest = crate::migration::ClassicJoin;
 
 /// What a JoinGroup is answered.
 #[derive(Debug, Clone, Default)]
@@ -1156,6 +1170,31 @@ impl ClassicGroup {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_error_codes_are_kafkas() {
+        use kafka_protocol::error::ResponseError as E;
+        for (code, error) in [
+            (
+                errors::COORDINATOR_NOT_AVAILABLE,
+                E::CoordinatorNotAvailable,
+            ),
+            (errors::ILLEGAL_GENERATION, E::IllegalGeneration),
+            (
+                errors::INCONSISTENT_GROUP_PROTOCOL,
+                E::InconsistentGroupProtocol,
+            ),
+            (errors::UNKNOWN_MEMBER_ID, E::UnknownMemberId),
+            (errors::INVALID_SESSION_TIMEOUT, E::InvalidSessionTimeout),
+            (errors::REBALANCE_IN_PROGRESS, E::RebalanceInProgress),
+            (errors::MEMBER_ID_REQUIRED, E::MemberIdRequired),
+            (errors::GROUP_MAX_SIZE_REACHED, E::GroupMaxSizeReached),
+            (errors::FENCED_INSTANCE_ID, E::FencedInstanceId),
+        ] {
+            assert_eq!(code, error.code(), "{error:?}");
+        }
+        assert_eq!(errors::NONE, 0);
+    }
 
     fn config() -> ClassicConfig {
         ClassicConfig {
