@@ -20,15 +20,11 @@ use kafka_protocol::protocol::{Decodable, Encodable};
 
 use crate::broker::Broker;
 use crate::controller;
+use crate::errors::{INVALID_REQUEST, UNSUPPORTED_VERSION};
 use crate::handlers;
 use crate::quorum::rpc::{Forwarded, ForwardedReply};
 use crate::quorum::{RpcRequest, RpcResponse};
 pub use crate::request::{Outcome, Principal, RequestContext, decode, respond};
-
-/// Kafka's UNSUPPORTED_VERSION error code.
-pub const UNSUPPORTED_VERSION: i16 = 35;
-/// Kafka's INVALID_REQUEST error code.
-pub const INVALID_REQUEST: i16 = 42;
 
 /// The Apache Kafka release whose protocol, API version ranges and defaults Sluice
 /// follows (`sluice --version` prints it).

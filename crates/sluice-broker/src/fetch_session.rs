@@ -16,10 +16,7 @@ use std::sync::{Mutex, PoisonError};
 
 use sluice_metadata::Uuid;
 
-/// Kafka's FETCH_SESSION_ID_NOT_FOUND.
-pub const FETCH_SESSION_ID_NOT_FOUND: i16 = 70;
-/// Kafka's INVALID_FETCH_SESSION_EPOCH.
-pub const INVALID_FETCH_SESSION_EPOCH: i16 = 71;
+pub use crate::errors::{FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH};
 
 /// A partition of a session: where the client fetches from, and what it was last told.
 #[derive(Debug, Clone, PartialEq)]

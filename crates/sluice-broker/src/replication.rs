@@ -55,8 +55,6 @@ pub const REPLICATION_OFFSET_CHECKPOINT: &str = "replication-offset-checkpoint";
 /// The Fetch version followers send (topic ids, diverging epochs, replica state).
 const FETCH_VERSION: i16 = 17;
 const LIST_OFFSETS_VERSION: i16 = 9;
-/// OPERATION_NOT_ATTEMPTED: the controller did not apply an AlterPartition.
-const OPERATION_NOT_ATTEMPTED: i16 = 55;
 /// How long a failed AlterPartition waits before it is sent again (Kafka's
 /// controller channel retries after `retry.backoff.ms`, 100 ms).
 const ALTER_PARTITION_RETRY_BACKOFF_MS: u64 = 100;
@@ -926,7 +924,7 @@ pub(crate) fn submit_alter_partition(
                     Err(code) => {
                         counters.failed_isr_updates.fetch_add(1, Ordering::Relaxed);
                         match code {
-                            OPERATION_NOT_ATTEMPTED | errors::INELIGIBLE_REPLICA => {
+                            errors::OPERATION_NOT_ATTEMPTED | errors::INELIGIBLE_REPLICA => {
                                 let committed = state.isr.committed().to_vec();
                                 state.isr = IsrState::Committed(committed);
                                 tracing::info!(partition = %tp, code, "ISR change refused; back to the committed ISR");

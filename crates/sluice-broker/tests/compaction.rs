@@ -11,9 +11,9 @@ use common::{TestNode, Wire};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
-use sluice_protocol::{Compression, NewRecord, RecordBatchBuilder};
+use sluice_protocol::{Compression, ErrorCode, NewRecord, RecordBatchBuilder};
 
-const INVALID_RECORD: i16 = 87;
+const INVALID_RECORD: i16 = ErrorCode::INVALID_RECORD.0;
 
 async fn produce(
     wire: &mut Wire,

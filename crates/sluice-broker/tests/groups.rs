@@ -24,16 +24,17 @@ use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestGroup;
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
+use sluice_protocol::ErrorCode;
 
-const REBALANCE_IN_PROGRESS: i16 = 27;
-const MEMBER_ID_REQUIRED: i16 = 79;
-const ILLEGAL_GENERATION: i16 = 22;
-const UNKNOWN_MEMBER_ID: i16 = 25;
-const FENCED_INSTANCE_ID: i16 = 82;
-const NON_EMPTY_GROUP: i16 = 68;
-const GROUP_ID_NOT_FOUND: i16 = 69;
-const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
-const INVALID_SESSION_TIMEOUT: i16 = 26;
+const REBALANCE_IN_PROGRESS: i16 = ErrorCode::REBALANCE_IN_PROGRESS.0;
+const MEMBER_ID_REQUIRED: i16 = ErrorCode::MEMBER_ID_REQUIRED.0;
+const ILLEGAL_GENERATION: i16 = ErrorCode::ILLEGAL_GENERATION.0;
+const UNKNOWN_MEMBER_ID: i16 = ErrorCode::UNKNOWN_MEMBER_ID.0;
+const FENCED_INSTANCE_ID: i16 = ErrorCode::FENCED_INSTANCE_ID.0;
+const NON_EMPTY_GROUP: i16 = ErrorCode::NON_EMPTY_GROUP.0;
+const GROUP_ID_NOT_FOUND: i16 = ErrorCode::GROUP_ID_NOT_FOUND.0;
+const GROUP_SUBSCRIBED_TO_TOPIC: i16 = ErrorCode::GROUP_SUBSCRIBED_TO_TOPIC.0;
+const INVALID_SESSION_TIMEOUT: i16 = ErrorCode::INVALID_SESSION_TIMEOUT.0;
 
 fn s(text: &str) -> StrBytes {
     StrBytes::from_string(text.into())

@@ -17,13 +17,13 @@ use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
-use sluice_protocol::{Compression, NewRecord, RecordBatchBuilder};
+use sluice_protocol::{Compression, ErrorCode, NewRecord, RecordBatchBuilder};
 
-const NONE: i16 = 0;
-const OFFSET_OUT_OF_RANGE: i16 = 1;
-const NOT_LEADER_OR_FOLLOWER: i16 = 6;
-const NOT_ENOUGH_REPLICAS: i16 = 19;
-const UNKNOWN_LEADER_EPOCH: i16 = 75;
+const NONE: i16 = ErrorCode::NONE.0;
+const OFFSET_OUT_OF_RANGE: i16 = ErrorCode::OFFSET_OUT_OF_RANGE.0;
+const NOT_LEADER_OR_FOLLOWER: i16 = ErrorCode::NOT_LEADER_OR_FOLLOWER.0;
+const NOT_ENOUGH_REPLICAS: i16 = ErrorCode::NOT_ENOUGH_REPLICAS.0;
+const UNKNOWN_LEADER_EPOCH: i16 = ErrorCode::UNKNOWN_LEADER_EPOCH.0;
 
 fn s(text: &str) -> StrBytes {
     StrBytes::from_string(text.to_string())
@@ -581,7 +581,7 @@ async fn a_reassignment_moves_the_data_then_drops_the_old_replica_and_a_gone_bro
     let (_, written) = produce(&mut leader, "moving", batch("moved", 20), -1).await;
     assert_eq!(written.error_code, NONE);
     // Nothing to cancel yet.
-    const NO_REASSIGNMENT_IN_PROGRESS: i16 = 85;
+    const NO_REASSIGNMENT_IN_PROGRESS: i16 = ErrorCode::NO_REASSIGNMENT_IN_PROGRESS.0;
     assert_eq!(
         reassign(first, "moving", None).await,
         NO_REASSIGNMENT_IN_PROGRESS

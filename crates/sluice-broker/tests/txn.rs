@@ -26,16 +26,16 @@ use kafka_protocol::messages::txn_offset_commit_request::{
 use kafka_protocol::messages::update_features_request::FeatureUpdateKey;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
-use sluice_protocol::{Compression, NewRecord, RecordBatchBuilder, batches};
+use sluice_protocol::{Compression, ErrorCode, NewRecord, RecordBatchBuilder, batches};
 
-const NONE: i16 = 0;
-const INVALID_PRODUCER_EPOCH: i16 = 47;
-const INVALID_TXN_STATE: i16 = 48;
-const CONCURRENT_TRANSACTIONS: i16 = 51;
-const UNSTABLE_OFFSET_COMMIT: i16 = 88;
-const PRODUCER_FENCED: i16 = 90;
-const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
-const NOT_COORDINATOR: i16 = 16;
+const NONE: i16 = ErrorCode::NONE.0;
+const INVALID_PRODUCER_EPOCH: i16 = ErrorCode::INVALID_PRODUCER_EPOCH.0;
+const INVALID_TXN_STATE: i16 = ErrorCode::INVALID_TXN_STATE.0;
+const CONCURRENT_TRANSACTIONS: i16 = ErrorCode::CONCURRENT_TRANSACTIONS.0;
+const UNSTABLE_OFFSET_COMMIT: i16 = ErrorCode::UNSTABLE_OFFSET_COMMIT.0;
+const PRODUCER_FENCED: i16 = ErrorCode::PRODUCER_FENCED.0;
+const COORDINATOR_LOAD_IN_PROGRESS: i16 = ErrorCode::COORDINATOR_LOAD_IN_PROGRESS.0;
+const NOT_COORDINATOR: i16 = ErrorCode::NOT_COORDINATOR.0;
 
 fn s(text: &str) -> StrBytes {
     StrBytes::from_string(text.into())

@@ -64,14 +64,14 @@ const RETRY_BACKOFF: Duration = Duration::from_millis(100);
 /// The protocol type of classic groups that consumers (not Connect workers) form.
 pub const CONSUMER_PROTOCOL_TYPE: &str = "consumer";
 
-const COORDINATOR_LOAD_IN_PROGRESS: ErrorCode = ErrorCode(14);
-const COORDINATOR_NOT_AVAILABLE: ErrorCode = ErrorCode(15);
-const NOT_COORDINATOR: ErrorCode = ErrorCode(16);
-const INCONSISTENT_GROUP_PROTOCOL: ErrorCode = ErrorCode(23);
+const COORDINATOR_LOAD_IN_PROGRESS: ErrorCode = ErrorCode::COORDINATOR_LOAD_IN_PROGRESS;
+const COORDINATOR_NOT_AVAILABLE: ErrorCode = ErrorCode::COORDINATOR_NOT_AVAILABLE;
+const NOT_COORDINATOR: ErrorCode = ErrorCode::NOT_COORDINATOR;
+const INCONSISTENT_GROUP_PROTOCOL: ErrorCode = ErrorCode::INCONSISTENT_GROUP_PROTOCOL;
 /// GROUP_ID_NOT_FOUND: also what ConsumerGroupDescribe answers for a classic group.
-pub const GROUP_ID_NOT_FOUND: ErrorCode = ErrorCode(69);
+pub const GROUP_ID_NOT_FOUND: ErrorCode = ErrorCode::GROUP_ID_NOT_FOUND;
 /// NON_EMPTY_GROUP: DeleteGroups on a group with members.
-pub const NON_EMPTY_GROUP: ErrorCode = ErrorCode(68);
+pub const NON_EMPTY_GROUP: ErrorCode = ErrorCode::NON_EMPTY_GROUP;
 
 /// A partition of a topic, ordered by topic then partition.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -22,8 +22,8 @@ use kafka_protocol::protocol::StrBytes;
 
 use crate::{Admin, ClientConfig, ErrorCode, Target};
 
-const UNKNOWN_MEMBER_ID: ErrorCode = ErrorCode(25);
-const MEMBER_ID_REQUIRED: ErrorCode = ErrorCode(79);
+const UNKNOWN_MEMBER_ID: ErrorCode = ErrorCode::UNKNOWN_MEMBER_ID;
+const MEMBER_ID_REQUIRED: ErrorCode = ErrorCode::MEMBER_ID_REQUIRED;
 
 /// How a member takes part in its group.
 #[derive(Debug, Clone)]

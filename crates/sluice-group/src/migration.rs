@@ -175,6 +175,7 @@ mod tests {
         ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, GroupId, TopicName,
     };
     use kafka_protocol::protocol::StrBytes;
+    use sluice_protocol::ErrorCode;
     use sluice_protocol::consumer_protocol::{
         Assignment, Subscription, decode_assignment, encode_assignment, encode_subscription,
     };
@@ -187,15 +188,15 @@ mod tests {
     const BAR: Uuid = Uuid::from_bytes([2; 16]);
     const PROTOCOL: &str = "cooperative-sticky";
 
-    const NONE: i16 = 0;
-    const ILLEGAL_GENERATION: i16 = 22;
-    const INCONSISTENT_GROUP_PROTOCOL: i16 = 23;
-    const UNKNOWN_MEMBER_ID: i16 = 25;
-    const REBALANCE_IN_PROGRESS: i16 = 27;
-    const GROUP_ID_NOT_FOUND: i16 = 69;
-    const MEMBER_ID_REQUIRED: i16 = 79;
-    const GROUP_MAX_SIZE_REACHED: i16 = 81;
-    const FENCED_INSTANCE_ID: i16 = 82;
+    const NONE: i16 = ErrorCode::NONE.0;
+    const ILLEGAL_GENERATION: i16 = ErrorCode::ILLEGAL_GENERATION.0;
+    const INCONSISTENT_GROUP_PROTOCOL: i16 = ErrorCode::INCONSISTENT_GROUP_PROTOCOL.0;
+    const UNKNOWN_MEMBER_ID: i16 = ErrorCode::UNKNOWN_MEMBER_ID.0;
+    const REBALANCE_IN_PROGRESS: i16 = ErrorCode::REBALANCE_IN_PROGRESS.0;
+    const GROUP_ID_NOT_FOUND: i16 = ErrorCode::GROUP_ID_NOT_FOUND.0;
+    const MEMBER_ID_REQUIRED: i16 = ErrorCode::MEMBER_ID_REQUIRED.0;
+    const GROUP_MAX_SIZE_REACHED: i16 = ErrorCode::GROUP_MAX_SIZE_REACHED.0;
+    const FENCED_INSTANCE_ID: i16 = ErrorCode::FENCED_INSTANCE_ID.0;
 
     fn topics() -> Topics {
         Topics::new([("foo".to_string(), FOO, 4), ("bar".to_string(), BAR, 2)])
@@ -492,7 +493,10 @@ mod tests {
             Err(ILLEGAL_GENERATION)
         );
         assert_eq!(g.validate_offset_commit("a", None, 6), Ok(()));
-        assert_eq!(g.validate_offset_commit("c", None, 5), Err(113));
+        assert_eq!(
+            g.validate_offset_commit("c", None, 5),
+            Err(ErrorCode::STALE_MEMBER_EPOCH.0)
+        );
         let d = g.describe(&topics());
         assert_eq!(
             d.members

@@ -31,7 +31,7 @@ use crate::client::Target;
 use crate::consumer::coordinator::{Group, UNKNOWN_MEMBER_ID};
 use crate::error::{ApiError, Error, ErrorCode};
 
-pub(crate) const FENCED_MEMBER_EPOCH: ErrorCode = ErrorCode(110);
+pub(crate) const FENCED_MEMBER_EPOCH: ErrorCode = ErrorCode::FENCED_MEMBER_EPOCH;
 
 /// The epoch a member leaves with (-2 for a static member, which may come back).
 const LEAVE_EPOCH: i32 = -1;

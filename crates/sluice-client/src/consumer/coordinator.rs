@@ -38,14 +38,14 @@ use crate::client::{Client, Target, topic_name};
 use crate::error::{ApiError, Error, ErrorCode};
 use crate::groups::{OffsetAndMetadata, TopicPartition};
 
-pub(crate) const COORDINATOR_NOT_AVAILABLE: ErrorCode = ErrorCode(15);
-pub(crate) const NOT_COORDINATOR: ErrorCode = ErrorCode(16);
-pub(crate) const ILLEGAL_GENERATION: ErrorCode = ErrorCode(22);
-pub(crate) const UNKNOWN_MEMBER_ID: ErrorCode = ErrorCode(25);
-pub(crate) const REBALANCE_IN_PROGRESS: ErrorCode = ErrorCode(27);
-pub(crate) const MEMBER_ID_REQUIRED: ErrorCode = ErrorCode(79);
-pub(crate) const FENCED_INSTANCE_ID: ErrorCode = ErrorCode(82);
-pub(crate) const STALE_MEMBER_EPOCH: ErrorCode = ErrorCode(113);
+pub(crate) const COORDINATOR_NOT_AVAILABLE: ErrorCode = ErrorCode::COORDINATOR_NOT_AVAILABLE;
+pub(crate) const NOT_COORDINATOR: ErrorCode = ErrorCode::NOT_COORDINATOR;
+pub(crate) const ILLEGAL_GENERATION: ErrorCode = ErrorCode::ILLEGAL_GENERATION;
+pub(crate) const UNKNOWN_MEMBER_ID: ErrorCode = ErrorCode::UNKNOWN_MEMBER_ID;
+pub(crate) const REBALANCE_IN_PROGRESS: ErrorCode = ErrorCode::REBALANCE_IN_PROGRESS;
+pub(crate) const MEMBER_ID_REQUIRED: ErrorCode = ErrorCode::MEMBER_ID_REQUIRED;
+pub(crate) const FENCED_INSTANCE_ID: ErrorCode = ErrorCode::FENCED_INSTANCE_ID;
+pub(crate) const STALE_MEMBER_EPOCH: ErrorCode = ErrorCode::STALE_MEMBER_EPOCH;
 
 /// The protocol type of consumer groups.
 const PROTOCOL_TYPE: &str = "consumer";

@@ -18,19 +18,21 @@ use std::sync::Arc;
 
 use crate::error::{ApiError, Error, ErrorCode};
 
-pub(crate) const INVALID_TXN_STATE: ErrorCode = ErrorCode(48);
-pub(crate) const CLUSTER_AUTHORIZATION_FAILED: ErrorCode = ErrorCode(31);
-pub(crate) const UNSUPPORTED_FOR_MESSAGE_FORMAT: ErrorCode = ErrorCode(43);
-pub(crate) const OUT_OF_ORDER_SEQUENCE_NUMBER: ErrorCode = ErrorCode(45);
-pub(crate) const DUPLICATE_SEQUENCE_NUMBER: ErrorCode = ErrorCode(46);
-pub(crate) const INVALID_PRODUCER_EPOCH: ErrorCode = ErrorCode(47);
-pub(crate) const INVALID_PRODUCER_ID_MAPPING: ErrorCode = ErrorCode(49);
-pub(crate) const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: ErrorCode = ErrorCode(53);
-pub(crate) const UNKNOWN_PRODUCER_ID: ErrorCode = ErrorCode(59);
-pub(crate) const PRODUCER_FENCED: ErrorCode = ErrorCode(90);
-pub(crate) const COORDINATOR_LOAD_IN_PROGRESS: ErrorCode = ErrorCode(14);
-pub(crate) const COORDINATOR_NOT_AVAILABLE: ErrorCode = ErrorCode(15);
-pub(crate) const NOT_COORDINATOR: ErrorCode = ErrorCode(16);
+pub(crate) const INVALID_TXN_STATE: ErrorCode = ErrorCode::INVALID_TXN_STATE;
+pub(crate) const CLUSTER_AUTHORIZATION_FAILED: ErrorCode = ErrorCode::CLUSTER_AUTHORIZATION_FAILED;
+pub(crate) const UNSUPPORTED_FOR_MESSAGE_FORMAT: ErrorCode =
+    ErrorCode::UNSUPPORTED_FOR_MESSAGE_FORMAT;
+pub(crate) const OUT_OF_ORDER_SEQUENCE_NUMBER: ErrorCode = ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER;
+pub(crate) const DUPLICATE_SEQUENCE_NUMBER: ErrorCode = ErrorCode::DUPLICATE_SEQUENCE_NUMBER;
+pub(crate) const INVALID_PRODUCER_EPOCH: ErrorCode = ErrorCode::INVALID_PRODUCER_EPOCH;
+pub(crate) const INVALID_PRODUCER_ID_MAPPING: ErrorCode = ErrorCode::INVALID_PRODUCER_ID_MAPPING;
+pub(crate) const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: ErrorCode =
+    ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+pub(crate) const UNKNOWN_PRODUCER_ID: ErrorCode = ErrorCode::UNKNOWN_PRODUCER_ID;
+pub(crate) const PRODUCER_FENCED: ErrorCode = ErrorCode::PRODUCER_FENCED;
+pub(crate) const COORDINATOR_LOAD_IN_PROGRESS: ErrorCode = ErrorCode::COORDINATOR_LOAD_IN_PROGRESS;
+pub(crate) const COORDINATOR_NOT_AVAILABLE: ErrorCode = ErrorCode::COORDINATOR_NOT_AVAILABLE;
+pub(crate) const NOT_COORDINATOR: ErrorCode = ErrorCode::NOT_COORDINATOR;
 
 /// Why a producer call or a record's delivery failed. Cloneable: one batch's failure is
 /// every record's in it.

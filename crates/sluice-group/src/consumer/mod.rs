@@ -708,6 +708,7 @@ fn base64_url(bytes: &[u8]) -> String {
 mod tests {
     use super::*;
     use crate::consumer::test_support::*;
+    use sluice_protocol::ErrorCode;
 
     #[test]
     fn session_expiry_fences() {
@@ -822,9 +823,18 @@ mod tests {
         assert_eq!(g.validate_offset_commit("", None, -1), Ok(()));
         hb(&mut g, &join("a", None, &["foo"]), &t, 0);
         assert_eq!(g.validate_offset_commit("a", None, 1), Ok(()));
-        assert_eq!(g.validate_offset_commit("a", None, 0), Err(113));
-        assert_eq!(g.validate_offset_commit("", None, -1), Err(25));
-        assert_eq!(g.validate_offset_commit("zz", None, 1), Err(25));
+        assert_eq!(
+            g.validate_offset_commit("a", None, 0),
+            Err(ErrorCode::STALE_MEMBER_EPOCH.0)
+        );
+        assert_eq!(
+            g.validate_offset_commit("", None, -1),
+            Err(ErrorCode::UNKNOWN_MEMBER_ID.0)
+        );
+        assert_eq!(
+            g.validate_offset_commit("zz", None, 1),
+            Err(ErrorCode::UNKNOWN_MEMBER_ID.0)
+        );
         assert!(g.remove_member("a"));
         assert!(!g.remove_member("a"));
         assert_eq!(g.validate_offset_commit("", None, -1), Ok(()));

@@ -95,10 +95,10 @@ pub enum DeliveryGuarantee {
 }
 
 /// Kafka's error codes the recovery commit interprets (Kafka's `Errors`).
-const INVALID_PRODUCER_EPOCH: i16 = 47;
-const INVALID_TXN_STATE: i16 = 48;
-const PRODUCER_FENCED: i16 = 90;
-const TRANSACTIONAL_ID_NOT_FOUND: i16 = 105;
+const INVALID_PRODUCER_EPOCH: i16 = ErrorCode::INVALID_PRODUCER_EPOCH.0;
+const INVALID_TXN_STATE: i16 = ErrorCode::INVALID_TXN_STATE.0;
+const PRODUCER_FENCED: i16 = ErrorCode::PRODUCER_FENCED.0;
+const TRANSACTIONAL_ID_NOT_FOUND: i16 = ErrorCode::TRANSACTIONAL_ID_NOT_FOUND.0;
 /// The sink's `transaction.timeout.ms` unless set (module docs).
 const TRANSACTION_TIMEOUT_MS_DEFAULT: u32 = 900_000;
 /// How long the recovery commit retries retriable coordinator errors.

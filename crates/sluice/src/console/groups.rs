@@ -34,7 +34,7 @@ use crate::group::{
 };
 
 /// What DescribeGroups answers for a group that is not a consumer group (Connect's).
-const INCONSISTENT_GROUP_PROTOCOL: ErrorCode = ErrorCode(23);
+const INCONSISTENT_GROUP_PROTOCOL: ErrorCode = ErrorCode::INCONSISTENT_GROUP_PROTOCOL;
 /// How long the list waits for one group's description.
 const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How many groups the list describes at once.
