@@ -64,10 +64,6 @@ const RETRY_BACKOFF: Duration = Duration::from_millis(100);
 /// The protocol type of classic groups that consumers (not Connect workers) form.
 pub const CONSUMER_PROTOCOL_TYPE: &str = "consumer";
 
-const COORDINATOR_LOAD_IN_PROGRESS: ErrorCode = ErrorCode::COORDINATOR_LOAD_IN_PROGRESS;
-const COORDINATOR_NOT_AVAILABLE: ErrorCode = ErrorCode::COORDINATOR_NOT_AVAILABLE;
-const NOT_COORDINATOR: ErrorCode = ErrorCode::NOT_COORDINATOR;
-const INCONSISTENT_GROUP_PROTOCOL: ErrorCode = ErrorCode::INCONSISTENT_GROUP_PROTOCOL;
 /// GROUP_ID_NOT_FOUND: also what ConsumerGroupDescribe answers for a classic group.
 pub const GROUP_ID_NOT_FOUND: ErrorCode = ErrorCode::GROUP_ID_NOT_FOUND;
 /// NON_EMPTY_GROUP: DeleteGroups on a group with members.
@@ -549,9 +545,9 @@ impl Admin {
                     let code = ErrorCode(partition.error_code);
                     // A moved coordinator fails every partition: look it up again.
                     if [
-                        NOT_COORDINATOR,
-                        COORDINATOR_NOT_AVAILABLE,
-                        COORDINATOR_LOAD_IN_PROGRESS,
+                        ErrorCode::NOT_COORDINATOR,
+                        ErrorCode::COORDINATOR_NOT_AVAILABLE,
+                        ErrorCode::COORDINATOR_LOAD_IN_PROGRESS,
                     ]
                     .contains(&code)
                     {
@@ -700,9 +696,9 @@ impl Admin {
             match attempt.await {
                 Err(Error::Api(error))
                     if [
-                        NOT_COORDINATOR,
-                        COORDINATOR_NOT_AVAILABLE,
-                        COORDINATOR_LOAD_IN_PROGRESS,
+                        ErrorCode::NOT_COORDINATOR,
+                        ErrorCode::COORDINATOR_NOT_AVAILABLE,
+                        ErrorCode::COORDINATOR_LOAD_IN_PROGRESS,
                     ]
                     .contains(&error.code)
                         && Instant::now() + RETRY_BACKOFF < deadline =>
@@ -843,7 +839,7 @@ async fn describe_groups(
     let protocol_type = group.protocol_type.to_string();
     if !(protocol_type.is_empty() || protocol_type == CONSUMER_PROTOCOL_TYPE) {
         return Err(Error::Api(ApiError {
-            code: INCONSISTENT_GROUP_PROTOCOL,
+            code: ErrorCode::INCONSISTENT_GROUP_PROTOCOL,
             message: Some(format!(
                 "GroupId {group_id} is not a consumer group ({protocol_type})."
             )),

@@ -22,9 +22,6 @@ use kafka_protocol::protocol::StrBytes;
 
 use crate::{Admin, ClientConfig, ErrorCode, Target};
 
-const UNKNOWN_MEMBER_ID: ErrorCode = ErrorCode::UNKNOWN_MEMBER_ID;
-const MEMBER_ID_REQUIRED: ErrorCode = ErrorCode::MEMBER_ID_REQUIRED;
-
 /// How a member takes part in its group.
 #[derive(Debug, Clone)]
 pub struct MemberConfig {
@@ -103,7 +100,7 @@ impl GroupMember {
     /// Clears the member id when the coordinator no longer knows it, then turns the
     /// code into an error naming the request.
     fn check(&mut self, request: &str, code: ErrorCode) -> Result<(), String> {
-        if code == UNKNOWN_MEMBER_ID {
+        if code == ErrorCode::UNKNOWN_MEMBER_ID {
             self.member_id.clear();
         }
         code.check(None).map_err(|e| format!("{request}: {e}"))
@@ -138,7 +135,7 @@ impl GroupMember {
                 .await
                 .map_err(|e| e.to_string())?;
             let code = ErrorCode(response.error_code);
-            if code == MEMBER_ID_REQUIRED {
+            if code == ErrorCode::MEMBER_ID_REQUIRED {
                 self.member_id = response.member_id.to_string();
                 continue;
             }
@@ -215,7 +212,7 @@ impl GroupMember {
         if code == ErrorCode::NONE {
             return Ok(());
         }
-        if code == UNKNOWN_MEMBER_ID {
+        if code == ErrorCode::UNKNOWN_MEMBER_ID {
             self.member_id.clear();
         }
         Err(format!("Heartbeat: {code}"))

@@ -28,10 +28,8 @@ use kafka_protocol::messages::{ConsumerGroupHeartbeatRequest, GroupId, TopicName
 use kafka_protocol::protocol::StrBytes;
 
 use crate::client::Target;
-use crate::consumer::coordinator::{Group, UNKNOWN_MEMBER_ID};
+use crate::consumer::coordinator::Group;
 use crate::error::{ApiError, Error, ErrorCode};
-
-pub(crate) const FENCED_MEMBER_EPOCH: ErrorCode = ErrorCode::FENCED_MEMBER_EPOCH;
 
 /// The epoch a member leaves with (-2 for a static member, which may come back).
 const LEAVE_EPOCH: i32 = -1;
@@ -222,7 +220,10 @@ pub(crate) async fn heartbeat_loop(group: Arc<Group>, max_poll_interval: Duratio
         match group.consumer_heartbeat(false).await {
             Ok(()) => {}
             Err(error) => match error.code() {
-                Some(code) if code == UNKNOWN_MEMBER_ID || code == FENCED_MEMBER_EPOCH => {
+                Some(code)
+                    if code == ErrorCode::UNKNOWN_MEMBER_ID
+                        || code == ErrorCode::FENCED_MEMBER_EPOCH =>
+                {
                     tracing::debug!(group = %group.group_id, %code, "fenced: partitions lost, rejoining");
                     let mut state = group.lock();
                     state.generation = 0;

@@ -38,15 +38,6 @@ use crate::client::{Client, Target, topic_name};
 use crate::error::{ApiError, Error, ErrorCode};
 use crate::groups::{OffsetAndMetadata, TopicPartition};
 
-pub(crate) const COORDINATOR_NOT_AVAILABLE: ErrorCode = ErrorCode::COORDINATOR_NOT_AVAILABLE;
-pub(crate) const NOT_COORDINATOR: ErrorCode = ErrorCode::NOT_COORDINATOR;
-pub(crate) const ILLEGAL_GENERATION: ErrorCode = ErrorCode::ILLEGAL_GENERATION;
-pub(crate) const UNKNOWN_MEMBER_ID: ErrorCode = ErrorCode::UNKNOWN_MEMBER_ID;
-pub(crate) const REBALANCE_IN_PROGRESS: ErrorCode = ErrorCode::REBALANCE_IN_PROGRESS;
-pub(crate) const MEMBER_ID_REQUIRED: ErrorCode = ErrorCode::MEMBER_ID_REQUIRED;
-pub(crate) const FENCED_INSTANCE_ID: ErrorCode = ErrorCode::FENCED_INSTANCE_ID;
-pub(crate) const STALE_MEMBER_EPOCH: ErrorCode = ErrorCode::STALE_MEMBER_EPOCH;
-
 /// The protocol type of consumer groups.
 const PROTOCOL_TYPE: &str = "consumer";
 
@@ -200,7 +191,9 @@ impl Group {
     /// Forgets the coordinator after an error that says it moved or is unreachable.
     pub fn coordinator_failed(&self, error: &Error) {
         let moved = match error.code() {
-            Some(code) => code == NOT_COORDINATOR || code == COORDINATOR_NOT_AVAILABLE,
+            Some(code) => {
+                code == ErrorCode::NOT_COORDINATOR || code == ErrorCode::COORDINATOR_NOT_AVAILABLE
+            }
             None => true,
         };
         if moved {
@@ -270,20 +263,20 @@ impl Group {
                     })
                     .collect(),
             }),
-            MEMBER_ID_REQUIRED => {
+            ErrorCode::MEMBER_ID_REQUIRED => {
                 // KIP-394: the coordinator names us; join again with that id.
                 self.lock().member_id = response.member_id.to_string();
                 Err(JoinError::Retry)
             }
-            UNKNOWN_MEMBER_ID => {
+            ErrorCode::UNKNOWN_MEMBER_ID => {
                 self.lock().member_id.clear();
                 Err(JoinError::Retry)
             }
-            ILLEGAL_GENERATION => {
+            ErrorCode::ILLEGAL_GENERATION => {
                 self.lock().generation = -1;
                 Err(JoinError::Retry)
             }
-            REBALANCE_IN_PROGRESS => Err(JoinError::Retry),
+            ErrorCode::REBALANCE_IN_PROGRESS => Err(JoinError::Retry),
             _ => Err(self.transient(api_error(code)).await),
         }
     }
@@ -336,12 +329,12 @@ impl Group {
                 self.metrics.rebalance_completed();
                 Ok(response.assignment)
             }
-            REBALANCE_IN_PROGRESS => Err(JoinError::Retry),
-            UNKNOWN_MEMBER_ID => {
+            ErrorCode::REBALANCE_IN_PROGRESS => Err(JoinError::Retry),
+            ErrorCode::UNKNOWN_MEMBER_ID => {
                 self.lock().reset_generation(true);
                 Err(JoinError::Retry)
             }
-            ILLEGAL_GENERATION => {
+            ErrorCode::ILLEGAL_GENERATION => {
                 self.lock().reset_generation(false);
                 Err(JoinError::Retry)
             }
@@ -512,11 +505,15 @@ impl Group {
                 Ok(()) => return Ok(()),
                 Err(error) => {
                     if let Some(code) = error.code() {
-                        if code == UNKNOWN_MEMBER_ID || code == ILLEGAL_GENERATION {
-                            self.lock().reset_generation(code == UNKNOWN_MEMBER_ID);
-                        } else if code == REBALANCE_IN_PROGRESS {
+                        if code == ErrorCode::UNKNOWN_MEMBER_ID
+                            || code == ErrorCode::ILLEGAL_GENERATION
+                        {
+                            self.lock()
+                                .reset_generation(code == ErrorCode::UNKNOWN_MEMBER_ID);
+                        } else if code == ErrorCode::REBALANCE_IN_PROGRESS {
                             self.lock().rejoin_needed = true;
-                        } else if code == STALE_MEMBER_EPOCH && Instant::now() < deadline {
+                        } else if code == ErrorCode::STALE_MEMBER_EPOCH && Instant::now() < deadline
+                        {
                             // KIP-848: the next heartbeat brings the current epoch.
                             tokio::time::sleep(Duration::from_millis(self.retry_backoff_ms)).await;
                             continue;
@@ -676,14 +673,19 @@ pub(crate) async fn heartbeat_loop(group: Arc<Group>, max_poll_interval: Duratio
         }
         match result {
             Ok(ErrorCode::NONE) => {}
-            Ok(REBALANCE_IN_PROGRESS) => group.lock().rejoin_needed = true,
-            Ok(code) if code == UNKNOWN_MEMBER_ID || code == ILLEGAL_GENERATION => {
-                group.lock().reset_generation(code == UNKNOWN_MEMBER_ID);
+            Ok(ErrorCode::REBALANCE_IN_PROGRESS) => group.lock().rejoin_needed = true,
+            Ok(code)
+                if code == ErrorCode::UNKNOWN_MEMBER_ID
+                    || code == ErrorCode::ILLEGAL_GENERATION =>
+            {
+                group
+                    .lock()
+                    .reset_generation(code == ErrorCode::UNKNOWN_MEMBER_ID);
             }
-            Ok(FENCED_INSTANCE_ID) => {
+            Ok(ErrorCode::FENCED_INSTANCE_ID) => {
                 let mut state = group.lock();
                 state.fatal = Some(ApiError {
-                    code: FENCED_INSTANCE_ID,
+                    code: ErrorCode::FENCED_INSTANCE_ID,
                     message: None,
                 });
                 state.stable = false;

@@ -18,22 +18,6 @@ use std::sync::Arc;
 
 use crate::error::{ApiError, Error, ErrorCode};
 
-pub(crate) const INVALID_TXN_STATE: ErrorCode = ErrorCode::INVALID_TXN_STATE;
-pub(crate) const CLUSTER_AUTHORIZATION_FAILED: ErrorCode = ErrorCode::CLUSTER_AUTHORIZATION_FAILED;
-pub(crate) const UNSUPPORTED_FOR_MESSAGE_FORMAT: ErrorCode =
-    ErrorCode::UNSUPPORTED_FOR_MESSAGE_FORMAT;
-pub(crate) const OUT_OF_ORDER_SEQUENCE_NUMBER: ErrorCode = ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER;
-pub(crate) const DUPLICATE_SEQUENCE_NUMBER: ErrorCode = ErrorCode::DUPLICATE_SEQUENCE_NUMBER;
-pub(crate) const INVALID_PRODUCER_EPOCH: ErrorCode = ErrorCode::INVALID_PRODUCER_EPOCH;
-pub(crate) const INVALID_PRODUCER_ID_MAPPING: ErrorCode = ErrorCode::INVALID_PRODUCER_ID_MAPPING;
-pub(crate) const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: ErrorCode =
-    ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
-pub(crate) const UNKNOWN_PRODUCER_ID: ErrorCode = ErrorCode::UNKNOWN_PRODUCER_ID;
-pub(crate) const PRODUCER_FENCED: ErrorCode = ErrorCode::PRODUCER_FENCED;
-pub(crate) const COORDINATOR_LOAD_IN_PROGRESS: ErrorCode = ErrorCode::COORDINATOR_LOAD_IN_PROGRESS;
-pub(crate) const COORDINATOR_NOT_AVAILABLE: ErrorCode = ErrorCode::COORDINATOR_NOT_AVAILABLE;
-pub(crate) const NOT_COORDINATOR: ErrorCode = ErrorCode::NOT_COORDINATOR;
-
 /// Why a producer call or a record's delivery failed. Cloneable: one batch's failure is
 /// every record's in it.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -138,14 +122,14 @@ impl ProducerError {
 /// this module's docs says.
 pub(crate) fn is_fatal_code(code: ErrorCode) -> bool {
     [
-        PRODUCER_FENCED,
-        INVALID_PRODUCER_EPOCH,
-        TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-        CLUSTER_AUTHORIZATION_FAILED,
-        INVALID_PRODUCER_ID_MAPPING,
-        INVALID_TXN_STATE,
+        ErrorCode::PRODUCER_FENCED,
+        ErrorCode::INVALID_PRODUCER_EPOCH,
+        ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+        ErrorCode::CLUSTER_AUTHORIZATION_FAILED,
+        ErrorCode::INVALID_PRODUCER_ID_MAPPING,
+        ErrorCode::INVALID_TXN_STATE,
         ErrorCode::UNSUPPORTED_VERSION,
-        UNSUPPORTED_FOR_MESSAGE_FORMAT,
+        ErrorCode::UNSUPPORTED_FOR_MESSAGE_FORMAT,
     ]
     .contains(&code)
 }
@@ -171,12 +155,12 @@ mod tests {
     #[test]
     fn transactional_errors_split_as_in_the_java_client() {
         let cases = [
-            (PRODUCER_FENCED, true),
-            (INVALID_PRODUCER_EPOCH, true),
-            (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, true),
-            (INVALID_TXN_STATE, true),
-            (OUT_OF_ORDER_SEQUENCE_NUMBER, false),
-            (UNKNOWN_PRODUCER_ID, false),
+            (ErrorCode::PRODUCER_FENCED, true),
+            (ErrorCode::INVALID_PRODUCER_EPOCH, true),
+            (ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED, true),
+            (ErrorCode::INVALID_TXN_STATE, true),
+            (ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER, false),
+            (ErrorCode::UNKNOWN_PRODUCER_ID, false),
             (ErrorCode(29), false),  // TOPIC_AUTHORIZATION_FAILED
             (ErrorCode(120), false), // TRANSACTION_ABORTABLE
         ];

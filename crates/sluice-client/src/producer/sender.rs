@@ -28,9 +28,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::accumulator::{
     BatchState, DrainRules, SequencePosition, increment_sequence, sequence_position,
 };
-use super::error::{
-    DUPLICATE_SEQUENCE_NUMBER, OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID, classify,
-};
+use super::error::classify;
 use super::metrics::DrainedBatch;
 use super::{ProducerError, Shared, State, metadata, transaction};
 use crate::client::{Target, topic_name};
@@ -491,13 +489,13 @@ fn settle(
                 Outcome::Done(base_offset, append_time)
             }
             // The broker already has this batch (an earlier attempt's answer was lost).
-            Ok((code, ..)) if code == DUPLICATE_SEQUENCE_NUMBER => Outcome::Done(-1, -1),
+            Ok((code, ..)) if code == ErrorCode::DUPLICATE_SEQUENCE_NUMBER => Outcome::Done(-1, -1),
             // The broker holds later sequences of this partition than this batch's: it can
             // never be written in order, and retrying would only wait for
             // delivery.timeout.ms. Fail it now; an idempotent producer then bumps its epoch
             // (KIP-360) and a transaction must be aborted, as with the Java client.
             Ok((code, _, _, message))
-                if code == OUT_OF_ORDER_SEQUENCE_NUMBER
+                if code == ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER
                     && position_of_sequence == Some(SequencePosition::Behind) =>
             {
                 let (_, _, sequence) = batch.sequence.expect("a sequence");
@@ -519,8 +517,8 @@ fn settle(
             }
             Ok((code, _, _, message)) => {
                 let error = ProducerError::api(code, message.as_deref());
-                let sequence_error =
-                    code == OUT_OF_ORDER_SEQUENCE_NUMBER || code == UNKNOWN_PRODUCER_ID;
+                let sequence_error = code == ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER
+                    || code == ErrorCode::UNKNOWN_PRODUCER_ID;
                 if code.is_retriable() {
                     // The leader may have moved (certainly so for Kafka's
                     // InvalidMetadataException family): refresh before the retry.

@@ -27,9 +27,7 @@ use kafka_protocol::protocol::StrBytes;
 
 type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
 
-use super::error::{
-    COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, classify,
-};
+use super::error::classify;
 use super::{ProducerError, Shared, sender};
 use crate::client::{Target, topic_name};
 use crate::error::ErrorCode;
@@ -126,9 +124,9 @@ async fn find_coordinator(shared: &Shared, key: &str, key_type: i8) -> Result<i3
 /// Whether a coordinator error means "ask FindCoordinator again".
 fn coordinator_moved(error: &ProducerError) -> bool {
     matches!(error, ProducerError::Client(_))
-        || error
-            .code()
-            .is_some_and(|code| code == NOT_COORDINATOR || code == COORDINATOR_NOT_AVAILABLE)
+        || error.code().is_some_and(|code| {
+            code == ErrorCode::NOT_COORDINATOR || code == ErrorCode::COORDINATOR_NOT_AVAILABLE
+        })
 }
 
 /// Runs `call` at the coordinator of `key`, retrying retriable errors until `deadline`.
@@ -163,7 +161,8 @@ async fn at_coordinator<'a, T>(
         match attempt {
             Ok(value) => return Ok(value),
             Err(error)
-                if error.is_retriable() || error.code() == Some(COORDINATOR_LOAD_IN_PROGRESS) =>
+                if error.is_retriable()
+                    || error.code() == Some(ErrorCode::COORDINATOR_LOAD_IN_PROGRESS) =>
             {
                 if coordinator_moved(&error) && key_type == COORDINATOR_TYPE_TRANSACTION {
                     shared.lock().transaction.coordinator = None;

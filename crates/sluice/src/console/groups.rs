@@ -33,8 +33,6 @@ use crate::group::{
     partitions_to_reset,
 };
 
-/// What DescribeGroups answers for a group that is not a consumer group (Connect's).
-const INCONSISTENT_GROUP_PROTOCOL: ErrorCode = ErrorCode::INCONSISTENT_GROUP_PROTOCOL;
 /// How long the list waits for one group's description.
 const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How many groups the list describes at once.
@@ -282,7 +280,8 @@ async fn group_page(State(console): State<Arc<Console>>, Path(group): Path<Strin
         Err(ClientError::Api(error)) if error.code == GROUP_ID_NOT_FOUND => {
             return not_found(&console, &group);
         }
-        Err(ClientError::Api(error)) if error.code == INCONSISTENT_GROUP_PROTOCOL => {
+        // What DescribeGroups answers for a group that is not a consumer group (Connect's).
+        Err(ClientError::Api(error)) if error.code == ErrorCode::INCONSISTENT_GROUP_PROTOCOL => {
             return other_group_page(&console, &group, error.message()).await;
         }
         Err(error) => {
