@@ -127,23 +127,19 @@ pub struct CleanerMetrics {
     pub uncleanable_partitions: std::collections::BTreeSet<String>,
 }
 
-impl std::fmt::Debug for Broker {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Broker")
-            .field("node_id", &self.node_id)
-            .field("cluster_id", &self.cluster_id)
-            .finish_non_exhaustive()
-    }
+/// The services a [`Broker`] holds, built before it: the image channel they read, the
+/// replica manager, the coordinators on top of it.
+pub struct Services {
+    pub image: watch::Sender<Arc<MetadataImage>>,
+    pub replication: Arc<crate::replication::ReplicaManager>,
+    pub groups: Arc<crate::group::GroupCoordinator>,
+    pub transactions: Arc<crate::txn::TransactionCoordinator>,
 }
 
-impl Broker {
-    /// Builds the state from opened log directories, with an empty image until the
-    /// metadata quorum applies its log ([`Broker::attach_quorum`]).
-    pub fn new(
-        config: BrokerConfig,
-        cluster_id: String,
-        managers: Vec<LogManager>,
-    ) -> Result<Arc<Broker>, BrokerError> {
+impl Services {
+    /// The services of node `config.node_id()` over its opened log directories, each
+    /// with its settings parsed once from `config`.
+    pub fn new(config: &BrokerConfig, managers: Vec<LogManager>) -> Services {
         let image = watch::Sender::new(Arc::new(MetadataImage::default()));
         let view = crate::image::ImageView::new(image.subscribe());
         let node_id = config.node_id();
@@ -155,20 +151,49 @@ impl Broker {
         );
         let groups = Arc::new(crate::group::GroupCoordinator::new(
             node_id,
-            crate::group::GroupSettings::from_config(&config),
+            crate::group::GroupSettings::from_config(config),
             view.clone(),
             replication.clone(),
         ));
         let transactions = crate::txn::TransactionCoordinator::new(
             node_id,
-            crate::txn::TxnSettings::from_config(&config),
-            view.clone(),
+            crate::txn::TxnSettings::from_config(config),
+            view,
             replication.clone(),
             replication.clone(),
             groups.clone(),
         );
-        let broker = Broker {
-            node_id,
+        Services {
+            image,
+            replication,
+            groups,
+            transactions,
+        }
+    }
+}
+
+impl std::fmt::Debug for Broker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Broker")
+            .field("node_id", &self.node_id)
+            .field("cluster_id", &self.cluster_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Broker {
+    /// The node's state around services built by the node ([`crate::node`] wires them:
+    /// [`Services::new`]), with an empty image until the metadata quorum applies its
+    /// log ([`Broker::attach_quorum`]).
+    pub fn new(config: BrokerConfig, cluster_id: String, services: Services) -> Arc<Broker> {
+        let Services {
+            image,
+            replication,
+            groups,
+            transactions,
+        } = services;
+        Arc::new(Broker {
+            node_id: config.node_id(),
             cluster_id,
             quorum: OnceLock::new(),
             broker_epoch: std::sync::atomic::AtomicI64::new(-1),
@@ -177,7 +202,7 @@ impl Broker {
             producer_ids: tokio::sync::Mutex::new((0, 0)),
             controller: tokio::sync::Mutex::new(()),
             groups: groups.clone(),
-            publishers: vec![replication.clone(), groups.clone(), transactions.clone()],
+            publishers: vec![replication.clone(), groups, transactions.clone()],
             transactions,
             replication,
             cleaning: Default::default(),
@@ -189,9 +214,7 @@ impl Broker {
                     .unwrap_or(1000),
             ),
             config,
-        };
-        let broker = Arc::new(broker);
-        Ok(broker)
+        })
     }
 
     /// What the metadata state machine calls after each applied change: publishes the

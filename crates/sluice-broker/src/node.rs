@@ -401,7 +401,11 @@ async fn open_broker(config: &BrokerConfig) -> Result<OpenedBroker, NodeError> {
     })?;
     let metadata_dir = first.dir().to_path_buf();
     let clean_start = first.was_clean_start();
-    let broker = Broker::new(config.clone(), cluster_id.unwrap_or_default(), managers)?;
+    // The one place the node's services are wired together: the replica manager and
+    // the coordinators on it (Services::new), the broker holding them, and the
+    // replica manager's channel to the active controller.
+    let services = crate::broker::Services::new(config, managers);
+    let broker = Broker::new(config.clone(), cluster_id.unwrap_or_default(), services);
     broker
         .replication
         .connect_controller(Arc::new(crate::controller::IsrChannel(Arc::downgrade(
