@@ -17,7 +17,7 @@
 //! then its log. The hot path reads the image and the replica map (a lookup), then takes
 //! one partition's state and log mutexes.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
@@ -338,15 +338,6 @@ impl Broker {
     /// Held across a controller operation: its checks against the image and its write.
     pub async fn controller_lock(&self) -> tokio::sync::MutexGuard<'_, ()> {
         self.controller.lock().await
-    }
-
-    /// A topic's explicit config overrides.
-    pub fn topic_overrides(
-        &self,
-        image: &MetadataImage,
-        topic: &str,
-    ) -> Option<BTreeMap<String, String>> {
-        image.configs(TOPIC_RESOURCE, topic).cloned()
     }
 
     /// Writes `records` to the metadata log as one entry through the quorum's leader

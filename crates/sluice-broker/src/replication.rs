@@ -492,10 +492,8 @@ pub(crate) fn topic_min_insync_replicas(
     topic: &str,
 ) -> i32 {
     let layers = crate::topic_config::BrokerLayers::new(config, image);
-    let overrides = image
-        .configs(crate::topic_config::TOPIC_RESOURCE, topic)
-        .cloned();
-    crate::topic_config::value_of(&layers, overrides.as_ref(), "min.insync.replicas")
+    let overrides = image.configs(crate::topic_config::TOPIC_RESOURCE, topic);
+    crate::topic_config::value_of(&layers, overrides, "min.insync.replicas")
         .trim()
         .parse::<i32>()
         .unwrap_or(1)

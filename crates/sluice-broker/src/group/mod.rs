@@ -158,13 +158,13 @@ impl GroupCoordinator {
     }
 
     /// The classic-group settings.
-    pub fn classic_config(&self) -> ClassicConfig {
-        self.settings.classic.clone()
+    pub fn classic_config(&self) -> &ClassicConfig {
+        &self.settings.classic
     }
 
     /// The `group.consumer.*` settings.
-    pub fn consumer_config(&self) -> ConsumerGroupConfig {
-        self.settings.consumer.clone()
+    pub fn consumer_config(&self) -> &ConsumerGroupConfig {
+        &self.settings.consumer
     }
 
     /// The topics of the current image as a consumer group sees them.

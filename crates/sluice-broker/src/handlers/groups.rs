@@ -329,10 +329,10 @@ pub async fn join_group(context: &RequestContext, request: JoinGroupRequest) -> 
                 let joined = consumer.classic_join(
                     &join,
                     &broker.groups.topics(),
-                    &broker.groups.consumer_config(),
+                    broker.groups.consumer_config(),
                     now,
                 );
-                group.maybe_downgrade(&config, now);
+                group.maybe_downgrade(config, now);
                 flush(broker, &shard, &mut state);
                 return finish_join(
                     JoinResult {
@@ -352,7 +352,7 @@ pub async fn join_group(context: &RequestContext, request: JoinGroupRequest) -> 
         let Some(classic) = group.classic_mut() else {
             return join_error(errors::INCONSISTENT_GROUP_PROTOCOL, &member_id);
         };
-        let reply = classic.join(join, &config, now);
+        let reply = classic.join(join, config, now);
         flush(broker, &shard, &mut state);
         reply
     };
@@ -485,7 +485,7 @@ pub async fn sync_group(context: &RequestContext, request: SyncGroupRequest) -> 
                     &store.value,
                     store.generation,
                     code,
-                    &config,
+                    config,
                     sluice_storage::now_ms(),
                 );
             }
@@ -557,7 +557,7 @@ pub async fn leave_group(
     for (member_id, instance) in &members {
         let code = match &mut group.kind {
             GroupKind::Classic(classic) => {
-                classic.leave(member_id, instance.as_deref(), &config, now)
+                classic.leave(member_id, instance.as_deref(), config, now)
             }
             GroupKind::Consumer(consumer) => {
                 consumer.classic_leave(member_id, instance.as_deref(), now)
@@ -570,7 +570,7 @@ pub async fn leave_group(
                 .with_error_code(code),
         );
     }
-    group.maybe_downgrade(&config, now);
+    group.maybe_downgrade(config, now);
     flush(broker, &shard, &mut state);
     drop(state);
     if version >= 3 {
@@ -1226,7 +1226,7 @@ pub async fn consumer_group_heartbeat(
                 client_id,
                 &context.client_host,
                 &topics,
-                &config,
+                config,
                 now,
             )
         };
@@ -1251,7 +1251,7 @@ pub async fn consumer_group_heartbeat(
                 }
                 let snapshot = classic.snapshot();
                 if let Err((code, message)) =
-                    ConsumerGroup::validate_online_upgrade(&group_id, &snapshot, &config)
+                    ConsumerGroup::validate_online_upgrade(&group_id, &snapshot, config)
                 {
                     return error(code, &message);
                 }
@@ -1272,7 +1272,7 @@ pub async fn consumer_group_heartbeat(
             }
             GroupKind::Consumer(consumer) => {
                 let response = beat(consumer);
-                group.maybe_downgrade(&classic_settings, now);
+                group.maybe_downgrade(classic_settings, now);
                 response
             }
         };
