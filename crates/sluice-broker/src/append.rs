@@ -493,47 +493,22 @@ mod leader_tests {
     use std::sync::Arc;
 
     use bytes::Bytes;
-    use sluice_metadata::{MetadataImage, MetadataRecord, PartitionRecord, TopicRecord};
-    use sluice_protocol::{NewRecord, RecordBatchBuilder};
+    use sluice_metadata::MetadataImage;
 
     use super::*;
     use crate::config::{BrokerConfig, EMBEDDED_SERVER_PROPERTIES};
     use crate::coordinator::PartitionWriter;
+    use crate::coordinator::testing::{self, topic_image};
     use crate::image::{ImageView, MetadataPublisher};
-
-    const TOPIC_ID: [u8; 16] = [5; 16];
 
     /// Topic `t`: partition 0 on this node alone (it leads at `epoch`), partition 1
     /// led by node 2 with this node following.
     fn image(epoch: i32) -> MetadataImage {
-        let mut image = MetadataImage::default();
-        image
-            .apply(&MetadataRecord::Topic(TopicRecord {
-                name: "t".into(),
-                topic_id: TOPIC_ID,
-            }))
-            .unwrap();
-        let mut led = PartitionRecord::new_partition(TOPIC_ID, 0, vec![1], vec![[0; 16]]);
-        led.leader_epoch = epoch;
-        image.apply(&MetadataRecord::Partition(led)).unwrap();
-        let followed = PartitionRecord::new_partition(TOPIC_ID, 1, vec![2, 1], vec![[0; 16]; 2]);
-        image.apply(&MetadataRecord::Partition(followed)).unwrap();
-        image
+        topic_image("t", [5; 16], &[(0, &[1], 1, epoch), (1, &[2, 1], 2, 0)])
     }
 
     fn batch(values: &[&str]) -> Bytes {
-        let mut builder = RecordBatchBuilder::new(Compression::None);
-        for value in values {
-            builder
-                .append(&NewRecord {
-                    timestamp: sluice_storage::now_ms(),
-                    key: Some(Bytes::from_static(b"k")),
-                    value: Some(Bytes::copy_from_slice(value.as_bytes())),
-                    headers: Vec::new(),
-                })
-                .unwrap();
-        }
-        Bytes::copy_from_slice(&builder.build()[..])
+        testing::batch(values).freeze()
     }
 
     fn manager(dir: &std::path::Path, image: &MetadataImage) -> Arc<ReplicaManager> {

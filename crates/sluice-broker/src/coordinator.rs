@@ -369,6 +369,54 @@ pub(crate) mod testing {
 
     use super::*;
 
+    /// An image with one topic: `name` with id `topic_id` and its `partitions` as
+    /// (index, replicas, leader, leader epoch), the ISR being every replica.
+    pub fn topic_image(
+        name: &str,
+        topic_id: [u8; 16],
+        partitions: &[(i32, &[i32], i32, i32)],
+    ) -> MetadataImage {
+        use sluice_metadata::{MetadataRecord, PartitionRecord, TopicRecord};
+        let mut image = MetadataImage::default();
+        image
+            .apply(&MetadataRecord::Topic(TopicRecord {
+                name: name.into(),
+                topic_id,
+            }))
+            .expect("a new topic applies");
+        for &(index, replicas, leader, leader_epoch) in partitions {
+            let mut partition = PartitionRecord::new_partition(
+                topic_id,
+                index,
+                replicas.to_vec(),
+                vec![[0; 16]; replicas.len()],
+            );
+            partition.leader = leader;
+            partition.leader_epoch = leader_epoch;
+            image
+                .apply(&MetadataRecord::Partition(partition))
+                .expect("a partition of the topic applies");
+        }
+        image
+    }
+
+    /// One uncompressed batch of records with key `k` and `values`, stamped now.
+    pub fn batch(values: &[&str]) -> BytesMut {
+        use sluice_protocol::{Compression, NewRecord, RecordBatchBuilder};
+        let mut builder = RecordBatchBuilder::new(Compression::None);
+        for value in values {
+            builder
+                .append(&NewRecord {
+                    timestamp: sluice_storage::now_ms(),
+                    key: Some(bytes::Bytes::from_static(b"k")),
+                    value: Some(bytes::Bytes::copy_from_slice(value.as_bytes())),
+                    headers: Vec::new(),
+                })
+                .expect("a small record fits a batch");
+        }
+        BytesMut::from(&builder.build()[..])
+    }
+
     #[derive(Default)]
     struct Log {
         batches: Vec<bytes::Bytes>,
@@ -509,11 +557,7 @@ pub(crate) mod testing {
 
 #[cfg(test)]
 mod tests {
-    use bytes::Bytes;
-    use sluice_metadata::{MetadataRecord, PartitionRecord, TopicRecord};
-    use sluice_protocol::{Compression, NewRecord, RecordBatchBuilder};
-
-    use super::testing::MemoryWriter;
+    use super::testing::{MemoryWriter, batch, topic_image};
     use super::*;
 
     const TOPIC: &str = "__consumer_offsets";
@@ -521,37 +565,11 @@ mod tests {
     /// `__consumer_offsets` with two partitions: node 1 leads partition 0 at
     /// `epoch`, node 2 leads partition 1.
     fn image(epoch: i32) -> MetadataImage {
-        let mut image = MetadataImage::default();
-        let id = [3; 16];
-        image
-            .apply(&MetadataRecord::Topic(TopicRecord {
-                name: TOPIC.into(),
-                topic_id: id,
-            }))
-            .unwrap();
-        for (index, leader, leader_epoch) in [(0, 1, epoch), (1, 2, 0)] {
-            let mut partition =
-                PartitionRecord::new_partition(id, index, vec![1, 2], vec![[0; 16]; 2]);
-            partition.leader = leader;
-            partition.leader_epoch = leader_epoch;
-            image.apply(&MetadataRecord::Partition(partition)).unwrap();
-        }
-        image
-    }
-
-    fn batch(values: &[&str]) -> BytesMut {
-        let mut builder = RecordBatchBuilder::new(Compression::None);
-        for value in values {
-            builder
-                .append(&NewRecord {
-                    timestamp: 1,
-                    key: Some(Bytes::from_static(b"k")),
-                    value: Some(Bytes::copy_from_slice(value.as_bytes())),
-                    headers: Vec::new(),
-                })
-                .unwrap();
-        }
-        BytesMut::from(&builder.build()[..])
+        topic_image(
+            TOPIC,
+            [3; 16],
+            &[(0, &[1, 2], 1, epoch), (1, &[1, 2], 2, 0)],
+        )
     }
 
     /// A key whose partition is `partition`.

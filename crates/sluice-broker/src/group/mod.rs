@@ -514,25 +514,12 @@ pub type OffsetMap = BTreeMap<(String, i32), Committed>;
 
 #[cfg(test)]
 mod tests {
-    use sluice_metadata::{MetadataRecord, PartitionRecord, TopicRecord};
 
     use super::*;
-    use crate::coordinator::testing::MemoryWriter;
+    use crate::coordinator::testing::{MemoryWriter, topic_image};
 
     fn image(leader_epoch: i32) -> MetadataImage {
-        let mut image = MetadataImage::default();
-        let id = [7; 16];
-        image
-            .apply(&MetadataRecord::Topic(TopicRecord {
-                name: OFFSETS_TOPIC.into(),
-                topic_id: id,
-            }))
-            .unwrap();
-        let mut partition = PartitionRecord::new_partition(id, 0, vec![1], vec![[0; 16]]);
-        partition.leader = 1;
-        partition.leader_epoch = leader_epoch;
-        image.apply(&MetadataRecord::Partition(partition)).unwrap();
-        image
+        topic_image(OFFSETS_TOPIC, [7; 16], &[(0, &[1], 1, leader_epoch)])
     }
 
     fn committed(offset: i64) -> OffsetValue {

@@ -598,26 +598,17 @@ fn replay_batch(state: &mut TxnShard, batch: &sluice_protocol::RecordBatch) {
 
 #[cfg(test)]
 mod tests {
-    use sluice_metadata::{MetadataRecord, PartitionRecord, TopicRecord};
     use sluice_txn::coordinator::InitResult;
 
     use super::*;
-    use crate::coordinator::testing::MemoryWriter;
+    use crate::coordinator::testing::{MemoryWriter, topic_image};
 
     fn image(leader_epoch: i32) -> MetadataImage {
-        let mut image = MetadataImage::default();
-        let id = [9; 16];
-        image
-            .apply(&MetadataRecord::Topic(TopicRecord {
-                name: TRANSACTION_STATE_TOPIC.into(),
-                topic_id: id,
-            }))
-            .unwrap();
-        let mut partition = PartitionRecord::new_partition(id, 0, vec![1], vec![[0; 16]]);
-        partition.leader = 1;
-        partition.leader_epoch = leader_epoch;
-        image.apply(&MetadataRecord::Partition(partition)).unwrap();
-        image
+        topic_image(
+            TRANSACTION_STATE_TOPIC,
+            [9; 16],
+            &[(0, &[1], 1, leader_epoch)],
+        )
     }
 
     fn config_of() -> TxnConfig {
