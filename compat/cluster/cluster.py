@@ -348,6 +348,17 @@ class ProxyNet:
         except (OSError, asyncio.TimeoutError):
             _abort(writer)
             return
+        if self.is_cut(src, node, listener):
+            # Cut while connecting upstream: _apply did not see this connection (it is
+            # registered below), so it is cut here, as it would have been at accept.
+            self.stats["refused"] += 1
+            _abort(uw)
+            if self.mode == "blackhole":
+                rec["held"] = True
+                self.conns.add(rec)
+            else:
+                _abort(writer)
+            return
         self.stats["accepted"] += 1
         rec["writers"].append(uw)
         self.conns.add(rec)
@@ -429,6 +440,77 @@ class ProxyNet:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(5)
 
+
+
+def proxy_self_test():
+    """The partition proxy against loopback sockets, no node: a cut applied while the proxy
+    is still connecting a new connection upstream must cut that connection too (it used to
+    be registered only once connected, after the cut had been applied to the others, and
+    was then forwarded through the cut for as long as it lived). Returns the failures."""
+    failures = []
+    for mode in ("reset", "blackhole"):
+        net = ProxyNet()
+        target = socket.socket()
+        fillers, accepted, client = [], [], None
+        try:
+            target.bind(("127.0.0.1", 0))
+            # Backlog 0 with a queued connection: the proxy's SYN is dropped and retried
+            # about 1 s later, which holds its upstream connect open while the cut comes.
+            target.listen(0)
+            for _ in range(2):
+                f = socket.socket()
+                f.setblocking(False)
+                f.connect_ex(target.getsockname())
+                fillers.append(f)
+            time.sleep(0.2)
+            port = net.add(7, "PLAINTEXT", target.getsockname()[1])
+            client = socket.create_connection(("127.0.0.1", port), timeout=5)
+            client.sendall(b"sent-into-the-cut")
+            time.sleep(0.4)  # identified, and connecting upstream
+            net.set_cuts({(CLIENT, 7, "*")}, mode)
+            # Accept everything queued: the fillers (silent), then the proxy's connection,
+            # which must be closed without a byte, not forwarded.
+            target.settimeout(0.1)
+            got, ended = b"", False
+            deadline = time.monotonic() + 3
+            while time.monotonic() < deadline and not got and not ended:
+                try:
+                    s, _ = target.accept()
+                    s.settimeout(0.05)
+                    accepted.append(s)
+                except socket.timeout:
+                    pass
+                for s in accepted:
+                    try:
+                        data = s.recv(100)
+                        got += data
+                        ended |= not data
+                    except socket.timeout:
+                        pass
+                    except OSError:
+                        ended = True
+            if b"sent-into-the-cut" in got:
+                failures.append("proxy (%s): a connection still connecting upstream when the cut "
+                                "came was forwarded through the cut" % mode)
+                continue
+            net.set_cuts(set())  # heal: a held connection is closed now
+            client.settimeout(2)
+            try:
+                closed = client.recv(100) == b""
+            except socket.timeout:
+                closed = False
+            except OSError:
+                closed = True
+            if not closed:
+                failures.append("proxy (%s): a connection cut while connecting upstream was still "
+                                "open after the heal" % mode)
+        finally:
+            for s in fillers + accepted + [target] + ([client] if client else []):
+                s.close()
+            net.close()
+    for f in failures:
+        print("proxy self-test FAILED: " + f)
+    return failures
 
 class _Conn(dict):
     """A proxied connection's record (a dict, hashable by identity)."""

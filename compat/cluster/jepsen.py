@@ -593,6 +593,9 @@ def self_test():
     txn_case("txn: committed value at another offset", "ack-mismatch",
              lambda t, rc, ru, cc: t[4]["acks"].update({8: (1, 4)}))
 
+    # The partition proxy (loopback sockets, no node).
+    failures += cl.proxy_self_test()
+
     print("self-test: %d failed" % len(failures))
     return 1 if failures else 0
 
