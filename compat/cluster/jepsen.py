@@ -593,6 +593,24 @@ def self_test():
     txn_case("txn: committed value at another offset", "ack-mismatch",
              lambda t, rc, ru, cc: t[4]["acks"].update({8: (1, 4)}))
 
+    # A stalled producer's note: where its writes wait, from librdkafka's statistics.
+    summary = stats_summary(json.dumps({
+        "eos": {"idemp_state": "DrainBump", "idemp_stateage": 41000, "producer_id": 7,
+                "producer_epoch": 1},
+        "brokers": {"127.0.0.1:1/2": {"nodeid": 2, "state": "UP", "outbuf_cnt": 0, "waitresp_cnt": 3,
+                                      "req_timeouts": 9, "disconnects": 4}},
+        "topics": {"t": {"topic": "t", "partitions": {
+            "0": {"leader": 2, "msgq_cnt": 800, "xmit_msgq_cnt": 12},
+            "-1": {"leader": -1, "msgq_cnt": 0, "xmit_msgq_cnt": 0}}}}}))
+    want = ["idempotence DrainBump for 41.0s, producer id 7 epoch 1",
+            "broker 2 UP (out 0, awaiting response 3, timeouts 9, disconnects 4)",
+            "t[0] leader 2 queued 800 in transmit 12"]
+    if [w for w in want if w not in summary] or "t[-1]" in summary:
+        failures.append("stats summary")
+        print("FAIL self-test: stalled producer's statistics summary: %s" % summary)
+    else:
+        print("PASS self-test: stalled producer's statistics summary")
+
     # The partition proxy (loopback sockets, no node).
     failures += cl.proxy_self_test()
 
@@ -679,6 +697,16 @@ class ProducerPool:
         from confluent_kafka import Producer
         h = self.h
         fatal = threading.Event()
+        pname = "%s%d" % (self.name, idx)
+        # Evidence for a producer that stops delivering while the others go on (issue 19:
+        # one producer's whole share failed once, and nothing said why): librdkafka's
+        # idempotence and broker-connection debug log in the work dir, its statistics
+        # every 5 s, and a note with the last of them when no write was acknowledged for
+        # STALL_S while writes were waiting. The work dir is kept when a write failed.
+        last_ack = [time.monotonic()]
+        stats = [None]
+        stalled = [False]
+        log_path = os.path.join(self.c.workdir, "producer-%s.rdkafka.log" % pname)
 
         def on_error(err):
             if err.fatal():
@@ -687,23 +715,39 @@ class ProducerPool:
         def on_delivery(err, msg):
             v = parse_value(msg.value().decode())
             if err is not None:
-                h.fail(v, str(err))
+                # By partition too: one producer failing on every partition and every
+                # producer failing on one partition are different faults.
+                h.fail(v, "%s (partition %s)" % (err, msg.partition()))
             else:
                 h.ack(v, msg.partition(), msg.offset())
+                last_ack[0] = time.monotonic()
+                if stalled[0]:
+                    stalled[0] = False
+                    log("producer %s: delivering again" % pname)
+
+        def on_stats(raw):
+            stats[0] = raw
 
         conf = self.conf()
         conf["error_cb"] = on_error
-        p = Producer(conf)
+        conf.update({"debug": "eos,broker", "log_level": 7, "statistics.interval.ms": 5000,
+                     "stats_cb": on_stats})
+        p = Producer(conf, logger=_file_logger("rdkafka-" + pname, log_path))
         interval = 1.0 / self.rate if self.rate else 0
         next_t = time.monotonic()
-        pname = "%s%d" % (self.name, idx)
         while not self.stop_ev.is_set():
+            if not stalled[0] and len(p) and time.monotonic() - last_ack[0] > STALL_S:
+                stalled[0] = True
+                note = "producer %s: no write acknowledged for %.0fs with %d waiting: %s (log %s)" % (
+                    pname, time.monotonic() - last_ack[0], len(p), stats_summary(stats[0]), log_path)
+                h.notes.append(note)
+                log(note)
             if fatal.is_set():
                 self.fatal += 1
                 h.notes.append("producer %s: fatal error, replaced" % pname)
                 p.flush(5)
                 fatal.clear()
-                p = Producer(conf)
+                p = Producer(conf, logger=_file_logger("rdkafka-" + pname, log_path))
             v = self._next()
             if v is None:
                 break
@@ -746,6 +790,50 @@ class ProducerPool:
         for t in self.threads:
             t.join(max(0.1, deadline - time.monotonic()))
         return not any(t.is_alive() for t in self.threads)
+
+
+# A producer with writes waiting and none acknowledged for this long gets a note with its
+# librdkafka state (ProducerPool): the faults last 6 s and writes resume within 8 s of one.
+STALL_S = 20.0
+
+
+def _file_logger(name, path):
+    import logging
+    logger = logging.getLogger(name)
+    logger.propagate = False
+    if not logger.handlers:
+        handler = logging.FileHandler(path)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    return logger
+
+
+def stats_summary(raw):
+    """The parts of a librdkafka statistics JSON that say where a producer's writes wait:
+    its idempotence state and producer id, each broker connection's state and requests
+    (queued, awaiting a response, timed out), each partition's leader and queue."""
+    if not raw:
+        return "no statistics yet"
+    try:
+        st = json.loads(raw)
+        eos = st.get("eos", {})
+        parts = ["idempotence %s for %.1fs, producer id %s epoch %s" % (
+            eos.get("idemp_state"), eos.get("idemp_stateage", 0) / 1e3, eos.get("producer_id"),
+            eos.get("producer_epoch"))]
+        for name, b in sorted(st.get("brokers", {}).items()):
+            parts.append("broker %s %s (out %s, awaiting response %s, timeouts %s, disconnects %s)" % (
+                b.get("nodeid") if b.get("nodeid", -1) >= 0 else name, b.get("state"), b.get("outbuf_cnt"),
+                b.get("waitresp_cnt"), b.get("req_timeouts"), b.get("disconnects")))
+        for t in st.get("topics", {}).values():
+            for pid, pt in sorted(t.get("partitions", {}).items()):
+                if pid == "-1":
+                    continue
+                parts.append("%s[%s] leader %s queued %s in transmit %s" % (
+                    t.get("topic"), pid, pt.get("leader"), pt.get("msgq_cnt"), pt.get("xmit_msgq_cnt")))
+        return "; ".join(parts)
+    except (ValueError, AttributeError, TypeError) as e:
+        return "statistics unreadable: %s" % e
 
 
 def consumer_conf(c, extra=None):
@@ -2380,6 +2468,10 @@ def report_history(s, h, dt, c, summary):
         print("  fault: %s: %s; longest per-partition ack gap from it to the next fault: %s"
               % (name, detail, "%ss" % gap if gap is not None else "no acks in that window"))
     ok = not result["anomalies"]
+    if "delivery-failures" in result["anomalies"]:
+        # The producers' librdkafka logs (producer-*.rdkafka.log) and the nodes' logs.
+        c.keep = True
+        print("  note: work dir kept for the failed deliveries: %s" % c.workdir)
     log("=== scenario %s: %s in %.1fs" % (s, "PASS" if ok else "FAIL", dt))
     summary["scenarios"][s] = {
         "pass": ok, "seconds": round(dt, 1), "counts": result["counts"],
