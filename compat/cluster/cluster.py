@@ -441,7 +441,6 @@ class ProxyNet:
         self.thread.join(5)
 
 
-
 def proxy_self_test():
     """The partition proxy against loopback sockets, no node: a cut applied while the proxy
     is still connecting a new connection upstream must cut that connection too (it used to
