@@ -572,10 +572,9 @@ async fn handle_frame(
         // send them.
         let on_controller_listener = broker
             .config
-            .get("controller.listener.names")
-            .unwrap_or("")
-            .split(',')
-            .any(|name| name.trim() == &*listener);
+            .settings()
+            .listeners
+            .is_controller_listener(&listener);
         let is_voter = broker.quorum().is_ok_and(|q| q.is_voter());
         if is_voter && !on_controller_listener {
             return close(format!(

@@ -21,6 +21,12 @@ use sluice_storage::LogConfig;
 
 use crate::properties::{self, PropertiesError};
 
+mod settings;
+pub use settings::{
+    CleanerSettings, ControllerSettings, DynamicConfig, DynamicSettings, InternalTopicSettings,
+    ListenerSettings, NetworkSettings, QuorumSettings, SecurityProtocol, Settings,
+};
+
 /// Why a configuration was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
@@ -95,6 +101,7 @@ const DEFINITIONS: &[Definition] = &[
     def("controller.quorum.voters", Kind::List, Some("")),
     def("controller.quorum.bootstrap.servers", Kind::List, Some("")),
     def("inter.broker.listener.name", Kind::Text, None),
+    def("broker.rack", Kind::Text, None),
     def(
         "controller.quorum.election.timeout.ms",
         Kind::Int { min: 0 },
@@ -182,6 +189,11 @@ const DEFINITIONS: &[Definition] = &[
         "replica.fetch.response.max.bytes",
         Kind::Int { min: 0 },
         Some("10485760"),
+    ),
+    def(
+        "replica.socket.timeout.ms",
+        Kind::Int { min: 1 },
+        Some("30000"),
     ),
     def(
         "replica.fetch.wait.max.ms",
@@ -581,6 +593,8 @@ pub struct BrokerConfig {
     values: BTreeMap<&'static str, String>,
     /// The keys set by the properties text or an override (not Kafka's default).
     explicit: std::collections::BTreeSet<&'static str>,
+    /// The values typed, once, at load.
+    settings: std::sync::Arc<Settings>,
 }
 
 /// A configuration and the warnings it produced (unknown keys).
@@ -623,11 +637,13 @@ impl BrokerConfig {
             values.insert(definition.key, value);
             explicit_keys.insert(definition.key);
         }
-        let config = BrokerConfig {
+        let mut config = BrokerConfig {
             values,
             explicit: explicit_keys,
+            settings: Default::default(),
         };
         config.check_required()?;
+        config.settings = std::sync::Arc::new(Settings::parse(&config));
         Ok(Loaded { config, warnings })
     }
 
@@ -758,6 +774,11 @@ impl BrokerConfig {
 
     pub fn get(&self, key: &str) -> Option<&str> {
         self.values.get(key).map(String::as_str)
+    }
+
+    /// The configuration typed into per-subsystem sections (parsed once, at load).
+    pub fn settings(&self) -> &Settings {
+        &self.settings
     }
 
     /// Whether `key` was set by the configuration file or an override.
