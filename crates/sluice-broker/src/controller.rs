@@ -910,14 +910,20 @@ mod tests {
 
     #[test]
     fn a_new_registration_is_contact_and_gets_a_full_session() {
+        // A clock of the test's own: no sleeping, no timing flakes.
+        let start = Instant::now();
+        let at = |ms: u64| start + Duration::from_millis(ms);
         let liveness = Liveness::default();
-        let session = Duration::from_millis(40);
+        let session = Duration::from_millis(9000);
         let mut image = image(&[1, 2, 3], &[1, 2, 3], 1, [(false, false); 3]);
-        assert!(liveness.silent(&image, session, 1).is_empty());
-        liveness.saw(2, 10);
-        std::thread::sleep(Duration::from_millis(60));
-        liveness.saw(2, 10);
-        assert_eq!(liveness.silent(&image, session, 1), vec![1, 3]);
+        assert!(liveness.silent_at(&image, session, 1, at(0)).is_empty());
+        liveness.saw_at(2, 10, at(1000));
+        assert!(
+            liveness.silent_at(&image, session, 1, at(9000)).is_empty(),
+            "a full session is not past yet"
+        );
+        liveness.saw_at(2, 10, at(9000));
+        assert_eq!(liveness.silent_at(&image, session, 1, at(9001)), vec![1, 3]);
         // Broker 3 restarts and registers again (a new epoch) before its first
         // heartbeat: it was fenced at once before.
         let MetadataRecord::RegisterBroker(mut again) = broker(3, false, false) else {
@@ -925,9 +931,26 @@ mod tests {
         };
         again.broker_epoch = 11;
         image.apply(&MetadataRecord::RegisterBroker(again)).unwrap();
-        assert_eq!(liveness.silent(&image, session, 1), vec![1]);
-        std::thread::sleep(Duration::from_millis(60));
-        assert_eq!(liveness.silent(&image, session, 1), vec![1, 2, 3]);
+        assert_eq!(liveness.silent_at(&image, session, 1, at(9002)), vec![1]);
+        assert_eq!(
+            liveness.silent_at(&image, session, 1, at(18_001)),
+            vec![1, 2],
+            "broker 3's new session runs from its registration"
+        );
+        assert_eq!(
+            liveness.silent_at(&image, session, 1, at(18_003)),
+            vec![1, 2, 3]
+        );
+        // A new term: every broker gets a full session from the new leadership.
+        assert!(
+            liveness
+                .silent_at(&image, session, 2, at(18_004))
+                .is_empty()
+        );
+        assert_eq!(
+            liveness.silent_at(&image, session, 2, at(27_005)),
+            vec![1, 2, 3]
+        );
     }
 
     fn single_change(records: Vec<MetadataRecord>) -> Option<PartitionChangeRecord> {
