@@ -16,7 +16,7 @@ use std::time::Duration;
 use sluice_metadata::MetadataImage;
 use tokio::sync::watch;
 
-use super::BrokerConfig;
+use super::{BrokerConfig, ConfigError, ListenerSasl};
 
 /// A Kafka security protocol, as `listener.security.protocol.map` names it (the ids are
 /// Kafka's `SecurityProtocol` ids, written in broker registrations).
@@ -61,6 +61,12 @@ pub struct ListenerSettings {
     pub inter_broker_listener_name: String,
     /// `listener.security.protocol.map`: listener name → protocol.
     pub security_protocols: BTreeMap<String, SecurityProtocol>,
+    /// The SASL settings of each `SASL_PLAINTEXT` listener.
+    pub sasl: BTreeMap<String, Arc<ListenerSasl>>,
+    /// `connection.failed.authentication.delay.ms`.
+    pub failed_authentication_delay: Duration,
+    /// `sasl.server.max.receive.size`: the largest frame read before authentication.
+    pub sasl_max_receive_size: usize,
 }
 
 impl ListenerSettings {
@@ -181,12 +187,14 @@ fn millis(value: i64) -> Duration {
 }
 
 impl Settings {
-    /// Reads the sections from a loaded, validated configuration.
-    pub(super) fn parse(config: &BrokerConfig) -> Settings {
+    /// Reads the sections from a loaded, validated configuration; refuses listener
+    /// security settings Sluice cannot honour (rather than serve a listener with less
+    /// security than configured).
+    pub(super) fn parse(config: &BrokerConfig) -> Result<Settings, ConfigError> {
         let text = |key: &str| config.get(key).unwrap_or("");
         let int = |key: &str| config.int_value(key);
         let count = |key: &str| usize::try_from(int(key)).unwrap_or(0);
-        Settings {
+        let mut settings = Settings {
             listeners: ListenerSettings {
                 controller_listener_names: list(text("controller.listener.names")),
                 inter_broker_listener_name: config
@@ -205,6 +213,11 @@ impl Settings {
                         ))
                     })
                     .collect(),
+                sasl: BTreeMap::new(),
+                failed_authentication_delay: millis(int(
+                    "connection.failed.authentication.delay.ms",
+                )),
+                sasl_max_receive_size: count("sasl.server.max.receive.size"),
             },
             network: NetworkSettings {
                 socket_request_max_bytes: count("socket.request.max.bytes"),
@@ -271,8 +284,110 @@ impl Settings {
                 .map(str::trim)
                 .filter(|rack| !rack.is_empty())
                 .map(str::to_string),
+        };
+        for listener in config.listeners() {
+            if let Some(sasl) = listener_security(config, &settings.listeners, &listener.name)? {
+                settings
+                    .listeners
+                    .sasl
+                    .insert(listener.name, Arc::new(sasl));
+            }
         }
+        Ok(settings)
     }
+}
+
+/// The security a listener's protocol asks for: its SASL settings for
+/// `SASL_PLAINTEXT`, `None` for `PLAINTEXT`; an error for what Sluice does not serve.
+fn listener_security(
+    config: &BrokerConfig,
+    listeners: &ListenerSettings,
+    name: &str,
+) -> Result<Option<ListenerSasl>, ConfigError> {
+    let refuse = |key: String, value: &str, reason: String| ConfigError::Invalid {
+        key,
+        value: value.to_string(),
+        reason,
+    };
+    let protocol = listeners.protocol_of(name);
+    match protocol {
+        SecurityProtocol::Plaintext => return Ok(None),
+        SecurityProtocol::Ssl | SecurityProtocol::SaslSsl => {
+            return Err(refuse(
+                "listener.security.protocol.map".into(),
+                name,
+                format!("listener {name} is {protocol:?}: TLS listeners are not served yet"),
+            ));
+        }
+        SecurityProtocol::SaslPlaintext => {}
+    }
+    if listeners.is_controller_listener(name) || listeners.inter_broker_listener_name == name {
+        return Err(refuse(
+            "listener.security.protocol.map".into(),
+            name,
+            format!(
+                "listener {name} is SASL_PLAINTEXT and carries the cluster's own traffic \
+                 (inter-broker or controller), whose connections do not authenticate yet: \
+                 give that traffic a PLAINTEXT listener"
+            ),
+        ));
+    }
+    let mechanisms_key = "sasl.enabled.mechanisms";
+    let enabled = list(
+        config
+            .listener_or_broker(name, mechanisms_key)
+            .unwrap_or(""),
+    );
+    if enabled.is_empty() {
+        return Err(refuse(
+            format!("listener.name.{}.{mechanisms_key}", name.to_lowercase()),
+            "",
+            format!("listener {name} is SASL_PLAINTEXT but enables no SASL mechanism"),
+        ));
+    }
+    let mut sasl = ListenerSasl {
+        enabled_mechanisms: enabled.clone(),
+        plain_users: BTreeMap::new(),
+    };
+    for mechanism in &enabled {
+        if mechanism != "PLAIN" {
+            return Err(refuse(
+                mechanisms_key.into(),
+                &enabled.join(","),
+                format!("SASL mechanism {mechanism} is not served yet (PLAIN is)"),
+            ));
+        }
+        let jaas_key = format!(
+            "listener.name.{}.plain.sasl.jaas.config",
+            name.to_lowercase()
+        );
+        let text = config
+            .listener_value(name, "plain.sasl.jaas.config")
+            .ok_or_else(|| {
+                refuse(
+                    jaas_key.clone(),
+                    "",
+                    format!(
+                        "PLAIN is enabled on listener {name}: set its PlainLoginModule with a \
+                     user_<name>=\"<password>\" option per user"
+                    ),
+                )
+            })?;
+        let modules = super::parse_jaas(text)
+            .map_err(|reason| refuse(jaas_key.clone(), "(hidden)", reason))?;
+        if !modules
+            .iter()
+            .any(|m| m.class == "org.apache.kafka.common.security.plain.PlainLoginModule")
+        {
+            return Err(refuse(
+                jaas_key,
+                "(hidden)",
+                "expected org.apache.kafka.common.security.plain.PlainLoginModule".into(),
+            ));
+        }
+        sasl.plain_users = super::plain_users(&modules);
+    }
+    Ok(Some(sasl))
 }
 
 /// The log cleaner's keys that change without a restart.
@@ -510,6 +625,71 @@ mod tests {
             dynamic.current().cleaner.threads,
             2,
             "back to the static value"
+        );
+    }
+
+    const SASL_LISTENERS: &str = "listeners=PLAINTEXT://:9092,SASL://:9094,CONTROLLER://:9093\n\
+        listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT\n";
+
+    fn load(text: &str) -> Result<BrokerConfig, ConfigError> {
+        let text = format!(
+            "node.id=1\nprocess.roles=broker,controller\ncontroller.listener.names=CONTROLLER\n{text}"
+        );
+        BrokerConfig::load(&text, &[]).map(|loaded| loaded.config)
+    }
+
+    #[test]
+    fn a_sasl_plaintext_listener_reads_its_mechanisms_and_users() {
+        let config = load(&format!(
+            "{SASL_LISTENERS}listener.name.SASL.sasl.enabled.mechanisms=PLAIN\n\
+             listener.name.sasl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_alice=\"a-secret\";\n"
+        ))
+        .unwrap();
+        let sasl = &config.settings().listeners.sasl;
+        assert_eq!(sasl.len(), 1, "only the SASL listener authenticates");
+        assert_eq!(sasl["SASL"].enabled_mechanisms, ["PLAIN"]);
+        assert_eq!(sasl["SASL"].plain_users["alice"], "a-secret");
+        assert_eq!(
+            config.settings().listeners.failed_authentication_delay,
+            Duration::from_millis(100)
+        );
+        assert_eq!(config.settings().listeners.sasl_max_receive_size, 524_288);
+    }
+
+    #[test]
+    fn listener_security_sluice_cannot_honour_is_refused_at_load() {
+        let jaas = "listener.name.sasl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_a=\"b\";\n";
+        let refused = |text: String, needle: &str| {
+            let error = load(&text).unwrap_err().to_string();
+            assert!(error.contains(needle), "{error}");
+            // A password never appears in the error.
+            assert!(!error.contains("user_a"), "{error}");
+        };
+        // Kafka's default mechanism, GSSAPI (Kerberos), is not served.
+        refused(
+            format!("{SASL_LISTENERS}{jaas}"),
+            "GSSAPI is not served yet",
+        );
+        refused(
+            format!("{SASL_LISTENERS}sasl.enabled.mechanisms=PLAIN\n"),
+            "PlainLoginModule",
+        );
+        refused(
+            format!(
+                "{SASL_LISTENERS}sasl.enabled.mechanisms=PLAIN\n\
+                 listener.name.sasl.plain.sasl.jaas.config=Other required user_a=\"b\";\n"
+            ),
+            "expected org.apache.kafka.common.security.plain.PlainLoginModule",
+        );
+        refused(
+            format!(
+                "{SASL_LISTENERS}sasl.enabled.mechanisms=PLAIN\ninter.broker.listener.name=SASL\n{jaas}"
+            ),
+            "do not authenticate yet",
+        );
+        refused(
+            "listeners=PLAINTEXT://:9092,SSL://:9094,CONTROLLER://:9093\n".into(),
+            "TLS listeners are not served yet",
         );
     }
 }
