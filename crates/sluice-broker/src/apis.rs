@@ -47,6 +47,7 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::SyncGroup, 0, 5),
     (ApiKey::DescribeGroups, 0, 6),
     (ApiKey::ListGroups, 0, 5),
+    (ApiKey::SaslHandshake, 0, 1),
     (ApiKey::ApiVersions, 0, 4),
     (ApiKey::CreateTopics, 2, 7),
     (ApiKey::DeleteTopics, 1, 6),
@@ -61,6 +62,7 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeConfigs, 1, 4),
     (ApiKey::AlterConfigs, 0, 2),
     (ApiKey::DescribeLogDirs, 1, 4),
+    (ApiKey::SaslAuthenticate, 0, 2),
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::ElectLeaders, 0, 2),
@@ -111,6 +113,8 @@ pub fn decode_request(api_key: ApiKey, version: i16, body: &mut Bytes) -> Result
         ApiKey::ListOffsets => check::<ListOffsetsRequest>(api_key, version, body),
         ApiKey::Metadata => check::<MetadataRequest>(api_key, version, body),
         ApiKey::ApiVersions => check::<ApiVersionsRequest>(api_key, version, body),
+        ApiKey::SaslHandshake => check::<SaslHandshakeRequest>(api_key, version, body),
+        ApiKey::SaslAuthenticate => check::<SaslAuthenticateRequest>(api_key, version, body),
         ApiKey::CreateTopics => check::<CreateTopicsRequest>(api_key, version, body),
         ApiKey::DeleteTopics => check::<DeleteTopicsRequest>(api_key, version, body),
         ApiKey::CreatePartitions => check::<CreatePartitionsRequest>(api_key, version, body),
@@ -199,6 +203,7 @@ pub async fn dispatch(
     broker: Arc<Broker>,
     listener: Arc<str>,
     client_host: Arc<str>,
+    principal: Principal,
     api_key: ApiKey,
     header: RequestHeader,
     mut body: Bytes,
@@ -213,10 +218,29 @@ pub async fn dispatch(
     if let Err(outcome) = check_version(api_key, version) {
         return outcome;
     }
+    // SASL requests reach here on a listener without SASL or once a connection has
+    // authenticated ([`crate::sasl`] takes them before that): Kafka's KafkaApis answers
+    // ILLEGAL_SASL_STATE (re-authentication, KIP-368, is not offered).
+    if api_key == ApiKey::SaslHandshake {
+        return respond(
+            &SaslHandshakeResponse::default()
+                .with_error_code(sluice_protocol::ErrorCode::ILLEGAL_SASL_STATE.code()),
+            version,
+        );
+    }
+    if api_key == ApiKey::SaslAuthenticate {
+        return respond(
+            &SaslAuthenticateResponse::default()
+                .with_error_code(sluice_protocol::ErrorCode::ILLEGAL_SASL_STATE.code())
+                .with_error_message(Some(kafka_protocol::protocol::StrBytes::from_static_str(
+                    "SaslAuthenticate request received after successful authentication",
+                ))),
+            version,
+        );
+    }
     let context = RequestContext {
         broker,
-        // No listener authenticates yet (see `Principal`).
-        principal: Principal::anonymous(),
+        principal,
         listener,
         version,
         client_id,

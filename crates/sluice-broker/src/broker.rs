@@ -32,7 +32,6 @@ use crate::config::BrokerConfig;
 use crate::fetch_session::FetchSessions;
 pub use crate::replica::Replica;
 pub use crate::replication::TopicTraffic;
-use crate::topic_config;
 
 pub use crate::topic_config::{BROKER_RESOURCE, TOPIC_RESOURCE};
 /// How many producer ids a broker takes from the metadata log at once (Kafka's block).
@@ -87,6 +86,8 @@ pub struct Broker {
     controller: tokio::sync::Mutex<()>,
     /// The active controller's view of broker liveness (see `controller.rs`).
     pub liveness: crate::liveness::Liveness,
+    /// The broker keys that change without a restart, swapped whole on a change.
+    pub dynamic: Arc<crate::config::DynamicConfig>,
     pub fetch_sessions: FetchSessions,
     /// Follower fetchers, ISR changes and high-watermark checkpoints.
     pub replication: Arc<crate::replication::ReplicaManager>,
@@ -192,6 +193,7 @@ impl Broker {
             groups,
             transactions,
         } = services;
+        let dynamic = Arc::new(crate::config::DynamicConfig::new(config.clone()));
         Arc::new(Broker {
             node_id: config.node_id(),
             cluster_id,
@@ -202,17 +204,18 @@ impl Broker {
             producer_ids: tokio::sync::Mutex::new((0, 0)),
             controller: tokio::sync::Mutex::new(()),
             groups: groups.clone(),
-            publishers: vec![replication.clone(), groups, transactions.clone()],
+            publishers: vec![
+                dynamic.clone(),
+                replication.clone(),
+                groups,
+                transactions.clone(),
+            ],
+            dynamic,
             transactions,
             replication,
             cleaning: Default::default(),
             cleaner_metrics: Default::default(),
-            fetch_sessions: FetchSessions::new(
-                config
-                    .get("max.incremental.fetch.session.cache.slots")
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(1000),
-            ),
+            fetch_sessions: FetchSessions::new(config.settings().fetch_session_cache_slots),
             config,
         })
     }
@@ -252,24 +255,7 @@ impl Broker {
         endpoints: &[Endpoint],
         log_dirs: Vec<Uuid>,
     ) -> Result<(), BrokerError> {
-        let protocols = self
-            .config
-            .get("listener.security.protocol.map")
-            .unwrap_or("")
-            .to_string();
-        let protocol_of = |listener: &str| {
-            let name = protocols
-                .split(',')
-                .filter_map(|entry| entry.trim().split_once(':'))
-                .find(|(l, _)| *l == listener)
-                .map_or(listener, |(_, p)| p);
-            match name {
-                "SSL" => 1,
-                "SASL_PLAINTEXT" => 2,
-                "SASL_SSL" => 3,
-                _ => 0,
-            }
-        };
+        let listeners = &self.config.settings().listeners;
         // Kafka's epoch is the registration's offset; a registration time is as
         // monotonic across restarts and known before the write.
         let broker_epoch = sluice_storage::now_ms();
@@ -285,7 +271,7 @@ impl Broker {
                     name: e.listener.clone(),
                     host: e.host.clone(),
                     port: e.port,
-                    security_protocol: protocol_of(&e.listener),
+                    security_protocol: listeners.protocol_of(&e.listener).id(),
                 })
                 .collect(),
             features: vec![(
@@ -293,7 +279,7 @@ impl Broker {
                 crate::features::MIN_METADATA_VERSION_LEVEL,
                 crate::features::METADATA_VERSION_LEVEL,
             )],
-            rack: self.config.get("broker.rack").map(str::to_string),
+            rack: self.config.settings().rack.clone(),
             fenced: false,
             in_controlled_shutdown: false,
             log_dirs,
@@ -436,17 +422,6 @@ impl Broker {
         Ok(deleted)
     }
 
-    /// A broker key's value from the most specific layer that sets it: this node's
-    /// dynamic config, the cluster-wide dynamic default, the static configuration, then
-    /// Kafka's default.
-    pub fn dynamic_config(&self, key: &str) -> Option<String> {
-        let image = self.image();
-        topic_config::BrokerLayers::new(&self.config, &image)
-            .get(key)
-            .map(|(value, _)| value)
-            .or_else(|| self.config.get(key).map(str::to_string))
-    }
-
     /// One pass of the log cleaner ([`sluice_storage::cleaner`]), as each of Kafka's
     /// `log.cleaner.threads` runs: takes the compacted log (leader or follower) with the
     /// highest dirty ratio at or above its `min.cleanable.dirty.ratio`, or one overdue
@@ -457,16 +432,9 @@ impl Broker {
         &self,
     ) -> Result<Option<(TopicPartition, sluice_storage::cleaner::CleanStats)>, StorageError> {
         let now = sluice_storage::now_ms();
-        let threads = self
-            .dynamic_config("log.cleaner.threads")
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .unwrap_or(1)
-            .max(1);
-        let dedupe_bytes = self
-            .dynamic_config("log.cleaner.dedupe.buffer.size")
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .unwrap_or(128 << 20);
-        let map_bytes = usize::try_from(dedupe_bytes / threads).unwrap_or(usize::MAX);
+        let cleaner = self.dynamic.current().cleaner;
+        let threads = cleaner.threads.max(1) as u64;
+        let map_bytes = usize::try_from(cleaner.dedupe_buffer_size / threads).unwrap_or(usize::MAX);
         let mut best: Option<(
             f64,
             TopicPartition,

@@ -36,16 +36,6 @@ use crate::quorum::{NodeId, QuorumError, RpcRequest, RpcResponse};
 
 pub use crate::liveness::Liveness;
 
-fn config_ms(broker: &Broker, key: &str, default: u64) -> Duration {
-    Duration::from_millis(
-        broker
-            .config
-            .get(key)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default),
-    )
-}
-
 /// Whether a broker can lead: registered, unfenced, not shutting down.
 pub fn can_lead(image: &MetadataImage, broker_id: i32) -> bool {
     image
@@ -119,13 +109,19 @@ pub fn leave_isrs(
     changes
 }
 
+/// `unclean.leader.election.enable` for `topic`: the topic's own value, else the
+/// broker's (its dynamic layers over the static configuration, as Kafka resolves it).
 fn unclean_allowed(broker: &Broker, image: &MetadataImage, topic: &str) -> bool {
-    image
+    match image
         .configs(TOPIC_RESOURCE, topic)
         .and_then(|c| c.get("unclean.leader.election.enable"))
-        .map(String::as_str)
-        .or_else(|| broker.config.get("unclean.leader.election.enable"))
-        .is_some_and(|v| v == "true")
+    {
+        Some(value) => value.trim() == "true",
+        None => {
+            crate::config::DynamicSettings::from_image(&broker.config, image)
+                .unclean_leader_election
+        }
+    }
 }
 
 /// The partition changes that give every partition a live leader where one is
@@ -202,10 +198,10 @@ pub fn elect_leaders(
 /// The active controller's loop: fences silent brokers, elects leaders, balances
 /// leadership. Runs on every voter; acts only while this node leads the quorum.
 pub async fn run(broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
-    let session = config_ms(&broker, "broker.session.timeout.ms", 9000);
-    let rebalance_every =
-        config_ms(&broker, "leader.imbalance.check.interval.seconds", 300).saturating_mul(1000);
-    let rebalance = broker.config.get("auto.leader.rebalance.enable") != Some("false");
+    let settings = broker.config.settings().controller;
+    let session = settings.broker_session_timeout;
+    let rebalance_every = settings.leader_imbalance_check_interval;
+    let rebalance = settings.auto_leader_rebalance;
     let tick = (session / 8).clamp(Duration::from_millis(50), Duration::from_millis(500));
     let mut last_rebalance = Instant::now();
     // When a majority last confirmed this node as the active controller.
@@ -553,7 +549,11 @@ pub async fn run_heartbeats(
         Box<dyn std::future::Future<Output = Result<(), BrokerError>> + Send>,
     > + Send,
 ) {
-    let every = config_ms(&broker, "broker.heartbeat.interval.ms", 2000);
+    let every = broker
+        .config
+        .settings()
+        .controller
+        .broker_heartbeat_interval;
     loop {
         tokio::select! {
             _ = shutdown.changed() => {
@@ -606,7 +606,7 @@ pub async fn heartbeat(broker: &Arc<Broker>, want_shutdown: bool) -> Option<Hear
     let (_, address) = quorum.leader()?;
     // A controller that does not answer within half a session is given up on for the
     // next heartbeat (to whoever leads then) while the session still runs.
-    let timeout = (config_ms(broker, "broker.session.timeout.ms", 9000) / 2)
+    let timeout = (broker.config.settings().controller.broker_session_timeout / 2)
         .clamp(Duration::from_millis(500), Duration::from_secs(5));
     match crate::quorum::rpc::call(&address, &RpcRequest::Heartbeat(request), timeout).await {
         Ok(RpcResponse::Heartbeat(reply)) => Some(reply),
@@ -910,14 +910,20 @@ mod tests {
 
     #[test]
     fn a_new_registration_is_contact_and_gets_a_full_session() {
+        // A clock of the test's own: no sleeping, no timing flakes.
+        let start = Instant::now();
+        let at = |ms: u64| start + Duration::from_millis(ms);
         let liveness = Liveness::default();
-        let session = Duration::from_millis(40);
+        let session = Duration::from_millis(9000);
         let mut image = image(&[1, 2, 3], &[1, 2, 3], 1, [(false, false); 3]);
-        assert!(liveness.silent(&image, session, 1).is_empty());
-        liveness.saw(2, 10);
-        std::thread::sleep(Duration::from_millis(60));
-        liveness.saw(2, 10);
-        assert_eq!(liveness.silent(&image, session, 1), vec![1, 3]);
+        assert!(liveness.silent_at(&image, session, 1, at(0)).is_empty());
+        liveness.saw_at(2, 10, at(1000));
+        assert!(
+            liveness.silent_at(&image, session, 1, at(9000)).is_empty(),
+            "a full session is not past yet"
+        );
+        liveness.saw_at(2, 10, at(9000));
+        assert_eq!(liveness.silent_at(&image, session, 1, at(9001)), vec![1, 3]);
         // Broker 3 restarts and registers again (a new epoch) before its first
         // heartbeat: it was fenced at once before.
         let MetadataRecord::RegisterBroker(mut again) = broker(3, false, false) else {
@@ -925,9 +931,26 @@ mod tests {
         };
         again.broker_epoch = 11;
         image.apply(&MetadataRecord::RegisterBroker(again)).unwrap();
-        assert_eq!(liveness.silent(&image, session, 1), vec![1]);
-        std::thread::sleep(Duration::from_millis(60));
-        assert_eq!(liveness.silent(&image, session, 1), vec![1, 2, 3]);
+        assert_eq!(liveness.silent_at(&image, session, 1, at(9002)), vec![1]);
+        assert_eq!(
+            liveness.silent_at(&image, session, 1, at(18_001)),
+            vec![1, 2],
+            "broker 3's new session runs from its registration"
+        );
+        assert_eq!(
+            liveness.silent_at(&image, session, 1, at(18_003)),
+            vec![1, 2, 3]
+        );
+        // A new term: every broker gets a full session from the new leadership.
+        assert!(
+            liveness
+                .silent_at(&image, session, 2, at(18_004))
+                .is_empty()
+        );
+        assert_eq!(
+            liveness.silent_at(&image, session, 2, at(27_005)),
+            vec![1, 2, 3]
+        );
     }
 
     fn single_change(records: Vec<MetadataRecord>) -> Option<PartitionChangeRecord> {

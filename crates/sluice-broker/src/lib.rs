@@ -47,6 +47,7 @@ pub mod quorum;
 pub mod replica;
 pub mod replication;
 pub mod request;
+pub mod sasl;
 pub mod topic_config;
 pub mod txn;
 

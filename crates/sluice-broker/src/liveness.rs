@@ -1,5 +1,7 @@
 //! The active controller's view of broker liveness: when each broker last heartbeat,
-//! by the registration it heartbeat for (see `controller.rs` for fencing).
+//! by the registration it heartbeat for (see `controller.rs` for fencing). Time is a
+//! parameter (`*_at`), as Kafka's heartbeat manager takes its `Time`: the controller
+//! passes the monotonic clock, tests a clock of their own.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
@@ -27,10 +29,15 @@ impl Liveness {
     }
 
     pub(crate) fn saw(&self, broker_id: i32, broker_epoch: i64) {
+        self.saw_at(broker_id, broker_epoch, Instant::now());
+    }
+
+    /// A heartbeat of `broker_id` for its registration `broker_epoch`, at `now`.
+    pub(crate) fn saw_at(&self, broker_id: i32, broker_epoch: i64, now: Instant) {
         self.seen
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(broker_id, (broker_epoch, Instant::now()));
+            .insert(broker_id, (broker_epoch, now));
     }
 
     /// Brokers silent for longer than `timeout`. A broker never heard from counts from
@@ -40,9 +47,19 @@ impl Liveness {
     /// the new one's (it was fenced again before its first heartbeat, a second metadata
     /// change right as it came back).
     pub(crate) fn silent(&self, image: &MetadataImage, timeout: Duration, term: u64) -> Vec<i32> {
+        self.silent_at(image, timeout, term, Instant::now())
+    }
+
+    /// [`Liveness::silent`] at `now`.
+    pub(crate) fn silent_at(
+        &self,
+        image: &MetadataImage,
+        timeout: Duration,
+        term: u64,
+        now: Instant,
+    ) -> Vec<i32> {
         let mut led = self.term.lock().unwrap_or_else(PoisonError::into_inner);
         let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
-        let now = Instant::now();
         if *led != Some(term) {
             // A new leadership: every broker gets a full session from now.
             *led = Some(term);

@@ -3,7 +3,8 @@
 //! ([`Broker::clean_filthiest_log`]) on a blocking thread; a pass that finds nothing to
 //! clean rests `log.cleaner.backoff.ms` before its slot takes another. Both keys, and
 //! `log.cleaner.dedupe.buffer.size`, are read at each pass from the dynamic broker
-//! configs over the static ones, so `kafka-configs.sh --alter --entity-type brokers`
+//! settings ([`crate::config::DynamicConfig`]: the dynamic layers over the static
+//! configuration, swapped whole when they change), so `kafka-configs.sh --alter --entity-type brokers`
 //! changes them without a restart, as in Kafka. Shutdown waits for running passes, so
 //! none swaps files into a log being closed.
 
@@ -15,18 +16,10 @@ use tokio::task::JoinSet;
 
 use crate::broker::Broker;
 
-/// The cleaner's dynamic settings: (threads, backoff).
+/// The cleaner's dynamic settings, as swapped in last: (threads, backoff).
 fn settings(broker: &Broker) -> (usize, Duration) {
-    let threads = broker
-        .dynamic_config("log.cleaner.threads")
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .unwrap_or(1);
-    let backoff_ms = broker
-        .dynamic_config("log.cleaner.backoff.ms")
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .unwrap_or(15_000)
-        .max(1);
-    (threads, Duration::from_millis(backoff_ms))
+    let cleaner = broker.dynamic.current().cleaner;
+    (cleaner.threads, cleaner.backoff)
 }
 
 /// One slot's turn: a pass, then the backoff if it found nothing to clean.

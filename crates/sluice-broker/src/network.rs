@@ -34,6 +34,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
@@ -43,10 +44,11 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 
-use crate::apis::{self, Outcome};
+use crate::apis::{self, Outcome, Principal};
 use crate::broker::Broker;
 use crate::connection_quotas::{ConnectionQuotas, ConnectionSlot};
 use crate::metrics::RequestMetrics;
+use crate::sasl::{Authenticator, Step};
 
 /// How far a frame's buffer is reserved ahead of the bytes received once they fill
 /// what it has: the most a connection holds beyond what it has sent.
@@ -260,6 +262,8 @@ impl Server {
 /// What the writer does with a request's turn.
 enum Reply {
     Frame(Bytes),
+    /// Send this frame, then close (a failed authentication's answer).
+    FrameThenClose(Bytes),
     /// Nothing to send (Produce with acks=0); the next response may go.
     Nothing,
     Close,
@@ -289,7 +293,16 @@ async fn serve_connection(
     } = accepted;
     let (mut reader, writer) = stream.into_split();
     let (queue, frames) = mpsc::channel::<(Bytes, PoolShare)>(config.max_in_flight_requests.max(1));
-    let activity = Arc::new(Activity::new());
+    // Until a SASL listener's connection has authenticated, its frames are bounded by
+    // `sasl.server.max.receive.size`, as Kafka's `SaslServerAuthenticator` bounds them.
+    let sasl = broker
+        .config
+        .settings()
+        .listeners
+        .sasl
+        .contains_key(&*listener);
+    let activity = Arc::new(Activity::new(!sasl));
+    let unauthenticated_max = broker.config.settings().listeners.sasl_max_receive_size;
     let handler = tokio::spawn(handle_in_order(
         writer,
         frames,
@@ -302,9 +315,14 @@ async fn serve_connection(
     'connection: loop {
         // One read future per frame, kept across the other events: dropping it would
         // lose the part of a frame already read.
+        let max_bytes = if activity.authenticated.load(Ordering::Acquire) {
+            config.socket_request_max_bytes
+        } else {
+            unauthenticated_max.min(config.socket_request_max_bytes)
+        };
         let read = read_frame(
             &mut reader,
-            config.socket_request_max_bytes,
+            max_bytes,
             pool.as_ref().and_then(|p| p.bytes.as_ref()),
         );
         tokio::pin!(read);
@@ -384,24 +402,60 @@ async fn handle_in_order(
     metrics: Arc<RequestMetrics>,
     activity: Arc<Activity>,
 ) {
+    // A SASL listener's connections authenticate before anything else is served.
+    let mut authenticator = broker
+        .config
+        .settings()
+        .listeners
+        .sasl
+        .get(&*listener)
+        .map(|sasl| Authenticator::new(sasl.clone()));
+    let mut principal = Principal::anonymous();
     while let Some((frame, mut share)) = frames.recv().await {
         // Taken up: its place in queued.max.requests frees; its bytes stay counted
         // until it is answered (the end of this turn).
         share.queued = None;
-        let frame =
-            match handle_frame(frame, peer, broker.clone(), listener.clone(), &metrics).await {
-                Reply::Frame(frame) => frame,
-                Reply::Nothing => {
-                    activity.request_answered();
-                    continue;
+        let reply = match authenticator.as_mut() {
+            Some(auth) if auth.principal().is_none() => {
+                let reply = authenticate(auth, frame, peer, &broker, &listener, &metrics).await;
+                if let Some(authenticated) = auth.principal() {
+                    tracing::debug!(%peer, %listener, principal = %authenticated, "authenticated");
+                    principal = authenticated.clone();
                 }
-                Reply::Close => break,
-            };
+                if auth.principal().is_some() {
+                    activity.authenticated.store(true, Ordering::Release);
+                }
+                reply
+            }
+            _ => {
+                handle_frame(
+                    frame,
+                    peer,
+                    broker.clone(),
+                    listener.clone(),
+                    &principal,
+                    &metrics,
+                )
+                .await
+            }
+        };
+        let (frame, close_after) = match reply {
+            Reply::Frame(frame) => (frame, false),
+            Reply::FrameThenClose(frame) => (frame, true),
+            Reply::Nothing => {
+                activity.request_answered();
+                continue;
+            }
+            Reply::Close => break,
+        };
         if let Err(error) = writer.write_all(&frame).await {
             tracing::debug!(%peer, %error, "write failed; closing connection");
             break;
         }
         activity.request_answered();
+        if close_after {
+            break;
+        }
     }
     let _ = writer.shutdown().await;
 }
@@ -415,14 +469,18 @@ struct Activity {
     /// Requests read and not answered yet: a connection waiting on its own long poll
     /// is not idle.
     in_progress: std::sync::atomic::AtomicUsize,
+    /// Whether the connection may send frames up to `socket.request.max.bytes`: from
+    /// the start on a listener without SASL, else once authenticated.
+    authenticated: std::sync::atomic::AtomicBool,
 }
 
 impl Activity {
-    fn new() -> Activity {
+    fn new(authenticated: bool) -> Activity {
         Activity {
             start: tokio::time::Instant::now(),
             last_ms: std::sync::atomic::AtomicU64::new(0),
             in_progress: std::sync::atomic::AtomicUsize::new(0),
+            authenticated: std::sync::atomic::AtomicBool::new(authenticated),
         }
     }
 
@@ -543,11 +601,180 @@ async fn read_frame(
 }
 
 /// Decodes the request header, dispatches, and frames the response.
+/// One frame of a connection still authenticating ([`crate::sasl`]): ApiVersions,
+/// SaslHandshake, the mechanism's tokens; anything else closes the connection.
+async fn authenticate(
+    auth: &mut Authenticator,
+    frame: Bytes,
+    peer: SocketAddr,
+    broker: &Arc<Broker>,
+    listener: &Arc<str>,
+    metrics: &RequestMetrics,
+) -> Reply {
+    use kafka_protocol::messages::{
+        SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest,
+        SaslHandshakeResponse,
+    };
+    use kafka_protocol::protocol::StrBytes;
+    let delay = broker
+        .config
+        .settings()
+        .listeners
+        .failed_authentication_delay;
+    let failed = |mechanism_failure: &str| {
+        tracing::info!(%peer, %listener, reason = %mechanism_failure, "failed authentication");
+    };
+    if auth.expects_bare_token() {
+        // After a v0 SaslHandshake the tokens are bare frames (no Kafka header).
+        return match auth.on_token(&frame) {
+            Step::Token(Ok(reply)) => {
+                let mut out = BytesMut::with_capacity(4 + reply.len());
+                out.put_i32(reply.len() as i32);
+                out.extend_from_slice(&reply);
+                Reply::Frame(out.freeze())
+            }
+            Step::Token(Err(failure)) => {
+                failed(&failure.message);
+                tokio::time::sleep(delay).await;
+                Reply::Close
+            }
+            _ => Reply::Close,
+        };
+    }
+    let close = |reason: String| {
+        tracing::warn!(%peer, %listener, %reason, "closing connection");
+        Reply::Close
+    };
+    if frame.len() < 8 {
+        return close(format!(
+            "request of {} bytes is shorter than a header",
+            frame.len()
+        ));
+    }
+    let api_key_id = i16::from_be_bytes([frame[0], frame[1]]);
+    let version = i16::from_be_bytes([frame[2], frame[3]]);
+    let sasl_api = match ApiKey::try_from(api_key_id) {
+        Ok(api @ (ApiKey::SaslHandshake | ApiKey::SaslAuthenticate)) => Some(api),
+        _ => None,
+    };
+    let Some(api_key) = sasl_api else {
+        return match auth.on_request(api_key_id, version, None) {
+            Step::Serve => {
+                handle_frame(
+                    frame,
+                    peer,
+                    broker.clone(),
+                    listener.clone(),
+                    &Principal::anonymous(),
+                    metrics,
+                )
+                .await
+            }
+            Step::Close(reason) => close(reason),
+            other => close(format!("unexpected authentication step {other:?}")),
+        };
+    };
+    let Some((min, max)) = apis::supported_versions(api_key) else {
+        return close(format!("{api_key:?} is not served"));
+    };
+    if !(min..=max).contains(&version) {
+        return close(format!("{api_key:?} v{version} is not supported"));
+    }
+    let mut body = frame;
+    let header = match RequestHeader::decode(&mut body, api_key.request_header_version(version)) {
+        Ok(header) => header,
+        Err(error) => return close(format!("malformed {api_key:?} v{version} header: {error}")),
+    };
+    let respond = |body: Outcome| match body {
+        Outcome::Respond {
+            body,
+            response_version,
+        } => Some(response_frame(
+            api_key,
+            header.correlation_id,
+            response_version,
+            &body,
+        )),
+        _ => None,
+    };
+    if api_key == ApiKey::SaslHandshake {
+        let request = match SaslHandshakeRequest::decode(&mut body, version) {
+            Ok(request) => request,
+            Err(error) => return close(format!("malformed SaslHandshake: {error}")),
+        };
+        let step = auth.on_request(api_key_id, version, Some(request.mechanism.as_str()));
+        let Step::Handshake { error } = step else {
+            return close(format!("unexpected authentication step {step:?}"));
+        };
+        let response = SaslHandshakeResponse::default()
+            .with_error_code(error.code())
+            .with_mechanisms(
+                auth.enabled_mechanisms()
+                    .iter()
+                    .map(|m| StrBytes::from_string(m.clone()))
+                    .collect(),
+            );
+        return match respond(apis::respond(&response, version)) {
+            Some(frame) => Reply::Frame(frame),
+            None => close("SaslHandshake response did not encode".into()),
+        };
+    }
+    match auth.on_request(api_key_id, version, None) {
+        Step::Authenticate => {}
+        Step::Close(reason) => return close(reason),
+        other => return close(format!("unexpected authentication step {other:?}")),
+    }
+    let request = match SaslAuthenticateRequest::decode(&mut body, version) {
+        Ok(request) => request,
+        Err(error) => return close(format!("malformed SaslAuthenticate: {error}")),
+    };
+    match auth.on_token(&request.auth_bytes) {
+        Step::Token(Ok(reply)) => {
+            // The error message is "" on success, as Kafka sends it (not null).
+            let response = SaslAuthenticateResponse::default().with_auth_bytes(reply.into());
+            match respond(apis::respond(&response, version)) {
+                Some(frame) => Reply::Frame(frame),
+                None => close("SaslAuthenticate response did not encode".into()),
+            }
+        }
+        Step::Token(Err(failure)) => {
+            failed(&failure.message);
+            // Kafka delays a failed authentication's answer and close
+            // (`connection.failed.authentication.delay.ms`), slowing a password guesser.
+            tokio::time::sleep(delay).await;
+            let response = SaslAuthenticateResponse::default()
+                .with_error_code(failure.error.code())
+                .with_error_message(Some(StrBytes::from_string(failure.message)));
+            match respond(apis::respond(&response, version)) {
+                Some(frame) => Reply::FrameThenClose(frame),
+                None => Reply::Close,
+            }
+        }
+        other => close(format!("unexpected authentication step {other:?}")),
+    }
+}
+
+/// A response frame: size, the response header at `api_key`'s header version, body.
+fn response_frame(api_key: ApiKey, correlation_id: i32, version: i16, body: &[u8]) -> Bytes {
+    let mut response_header = ResponseHeader::default();
+    response_header.correlation_id = correlation_id;
+    let mut out = BytesMut::with_capacity(4 + 8 + body.len());
+    out.put_i32(0); // size, written below
+    response_header
+        .encode(&mut out, api_key.response_header_version(version))
+        .expect("a response header encodes");
+    out.extend_from_slice(body);
+    let size = (out.len() - 4) as i32;
+    out[..4].copy_from_slice(&size.to_be_bytes());
+    out.freeze()
+}
+
 async fn handle_frame(
     frame: Bytes,
     peer: SocketAddr,
     broker: Arc<Broker>,
     listener: Arc<str>,
+    principal: &Principal,
     metrics: &RequestMetrics,
 ) -> Reply {
     let started = std::time::Instant::now();
@@ -572,10 +799,9 @@ async fn handle_frame(
         // send them.
         let on_controller_listener = broker
             .config
-            .get("controller.listener.names")
-            .unwrap_or("")
-            .split(',')
-            .any(|name| name.trim() == &*listener);
+            .settings()
+            .listeners
+            .is_controller_listener(&listener);
         let is_voter = broker.quorum().is_ok_and(|q| q.is_voter());
         if is_voter && !on_controller_listener {
             return close(format!(
@@ -620,7 +846,16 @@ async fn handle_frame(
         Err(error) => return close(format!("malformed {api_key:?} v{version} header: {error}")),
     };
     let client_host: Arc<str> = format!("/{}", peer.ip()).into();
-    let outcome = apis::dispatch(broker, listener, client_host, api_key, header, body).await;
+    let outcome = apis::dispatch(
+        broker,
+        listener,
+        client_host,
+        principal.clone(),
+        api_key,
+        header,
+        body,
+    )
+    .await;
     if !matches!(outcome, Outcome::Close { .. }) {
         metrics.record(api_key, version, started.elapsed());
     }
@@ -628,19 +863,12 @@ async fn handle_frame(
         Outcome::Respond {
             body,
             response_version,
-        } => {
-            let mut response_header = ResponseHeader::default();
-            response_header.correlation_id = correlation_id;
-            let mut out = BytesMut::with_capacity(4 + 8 + body.len());
-            out.put_i32(0); // size, written below
-            response_header
-                .encode(&mut out, api_key.response_header_version(response_version))
-                .expect("a response header encodes");
-            out.extend_from_slice(&body);
-            let size = (out.len() - 4) as i32;
-            out[..4].copy_from_slice(&size.to_be_bytes());
-            Reply::Frame(out.freeze())
-        }
+        } => Reply::Frame(response_frame(
+            api_key,
+            correlation_id,
+            response_version,
+            &body,
+        )),
         Outcome::NoResponse => Reply::Nothing,
         Outcome::Close { reason } => close(reason),
     }

@@ -83,9 +83,10 @@ fn uuid_base64(id: [u8; 16]) -> String {
 fn shared_cluster_id(config: &BrokerConfig) -> Option<String> {
     // (A controller with bootstrap servers only is a standalone quorum; a broker with
     // bootstrap servers only asks them, `cluster_id_from_bootstrap_servers`.)
-    let quorum = config
-        .get("controller.quorum.voters")
-        .filter(|value| !value.trim().is_empty())?;
+    let quorum = &config.settings().quorum.voters;
+    if quorum.is_empty() {
+        return None;
+    }
     let mut normalized: Vec<&str> = quorum.split(',').map(str::trim).collect();
     normalized.sort_unstable();
     let text = normalized.join(",");
@@ -106,24 +107,18 @@ fn shared_cluster_id(config: &BrokerConfig) -> Option<String> {
 async fn cluster_id_from_bootstrap_servers(
     config: &BrokerConfig,
 ) -> Result<Option<String>, NodeError> {
-    let voters = config.get("controller.quorum.voters").unwrap_or("").trim();
-    if config.process_roles().contains(&Role::Controller) || !voters.is_empty() {
+    let quorum = &config.settings().quorum;
+    if config.process_roles().contains(&Role::Controller) || !quorum.voters.is_empty() {
         return Ok(None);
     }
-    let servers: Vec<String> = config
-        .get("controller.quorum.bootstrap.servers")
-        .unwrap_or("")
-        .split(',')
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .collect();
+    let servers = &quorum.bootstrap_servers;
     if servers.is_empty() {
         return Ok(None);
     }
     let deadline = tokio::time::Instant::now() + startup_timeout(config);
     let mut last = String::new();
     while tokio::time::Instant::now() < deadline {
-        for server in &servers {
+        for server in servers {
             match crate::quorum::rpc::call(
                 server,
                 &crate::quorum::RpcRequest::ClusterId,
@@ -340,7 +335,7 @@ pub async fn run_with_collectors(
     }
     announce_listeners(&bound_listeners, &on_listening);
     // The log cleaner: `log.cleaner.threads` passes at a time (a dynamic config).
-    if is_broker && config.get("log.cleaner.enable") != Some("false") {
+    if is_broker && config.settings().log_cleaner_enable {
         tasks.push((
             "log cleaner",
             tokio::spawn(crate::log_cleaner::run(broker.clone(), shutdown.clone())),
@@ -432,25 +427,18 @@ struct BoundListeners {
 
 /// The connection limits, idle timeout and request pool of the node's listeners.
 fn network_config(config: &BrokerConfig) -> NetworkConfig {
+    let settings = &config.settings().network;
     NetworkConfig {
-        socket_request_max_bytes: config.socket_request_max_bytes(),
+        socket_request_max_bytes: settings.socket_request_max_bytes,
         quotas: Arc::new(crate::connection_quotas::ConnectionQuotas::new(
-            config.int_value("max.connections").max(0) as usize,
-            config.int_value("max.connections.per.ip").max(0) as usize,
-            // Checked when the configuration was loaded.
-            crate::connection_quotas::ConnectionQuotas::parse_overrides(
-                config.get("max.connections.per.ip.overrides").unwrap_or(""),
-            )
-            .unwrap_or_default(),
+            settings.max_connections,
+            settings.max_connections_per_ip,
+            settings.max_connections_per_ip_overrides.clone(),
         )),
-        connections_max_idle: Duration::from_millis(
-            config.int_value("connections.max.idle.ms").max(1) as u64,
-        ),
+        connections_max_idle: settings.connections_max_idle,
         requests: Arc::new(crate::network::RequestPool::new(
-            config.int_value("queued.max.requests").max(1) as usize,
-            usize::try_from(config.int_value("queued.max.request.bytes"))
-                .ok()
-                .filter(|bytes| *bytes > 0),
+            settings.queued_max_requests,
+            settings.queued_max_request_bytes,
         )),
         ..NetworkConfig::default()
     }
@@ -464,22 +452,14 @@ async fn bind_listeners(
     request_metrics: &Arc<RequestMetrics>,
     is_controller: bool,
 ) -> Result<BoundListeners, NodeError> {
-    let controller_listeners: Vec<String> = config
-        .get("controller.listener.names")
-        .unwrap_or("")
-        .split(',')
-        .map(|name| name.trim().to_string())
-        .filter(|name| !name.is_empty())
-        .collect();
+    let listener_settings = &config.settings().listeners;
+    let controller_listeners = &listener_settings.controller_listener_names;
     let network = network_config(config);
     let advertised = config.advertised_listeners();
     let mut servers = Vec::new();
     let mut endpoints = Vec::new();
     let mut controller_endpoints = Vec::new();
-    let inter_broker_listener = config
-        .get("inter.broker.listener.name")
-        .unwrap_or("PLAINTEXT")
-        .to_string();
+    let inter_broker_listener = &listener_settings.inter_broker_listener_name;
     let broker_listener_count = config
         .listeners()
         .iter()
@@ -507,7 +487,7 @@ async fn bind_listeners(
         // held back by it: the controller listeners, and the inter-broker listener when
         // clients have another one (Kafka protects it only then).
         let held_back_at_max_connections = !is_controller_listener
-            && (listener.name != inter_broker_listener || broker_listener_count == 1);
+            && (&listener.name != inter_broker_listener || broker_listener_count == 1);
         let server = Server::bind(address, network.clone(), broker.clone(), &listener.name)
             .await
             .map_err(|error| NodeError::Listener {
@@ -577,12 +557,8 @@ fn quorum_addresses(
     let node_id = config.node_id();
     // The quorum: `controller.quorum.voters`, or this controller alone.
     let mut voters =
-        crate::quorum::parse_voters(config.get("controller.quorum.voters").unwrap_or(""))
-            .map_err(quorum_error)?;
-    let inter_broker = config
-        .get("inter.broker.listener.name")
-        .unwrap_or("PLAINTEXT")
-        .to_string();
+        crate::quorum::parse_voters(&config.settings().quorum.voters).map_err(quorum_error)?;
+    let inter_broker = &config.settings().listeners.inter_broker_listener_name;
     let raft_address = if is_controller {
         match (voters.get(&(node_id as u64)), controller_endpoints.first()) {
             (Some(address), _) => address.clone(),
@@ -596,7 +572,7 @@ fn quorum_addresses(
     } else {
         endpoints
             .iter()
-            .find(|e| e.listener == inter_broker)
+            .find(|e| &e.listener == inter_broker)
             .or(endpoints.first())
             .map(|e| format!("{}:{}", e.host, e.port))
             .unwrap_or_default()
@@ -608,14 +584,13 @@ fn quorum_addresses(
             voters.insert(node_id as u64, raft_address.clone());
         } else {
             for (i, server) in config
-                .get("controller.quorum.bootstrap.servers")
-                .unwrap_or("")
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
+                .settings()
+                .quorum
+                .bootstrap_servers
+                .iter()
                 .enumerate()
             {
-                join_targets.insert(i as u64, server.to_string());
+                join_targets.insert(i as u64, server.clone());
             }
             if join_targets.is_empty() {
                 return Err(quorum_error(
@@ -710,7 +685,7 @@ async fn wait_for_quorum(
             resource_type: crate::broker::BROKER_RESOURCE,
             resource_name: String::new(),
             name: "min.insync.replicas".into(),
-            value: Some(config.get("min.insync.replicas").unwrap_or("1").to_string()),
+            value: Some(config.int_value("min.insync.replicas").to_string()),
         }));
         broker.write_metadata(&records).await?;
     }
@@ -846,16 +821,11 @@ async fn stop(
 ) -> Result<(), NodeError> {
     if is_broker
         && broker.image().brokers().count() > 1
-        && config.get("controlled.shutdown.enable") != Some("false")
+        && config.settings().controller.controlled_shutdown
     {
         // Bounded by the session timeout too: past it the controller fences this broker
         // (and moves its leaderships) anyway.
-        let session = Duration::from_millis(
-            config
-                .get("broker.session.timeout.ms")
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(9000),
-        );
+        let session = config.settings().controller.broker_session_timeout;
         let moved = crate::controller::controlled_shutdown(
             broker,
             CONTROLLED_SHUTDOWN_TIMEOUT.min(session),

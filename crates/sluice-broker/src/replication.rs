@@ -103,32 +103,25 @@ impl Settings {
     /// Parsed once, when the node starts ([`ReplicaManager::new`]): none of these keys
     /// is dynamic.
     pub fn from_config(config: &crate::config::BrokerConfig) -> Settings {
-        let int = |key: &str, default: i64| {
-            config
-                .get(key)
-                .and_then(|v| v.trim().parse::<i64>().ok())
-                .unwrap_or(default)
-        };
+        // Kafka's defaults are in the key definitions (`crate::config`).
+        let int = |key: &str| config.int_value(key);
         Settings {
-            lag_time_max_ms: int("replica.lag.time.max.ms", 30_000).max(1),
-            num_fetchers: int("num.replica.fetchers", 1).clamp(1, 1024) as usize,
-            fetch_max_bytes: int("replica.fetch.max.bytes", 1_048_576).clamp(0, i32::MAX as i64)
-                as i32,
-            fetch_wait_max_ms: int("replica.fetch.wait.max.ms", 500).clamp(0, i32::MAX as i64)
-                as i32,
-            fetch_min_bytes: int("replica.fetch.min.bytes", 1).clamp(0, i32::MAX as i64) as i32,
-            fetch_backoff_ms: int("replica.fetch.backoff.ms", 1_000).max(0) as u64,
-            fetch_response_max_bytes: int("replica.fetch.response.max.bytes", 10_485_760)
+            lag_time_max_ms: int("replica.lag.time.max.ms").max(1),
+            num_fetchers: int("num.replica.fetchers").clamp(1, 1024) as usize,
+            fetch_max_bytes: int("replica.fetch.max.bytes").clamp(0, i32::MAX as i64) as i32,
+            fetch_wait_max_ms: int("replica.fetch.wait.max.ms").clamp(0, i32::MAX as i64) as i32,
+            fetch_min_bytes: int("replica.fetch.min.bytes").clamp(0, i32::MAX as i64) as i32,
+            fetch_backoff_ms: int("replica.fetch.backoff.ms").max(0) as u64,
+            fetch_response_max_bytes: int("replica.fetch.response.max.bytes")
                 .clamp(0, i32::MAX as i64) as i32,
-            socket_timeout_ms: int("replica.socket.timeout.ms", 30_000).max(1) as u64,
-            checkpoint_interval_ms: int("replica.high.watermark.checkpoint.interval.ms", 5_000)
-                .max(1) as u64,
+            socket_timeout_ms: int("replica.socket.timeout.ms").max(1) as u64,
+            checkpoint_interval_ms: int("replica.high.watermark.checkpoint.interval.ms").max(1)
+                as u64,
             listener: config
-                .get("inter.broker.listener.name")
-                .filter(|v| !v.trim().is_empty())
-                .unwrap_or("PLAINTEXT")
-                .trim()
-                .to_string(),
+                .settings()
+                .listeners
+                .inter_broker_listener_name
+                .clone(),
             frame_max_bytes: config.socket_request_max_bytes(),
         }
     }

@@ -22,10 +22,7 @@ pub fn is_internal(topic: &str) -> bool {
         || topic == "__share_group_state"
 }
 
-/// `ConfigResource.Type` of a topic.
-pub const TOPIC_RESOURCE: i8 = 2;
-/// `ConfigResource.Type` of a broker.
-pub const BROKER_RESOURCE: i8 = 4;
+pub use sluice_metadata::{BROKER_RESOURCE, TOPIC_RESOURCE};
 
 /// Kafka's `ConfigEntry.ConfigType` ids (DescribeConfigs v3+).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -309,6 +309,12 @@ fn request_frame(api_key: ApiKey, version: i16, correlation_id: i32) -> Result<V
         ApiKey::ListOffsets => list_offsets(v).encode(&mut out, v),
         ApiKey::Metadata => metadata(v).encode(&mut out, v),
         ApiKey::ApiVersions => api_versions(v).encode(&mut out, v),
+        ApiKey::SaslHandshake => SaslHandshakeRequest::default()
+            .with_mechanism(text("PLAIN"))
+            .encode(&mut out, v),
+        ApiKey::SaslAuthenticate => SaslAuthenticateRequest::default()
+            .with_auth_bytes(Bytes::from_static(b"\0alice\0alice-secret"))
+            .encode(&mut out, v),
         ApiKey::CreateTopics => create_topics().encode(&mut out, v),
         ApiKey::DeleteTopics => delete_topics(v).encode(&mut out, v),
         ApiKey::DeleteRecords => delete_records().encode(&mut out, v),

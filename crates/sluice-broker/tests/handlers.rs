@@ -1296,3 +1296,21 @@ async fn a_retried_idempotent_batch_is_stored_once_and_answered_with_its_first_o
 fn batch_of_plain() -> Bytes {
     batch("p", 2, now_ms(), Compression::None)
 }
+
+/// `broker.rack` is registered and reaches clients in Metadata, as rack-aware clients
+/// (follower fetching, KIP-392) and assignors read it. It was not a known key before:
+/// the value was ignored with an "unknown configuration" warning and Metadata said
+/// `rack: null` (this test failed).
+#[tokio::test]
+async fn the_broker_rack_is_registered_and_described() {
+    let node = TestNode::start(&[("broker.rack", "rack-a")]).await;
+    let mut wire = Wire::connect(node.address).await;
+    let metadata: MetadataResponse = wire
+        .call(&MetadataRequest::default().with_topics(None), 12)
+        .await;
+    assert_eq!(metadata.brokers.len(), 1);
+    assert_eq!(
+        metadata.brokers[0].rack.as_ref().map(|r| r.as_str()),
+        Some("rack-a")
+    );
+}

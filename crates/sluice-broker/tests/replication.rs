@@ -690,20 +690,37 @@ async fn a_reassignment_moves_the_data_then_drops_the_old_replica_and_a_gone_bro
 }
 
 /// The Jepsen 2013 history, made on purpose: a leader alone in the ISR appends records
-/// its follower never gets, the follower is then elected uncleanly (the topic allows
-/// it) and takes other writes at the same offsets. When the old leader comes back, it
-/// finds the divergence (the Fetch diverging-epoch answer), truncates its tail and
-/// converges on the new leader's log.
+/// its follower never gets, the follower is then elected uncleanly and takes other
+/// writes at the same offsets. When the old leader comes back, it finds the divergence
+/// (the Fetch diverging-epoch answer), truncates its tail and converges on the new
+/// leader's log. Unclean election is allowed by the cluster-wide dynamic broker default
+/// (`kafka-configs.sh --alter --entity-type brokers --entity-default`), not the topic:
+/// the controller read only the static configuration before, and the partition stayed
+/// offline (this test failed at "node 2 elected uncleanly"). The negative control of
+/// the fault checker (compat/cluster) covers the topic-level setting.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_divergent_tail_is_truncated_when_the_old_leader_returns() {
     let _serial = SERIAL.lock().await;
     // Five voters, so that two nodes down still leave a metadata majority.
     let mut cluster = TestCluster::start(5, &[]).await;
     let observer = cluster.nodes[4].address();
-    let configs = [
-        ("unclean.leader.election.enable", "true"),
-        ("min.insync.replicas", "1"),
-    ];
+    let mut admin = Wire::connect(observer).await;
+    let text = |t: &str| StrBytes::from_string(t.to_string());
+    let alter = IncrementalAlterConfigsRequest::default().with_resources(vec![
+        incremental_alter_configs_request::AlterConfigsResource::default()
+            .with_resource_type(4)
+            .with_resource_name(text(""))
+            .with_configs(vec![
+                incremental_alter_configs_request::AlterableConfig::default()
+                    .with_name(text("unclean.leader.election.enable"))
+                    .with_config_operation(0)
+                    .with_value(Some(text("true"))),
+            ]),
+    ]);
+    let altered: IncrementalAlterConfigsResponse = admin.call(&alter, 1).await;
+    assert_eq!(altered.responses[0].error_code, NONE, "{altered:?}");
+    drop(admin);
+    let configs = [("min.insync.replicas", "1")];
     assert_eq!(
         common::create_assigned(observer, "diverging", &[1, 2], &configs).await,
         NONE

@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 
 use crate::codec::Uuid;
+use crate::record::TOPIC_RESOURCE;
 use crate::record::{MetadataRecord, PartitionChangeRecord, PartitionRecord};
 
 /// Why a record could not be applied.
@@ -141,9 +142,6 @@ pub struct MetadataImage {
     /// Broker id → its latest registration.
     brokers: BTreeMap<i32, crate::RegisterBrokerRecord>,
 }
-
-/// `ConfigResource.Type` of a topic.
-const TOPIC_RESOURCE: i8 = 2;
 
 impl MetadataImage {
     /// Applies one record. On error the image is unchanged.

@@ -17,8 +17,8 @@ pub use codec::Uuid;
 pub use image::{ApplyError, MetadataImage, PartitionImage, TopicImage};
 pub use metadata_log::{METADATA_LOG_DIR, MetadataLog, MetadataLogError};
 pub use record::{
-    BrokerEndpoint, ConfigRecord, MetadataRecord, PartitionChangeRecord, PartitionRecord,
-    RegisterBrokerRecord, TopicRecord,
+    BROKER_RESOURCE, BrokerEndpoint, ConfigRecord, MetadataRecord, PartitionChangeRecord,
+    PartitionRecord, RegisterBrokerRecord, TOPIC_RESOURCE, TopicRecord,
 };
 
 /// Why a metadata record could not be decoded.

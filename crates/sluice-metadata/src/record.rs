@@ -112,6 +112,11 @@ impl PartitionChangeRecord {
     }
 }
 
+/// `ConfigResource.Type` of a topic ([`ConfigRecord::resource_type`]).
+pub const TOPIC_RESOURCE: i8 = 2;
+/// `ConfigResource.Type` of a broker ([`ConfigRecord::resource_type`]).
+pub const BROKER_RESOURCE: i8 = 4;
+
 /// ConfigRecord (apiKey 4, v0): sets (`value` some) or deletes one config key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigRecord {

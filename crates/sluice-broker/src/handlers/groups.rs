@@ -61,18 +61,20 @@ pub(crate) async fn ensure_offsets_topic(broker: &Broker) -> Result<(), String> 
     if broker.image().topic(OFFSETS_TOPIC).is_some() {
         return Ok(());
     }
-    let config = &broker.config;
-    let partitions = config.int_value("offsets.topic.num.partitions") as i32;
-    let factor = config.int_value("offsets.topic.replication.factor") as i16;
+    let topic = broker.config.settings().offsets_topic;
     let configs = [
         ("cleanup.policy", "compact".to_string()),
         ("compression.type", "producer".to_string()),
-        (
-            "segment.bytes",
-            config.int_value("offsets.topic.segment.bytes").to_string(),
-        ),
+        ("segment.bytes", topic.segment_bytes.to_string()),
     ];
-    topics::create_internal(broker, OFFSETS_TOPIC, partitions, factor, &configs).await
+    topics::create_internal(
+        broker,
+        OFFSETS_TOPIC,
+        topic.partitions,
+        topic.replication_factor,
+        &configs,
+    )
+    .await
 }
 
 /// Makes sure `__transaction_state` exists (Kafka creates it on the first
@@ -81,25 +83,17 @@ pub(crate) async fn ensure_transaction_topic(broker: &Broker) -> Result<(), Stri
     if broker.image().topic(TRANSACTION_STATE_TOPIC).is_some() {
         return Ok(());
     }
-    let config = &broker.config;
-    let partitions = config.int_value("transaction.state.log.num.partitions") as i32;
-    let factor = config.int_value("transaction.state.log.replication.factor") as i16;
+    let topic = broker.config.settings().transaction_topic;
+    let (partitions, factor) = (topic.partitions, topic.replication_factor);
     let configs = [
         ("cleanup.policy", "compact".to_string()),
         ("compression.type", "uncompressed".to_string()),
         ("unclean.leader.election.enable", "false".to_string()),
         (
             "min.insync.replicas",
-            config
-                .int_value("transaction.state.log.min.isr")
-                .to_string(),
+            topic.min_isr.unwrap_or(1).to_string(),
         ),
-        (
-            "segment.bytes",
-            config
-                .int_value("transaction.state.log.segment.bytes")
-                .to_string(),
-        ),
+        ("segment.bytes", topic.segment_bytes.to_string()),
     ];
     topics::create_internal(
         broker,
@@ -617,7 +611,7 @@ pub async fn offset_commit(
         Err(code) => return all_failed(code),
     };
     let image = broker.image();
-    let max_metadata = broker.config.int_value("offset.metadata.max.bytes") as usize;
+    let max_metadata = broker.config.settings().offset_metadata_max_bytes;
     let now = sluice_storage::now_ms();
     let expire =
         (version <= 4 && request.retention_time_ms >= 0).then(|| now + request.retention_time_ms);
@@ -1189,13 +1183,7 @@ pub async fn consumer_group_heartbeat(
             .with_error_code(code)
             .with_error_message(Some(str_bytes(message)))
     };
-    if !broker
-        .config
-        .get("group.coordinator.rebalance.protocols")
-        .unwrap_or("")
-        .split(',')
-        .any(|p| p.trim() == "consumer")
-    {
+    if !broker.config.settings().consumer_rebalance_protocol {
         return error(
             errors::UNSUPPORTED_VERSION,
             "The new consumer group protocol is not enabled.",

@@ -249,11 +249,7 @@ async fn verify_transaction(
         ));
     };
     let tv2 = version >= 12 && crate::features::transaction_version(&broker.image()) >= 2;
-    if !tv2
-        && !broker
-            .config
-            .bool_value("transaction.partition.verification.enable")
-    {
+    if !tv2 && !broker.config.settings().transaction_partition_verification {
         return Ok(());
     }
     let first_sequence = header.base_sequence();

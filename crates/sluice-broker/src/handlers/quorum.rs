@@ -81,9 +81,11 @@ pub async fn describe_quorum(
         // KIP-853: the voters' controller endpoints (`controller.quorum.voters`).
         let listener = broker
             .config
-            .get("controller.listener.names")
-            .and_then(|names| names.split(',').map(str::trim).find(|n| !n.is_empty()))
-            .unwrap_or("CONTROLLER")
+            .settings()
+            .listeners
+            .controller_listener_names
+            .first()
+            .map_or("CONTROLLER", String::as_str)
             .to_string();
         if let Ok(quorum) = broker.quorum() {
             response.nodes = quorum

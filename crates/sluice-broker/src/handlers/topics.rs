@@ -408,7 +408,7 @@ pub async fn delete_topics(
             .map(|n| (Some(n.0.to_string()), uuid::Uuid::nil()))
             .collect()
     };
-    let deletion_enabled = broker.config.get("delete.topic.enable") != Some("false");
+    let deletion_enabled = broker.config.settings().delete_topic_enable;
     let mut responses = Vec::new();
     for (name, id) in targets {
         let image = broker.image();

@@ -596,7 +596,7 @@ pub async fn txn_offset_commit(
         }
     }
     let image = broker.image();
-    let max_metadata = broker.config.int_value("offset.metadata.max.bytes") as usize;
+    let max_metadata = broker.config.settings().offset_metadata_max_bytes;
     let now = sluice_storage::now_ms();
     let mut codes: BTreeMap<(String, i32), i16> = BTreeMap::new();
     let mut values: Vec<((String, i32), OffsetValue)> = Vec::new();

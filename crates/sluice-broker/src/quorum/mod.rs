@@ -281,24 +281,12 @@ impl Quorum {
         let node_id = NodeId::try_from(config.node_id()).map_err(|e| e.to_string())?;
         let log = LogStore::open(metadata_dir, clean_shutdown)?;
         let machine = StateMachine::open(metadata_dir, on_apply)?;
-        let election_ms = config
-            .get("controller.quorum.election.timeout.ms")
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(1000)
-            .max(20);
-        let timers = RaftTimers::from_kafka(
-            election_ms,
-            config
-                .get("controller.quorum.fetch.timeout.ms")
-                .and_then(|v| v.parse::<u64>().ok())
-                .unwrap_or(2000),
-        );
+        let settings = &config.settings().quorum;
+        let election_ms = settings.election_timeout_ms;
+        let timers = RaftTimers::from_kafka(election_ms, settings.fetch_timeout_ms);
         // Entries between snapshots (Kafka counts bytes,
         // `metadata.log.max.record.bytes.between.snapshots`; openraft counts entries).
-        let snapshot_every: u64 = config
-            .get("metadata.log.max.entries.between.snapshots")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(5000);
+        let snapshot_every = settings.entries_between_snapshots;
         let raft_config = Config {
             cluster_name: "sluice".into(),
             election_timeout_min: timers.election_min_ms,
@@ -329,14 +317,7 @@ impl Quorum {
             log,
             attempt_timeout: Duration::from_millis(election_ms * 4).max(Duration::from_secs(2)),
             confirmed_vote: std::sync::Mutex::new(None),
-            bootstrap_servers: config
-                .get("controller.quorum.bootstrap.servers")
-                .unwrap_or("")
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .collect(),
+            bootstrap_servers: settings.bootstrap_servers.clone(),
         };
         if quorum.is_voter() {
             let members: BTreeMap<NodeId, BasicNode> = quorum

@@ -21,6 +21,14 @@ use sluice_storage::LogConfig;
 
 use crate::properties::{self, PropertiesError};
 
+mod jaas;
+mod settings;
+pub use jaas::{JaasModule, ListenerSasl, parse_jaas, plain_users};
+pub use settings::{
+    CleanerSettings, ControllerSettings, DynamicConfig, DynamicSettings, InternalTopicSettings,
+    ListenerSettings, NetworkSettings, QuorumSettings, SecurityProtocol, Settings,
+};
+
 /// Why a configuration was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
@@ -82,6 +90,24 @@ const INT_MIN: i64 = i32::MIN as i64;
 const LONG_MIN: i64 = i64::MIN;
 
 /// The keys Sluice reads, with Kafka 4.1's types and code defaults.
+/// The per-listener keys Sluice reads (`listener.name.<listener>.<key>`).
+const LISTENER_KEYS: &[fn(&str) -> bool] = &[
+    |key| key == "sasl.enabled.mechanisms",
+    |key| {
+        key.strip_suffix(".sasl.jaas.config")
+            .is_some_and(|mechanism| {
+                [
+                    "plain",
+                    "scram-sha-256",
+                    "scram-sha-512",
+                    "oauthbearer",
+                    "gssapi",
+                ]
+                .contains(&mechanism)
+            })
+    },
+];
+
 const DEFINITIONS: &[Definition] = &[
     def("node.id", Kind::Int { min: 0 }, None),
     def(
@@ -95,6 +121,30 @@ const DEFINITIONS: &[Definition] = &[
     def("controller.quorum.voters", Kind::List, Some("")),
     def("controller.quorum.bootstrap.servers", Kind::List, Some("")),
     def("inter.broker.listener.name", Kind::Text, None),
+    def("broker.rack", Kind::Text, None),
+    // SASL (KIP-43). Per listener: `listener.name.<listener>.sasl.enabled.mechanisms`
+    // and `listener.name.<listener>.<mechanism>.sasl.jaas.config` ([`LISTENER_KEYS`]).
+    def("sasl.enabled.mechanisms", Kind::List, Some("GSSAPI")),
+    def(
+        "sasl.mechanism.inter.broker.protocol",
+        Kind::Text,
+        Some("GSSAPI"),
+    ),
+    def(
+        "sasl.mechanism.controller.protocol",
+        Kind::Text,
+        Some("GSSAPI"),
+    ),
+    def(
+        "sasl.server.max.receive.size",
+        Kind::Int { min: 1 },
+        Some("524288"),
+    ),
+    def(
+        "connection.failed.authentication.delay.ms",
+        Kind::Int { min: 0 },
+        Some("100"),
+    ),
     def(
         "controller.quorum.election.timeout.ms",
         Kind::Int { min: 0 },
@@ -182,6 +232,11 @@ const DEFINITIONS: &[Definition] = &[
         "replica.fetch.response.max.bytes",
         Kind::Int { min: 0 },
         Some("10485760"),
+    ),
+    def(
+        "replica.socket.timeout.ms",
+        Kind::Int { min: 1 },
+        Some("30000"),
     ),
     def(
         "replica.fetch.wait.max.ms",
@@ -581,6 +636,11 @@ pub struct BrokerConfig {
     values: BTreeMap<&'static str, String>,
     /// The keys set by the properties text or an override (not Kafka's default).
     explicit: std::collections::BTreeSet<&'static str>,
+    /// Per-listener keys, `listener.name.<listener>.<key>` (the listener name in lower
+    /// case, as Kafka's `ListenerName.configPrefix`).
+    listener_values: BTreeMap<String, String>,
+    /// The values typed, once, at load.
+    settings: std::sync::Arc<Settings>,
 }
 
 /// A configuration and the warnings it produced (unknown keys).
@@ -603,6 +663,7 @@ impl BrokerConfig {
             .collect();
         let mut warnings = Vec::new();
         let mut explicit_keys = std::collections::BTreeSet::new();
+        let mut listener_values = BTreeMap::new();
         let explicit = properties::parse(properties_text)?
             .into_iter()
             .map(|(line, key, value)| (format!("line {line}"), key, value))
@@ -612,6 +673,20 @@ impl BrokerConfig {
                     .map(|(k, v)| ("--set".to_string(), k.clone(), v.clone())),
             );
         for (origin, key, value) in explicit {
+            if let Some(rest) = key.strip_prefix("listener.name.") {
+                match rest.split_once('.') {
+                    Some((listener, name)) if LISTENER_KEYS.iter().any(|k| k(name)) => {
+                        listener_values.insert(
+                            format!("listener.name.{}.{name}", listener.to_lowercase()),
+                            value.trim().to_string(),
+                        );
+                    }
+                    _ => warnings.push(format!(
+                        "{origin}: unknown or unsupported configuration {key} is ignored"
+                    )),
+                }
+                continue;
+            }
             let Some(definition) = DEFINITIONS.iter().find(|d| d.key == key) else {
                 warnings.push(format!(
                     "{origin}: unknown or unsupported configuration {key} is ignored"
@@ -623,11 +698,14 @@ impl BrokerConfig {
             values.insert(definition.key, value);
             explicit_keys.insert(definition.key);
         }
-        let config = BrokerConfig {
+        let mut config = BrokerConfig {
             values,
             explicit: explicit_keys,
+            listener_values,
+            settings: Default::default(),
         };
         config.check_required()?;
+        config.settings = std::sync::Arc::new(Settings::parse(&config)?);
         Ok(Loaded { config, warnings })
     }
 
@@ -758,6 +836,25 @@ impl BrokerConfig {
 
     pub fn get(&self, key: &str) -> Option<&str> {
         self.values.get(key).map(String::as_str)
+    }
+
+    /// The configuration typed into per-subsystem sections (parsed once, at load).
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// A per-listener key: `listener.name.<listener>.<name>` (Kafka reads a listener's
+    /// key there first; [`BrokerConfig::listener_or_broker`] falls back).
+    pub fn listener_value(&self, listener: &str, name: &str) -> Option<&str> {
+        self.listener_values
+            .get(&format!("listener.name.{}.{name}", listener.to_lowercase()))
+            .map(String::as_str)
+    }
+
+    /// A listener's value of a broker key: its `listener.name.<listener>.` form, else
+    /// the broker's.
+    pub fn listener_or_broker(&self, listener: &str, key: &str) -> Option<&str> {
+        self.listener_value(listener, key).or_else(|| self.get(key))
     }
 
     /// Whether `key` was set by the configuration file or an override.
