@@ -818,10 +818,10 @@ async fn handle_frame(
                     return close(reason);
                 }
                 let response = crate::apis::serve_rpc(&broker, request).await;
-                Reply::Frame(crate::quorum::rpc::encode_response(
-                    correlation_id,
-                    &response,
-                ))
+                match crate::quorum::rpc::encode_response(correlation_id, &response) {
+                    Ok(frame) => Reply::Frame(frame),
+                    Err(error) => close(format!("quorum response: {error}")),
+                }
             }
             Err(reason) => close(reason),
         };

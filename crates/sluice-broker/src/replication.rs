@@ -23,23 +23,23 @@
 //!   starts from its checkpointed HW.
 //!
 //! Costs per follower fetch round: one request and response per source broker and
-//! fetcher, the records appended once (no copy beyond the socket read), one state lock
-//! per partition.
+//! fetcher, the records appended once (no copy beyond the socket read: they are slices of
+//! the response frame, whose buffer grows as it arrives, see `sluice_protocol::frame`),
+//! one state lock per partition.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, Weak};
 use std::time::Duration;
 
-use bytes::Bytes;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ReplicaState};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable, Request, StrBytes};
 use sluice_metadata::{MetadataImage, PartitionImage, Uuid};
+use sluice_protocol::connection::{ConnectionError, ConnectionSettings, FrameConnection};
+use sluice_protocol::frame;
 use sluice_storage::{StorageError, TopicId, TopicPartition};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -950,95 +950,82 @@ pub(crate) fn submit_alter_partition(
 // ---------------------------------------------------------------------------------------
 // The follower's fetcher.
 
-/// A connection to the leader: one request at a time (the fetcher waits for each
-/// answer before sending the next, as Kafka's fetcher thread does). The transaction
-/// coordinator uses it too, for WriteTxnMarkers to partition leaders.
+/// A connection to another broker (the leader, for a follower): one request at a time
+/// (the fetcher waits for each answer before sending the next, as Kafka's fetcher thread
+/// does), over `sluice-protocol`'s [`FrameConnection`], the client's connection too.
+/// The transaction coordinator and AddPartitionsToTxn verification use it as well. A
+/// response is decoded from its frame in place: a Fetch response's records are slices
+/// of the frame, not copies. Any error closes it; callers drop it and open another.
 pub(crate) struct LeaderConnection {
-    stream: TcpStream,
-    next_correlation_id: i32,
+    frames: FrameConnection,
     client_id: StrBytes,
 }
 
 impl LeaderConnection {
+    /// Connects to `host:port` within `timeout`; responses larger than
+    /// `frame_max_bytes` close the connection.
     pub(crate) async fn connect(
         host: &str,
         port: u16,
         timeout: Duration,
+        frame_max_bytes: usize,
         client_id: String,
-    ) -> Result<Self, String> {
-        let stream = tokio::time::timeout(timeout, TcpStream::connect((host, port)))
-            .await
-            .map_err(|_| format!("connecting to {host}:{port} timed out"))?
-            .map_err(|error| format!("connecting to {host}:{port}: {error}"))?;
-        let _ = stream.set_nodelay(true);
+    ) -> Result<Self, ConnectionError> {
+        // An IPv6 literal goes in brackets, as a socket address writes it.
+        let address = if host.contains(':') {
+            format!("[{host}]:{port}")
+        } else {
+            format!("{host}:{port}")
+        };
+        let settings = ConnectionSettings {
+            response_max_bytes: frame_max_bytes,
+            max_in_flight_requests: 1,
+        };
+        let frames = FrameConnection::connect(&address, timeout, settings, None).await?;
         Ok(LeaderConnection {
-            stream,
-            next_correlation_id: 0,
+            frames,
             client_id: StrBytes::from_string(client_id),
         })
     }
 
-    /// Sends `request` and reads its response, within `timeout`; frames larger than
-    /// `frame_max_bytes` are refused (the connection is then dropped by the caller).
+    /// Sends `request` at `version` and waits up to `timeout` for its response.
     pub(crate) async fn call<R: Request>(
         &mut self,
         request: &R,
         version: i16,
         timeout: Duration,
-        frame_max_bytes: usize,
-    ) -> Result<R::Response, String> {
-        tokio::time::timeout(timeout, self.round_trip(request, version, frame_max_bytes))
-            .await
-            .map_err(|_| format!("{:?} timed out", ApiKey::try_from(R::KEY)))?
-    }
-
-    async fn round_trip<R: Request>(
-        &mut self,
-        request: &R,
-        version: i16,
-        frame_max_bytes: usize,
-    ) -> Result<R::Response, String> {
-        let api_key = ApiKey::try_from(R::KEY).map_err(|_| "unknown api key".to_string())?;
-        let correlation_id = self.next_correlation_id;
-        self.next_correlation_id = self.next_correlation_id.wrapping_add(1);
+    ) -> Result<R::Response, ConnectionError> {
+        let api_key =
+            ApiKey::try_from(R::KEY).expect("kafka-protocol's request types have known API keys");
+        let correlation_id = self.frames.next_correlation_id();
         let header = RequestHeader::default()
             .with_request_api_key(R::KEY)
             .with_request_api_version(version)
             .with_correlation_id(correlation_id)
             .with_client_id(Some(self.client_id.clone()));
-        let mut frame = bytes::BytesMut::with_capacity(256);
-        frame.extend_from_slice(&[0; 4]);
+        let encode_failed = |error: String| ConnectionError::Disconnected {
+            address: self.frames.address().to_string(),
+            reason: format!("{api_key:?} v{version} does not encode: {error}"),
+        };
+        let mut frame = frame::size_prefix(256);
         header
             .encode(&mut frame, api_key.request_header_version(version))
-            .map_err(|e| e.to_string())?;
+            .map_err(|error| encode_failed(error.to_string()))?;
         request
             .encode(&mut frame, version)
-            .map_err(|e| e.to_string())?;
-        let size = (frame.len() - 4) as i32;
-        frame[..4].copy_from_slice(&size.to_be_bytes());
-        self.stream
-            .write_all(&frame)
-            .await
-            .map_err(|e| e.to_string())?;
-        let size = self.stream.read_i32().await.map_err(|e| e.to_string())?;
-        if size < 0 || size as usize > frame_max_bytes {
-            return Err(format!("response frame of {size} bytes"));
-        }
-        let mut body = vec![0u8; size as usize];
-        self.stream
-            .read_exact(&mut body)
-            .await
-            .map_err(|e| e.to_string())?;
-        let mut body = Bytes::from(body);
-        let header = ResponseHeader::decode(&mut body, api_key.response_header_version(version))
-            .map_err(|e| e.to_string())?;
-        if header.correlation_id != correlation_id {
-            return Err(format!(
-                "correlation id {} answered {correlation_id}",
-                header.correlation_id
-            ));
-        }
-        R::Response::decode(&mut body, version).map_err(|e| e.to_string())
+            .map_err(|error| encode_failed(error.to_string()))?;
+        let frame = frame::finish_frame(frame).map_err(|error| encode_failed(error.to_string()))?;
+        let mut body = self.frames.request(correlation_id, frame, timeout).await?;
+        let decoded = ResponseHeader::decode(&mut body, api_key.response_header_version(version))
+            .and_then(|_| R::Response::decode(&mut body, version));
+        decoded.map_err(|error| {
+            let reason = format!("{api_key:?} v{version} response does not decode: {error}");
+            self.frames.close(reason.clone());
+            ConnectionError::Disconnected {
+                address: self.frames.address().to_string(),
+                reason,
+            }
+        })
     }
 }
 
@@ -1093,6 +1080,7 @@ async fn run_fetcher(
                 &endpoint.host,
                 endpoint.port,
                 Duration::from_millis(settings.socket_timeout_ms),
+                settings.frame_max_bytes,
                 client_id,
             )
             .await
@@ -1110,10 +1098,7 @@ async fn run_fetcher(
         };
         let timeout =
             Duration::from_millis(settings.socket_timeout_ms + settings.fetch_wait_max_ms as u64);
-        let response = match open
-            .call(&request, FETCH_VERSION, timeout, settings.frame_max_bytes)
-            .await
-        {
+        let response = match open.call(&request, FETCH_VERSION, timeout).await {
             Ok(response) => response,
             Err(error) => {
                 tracing::debug!(leader, %error, "fetch failed; backing off");
@@ -1427,7 +1412,6 @@ async fn handle_out_of_range(
         sent.leader_epoch,
         LATEST_TIMESTAMP,
         timeout,
-        settings,
     )
     .await?
     else {
@@ -1457,7 +1441,6 @@ async fn handle_out_of_range(
         sent.leader_epoch,
         EARLIEST_TIMESTAMP,
         timeout,
-        settings,
     )
     .await?
     else {
@@ -1490,7 +1473,6 @@ async fn list_offset(
     leader_epoch: i32,
     timestamp: i64,
     timeout: Duration,
-    settings: &Settings,
 ) -> Result<Option<i64>, String> {
     let request = ListOffsetsRequest::default()
         .with_replica_id(node_id.into())
@@ -1505,13 +1487,9 @@ async fn list_offset(
                 ]),
         ]);
     let response = connection
-        .call(
-            &request,
-            LIST_OFFSETS_VERSION,
-            timeout,
-            settings.frame_max_bytes,
-        )
-        .await?;
+        .call(&request, LIST_OFFSETS_VERSION, timeout)
+        .await
+        .map_err(|error| error.to_string())?;
     let found = response
         .topics
         .iter()

@@ -437,7 +437,7 @@ async fn a_broker_that_knows_only_the_bootstrap_servers_joins_as_an_observer() {
     for request in forged {
         let mut socket = tokio::net::TcpStream::connect(joined).await.unwrap();
         socket
-            .write_all(&rpc::encode_request(9, &request))
+            .write_all(&rpc::encode_request(9, &request).unwrap())
             .await
             .unwrap();
         let mut reply = Vec::new();

@@ -275,7 +275,7 @@ fn request_frame_seeds() -> Seeds {
         ),
     ] {
         // The frame without its size prefix, as the network layer holds it.
-        let frame = rpc::encode_request(77, &request);
+        let frame = rpc::encode_request(77, &request).unwrap();
         seeds.push((name.to_string(), frame[4..].to_vec()));
     }
     seeds

@@ -2,36 +2,39 @@
 //!
 //! A frame is a 4-byte big-endian size and then the request header (v1, or v2 for the
 //! flexible versions of an API, as `ApiKey::request_header_version` says) and body.
-//! Requests are pipelined: each gets the next correlation id and goes out through one
-//! writer task, so a caller that gives up mid-request never leaves half a frame on the
-//! socket; one reader task matches each response to its request by correlation id.
-//! At most `max.in.flight.requests.per.connection` requests wait for answers.
+//! The frames travel over `sluice-protocol`'s [`FrameConnection`], the connection the
+//! broker's own broker-to-broker calls use too: requests are pipelined, each with the
+//! next correlation id, written whole by one writer task (a caller that gives up
+//! mid-request never leaves half a frame on the socket) and matched to their responses
+//! by one reader task. At most `max.in.flight.requests.per.connection` requests wait for
+//! answers. This module adds Kafka's headers, the ApiVersions handshake and version
+//! negotiation.
 //!
 //! On connect the client asks ApiVersions (v4; a broker that does not know v4 answers
 //! UNSUPPORTED_VERSION in a v0 response listing its own range, and the client asks again
 //! at the highest version both share, as KIP-511 says). Every later request goes out at
 //! the highest version both the broker and this client implement ([`IMPLEMENTED_VERSIONS`]).
 //!
-//! Failure rules: a response that does not decode, an unknown correlation id or an
-//! oversized frame closes the connection (its stream can no longer be trusted); so does a
-//! request timeout (`request.timeout.ms`), as in Kafka's `NetworkClient`. Requests in
-//! flight on a closed connection fail with [`Error::Disconnected`]; the connection is not
-//! reopened here (the [`Client`](crate::Client) opens a new one).
+//! Failure rules (the frame layer's): a response that does not decode, an unknown
+//! correlation id or an oversized frame closes the connection (its stream can no longer
+//! be trusted); so does a request timeout (`request.timeout.ms`, [`Error::Timeout`]), as
+//! in Kafka's `NetworkClient`. The response whose body does not decode fails with
+//! [`Error::Protocol`]; the other requests in flight on a closed connection fail with
+//! [`Error::Disconnected`]. The connection is not reopened here (the
+//! [`Client`](crate::Client) opens a new one).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestHeader, ResponseHeader,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, Request, StrBytes};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::sync::{Semaphore, mpsc, oneshot};
-use tokio::task::JoinHandle;
+use sluice_protocol::connection::{
+    ConnectionError, ConnectionSettings, FrameConnection, TrafficObserver,
+};
+use sluice_protocol::frame;
 
 use crate::config::ClientConfig;
 use crate::error::{Error, ErrorCode};
@@ -96,37 +99,22 @@ const CLIENT_SOFTWARE_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// An open connection to one broker, after the ApiVersions handshake.
 pub struct Connection {
-    address: String,
     client_id: StrBytes,
     request_timeout_ms: u64,
     /// The broker's version range per API key, from its ApiVersions response.
     broker_versions: HashMap<i16, (i16, i16)>,
-    next_correlation_id: AtomicI32,
-    in_flight_slots: Semaphore,
-    frames: mpsc::UnboundedSender<Bytes>,
-    shared: Arc<Shared>,
-    reader: JoinHandle<()>,
-    writer: JoinHandle<()>,
+    frames: FrameConnection,
 }
 
-/// What the caller's side and the reader task share.
-struct Shared {
-    address: String,
-    state: Mutex<State>,
-}
+/// The client's byte-rate sensors count what the frame layer writes and reads.
+impl TrafficObserver for NetworkSensors {
+    fn frame_sent(&self, bytes: usize) {
+        self.request_sent(bytes);
+    }
 
-#[derive(Default)]
-struct State {
-    in_flight: HashMap<i32, InFlight>,
-    /// Why the connection closed, once it has.
-    closed: Option<String>,
-}
-
-/// A request waiting for its response.
-struct InFlight {
-    api_key: ApiKey,
-    version: i16,
-    respond: oneshot::Sender<Result<Bytes, Error>>,
+    fn frame_received(&self, bytes: usize) {
+        self.response_received(bytes);
+    }
 }
 
 impl Connection {
@@ -142,81 +130,51 @@ impl Connection {
         config: &ClientConfig,
         network: Option<Arc<NetworkSensors>>,
     ) -> Result<Connection, Error> {
-        let connect_error = |reason: String| Error::Connect {
-            address: address.to_string(),
-            reason,
+        let settings = ConnectionSettings {
+            response_max_bytes: config.response_max_bytes,
+            max_in_flight_requests: config.max_in_flight_requests_per_connection.max(1),
         };
-        let stream = tokio::time::timeout(
+        let observer = network.map(|network| network as Arc<dyn TrafficObserver>);
+        let frames = FrameConnection::connect(
+            address,
             config.connection_setup_timeout(),
-            TcpStream::connect(address),
+            settings,
+            observer,
         )
         .await
-        .map_err(|_| {
-            connect_error(format!(
-                "no connection within socket.connection.setup.timeout.ms={}",
-                config.socket_connection_setup_timeout_ms
-            ))
-        })?
-        .map_err(|error| connect_error(error.to_string()))?;
-        // Requests are small and latency-bound; do not wait for Nagle.
-        stream
-            .set_nodelay(true)
-            .map_err(|error| connect_error(error.to_string()))?;
-        let mut connection = Connection::start(address, stream, config, network);
+        .map_err(|error| match error {
+            ConnectionError::ConnectTimeout { address, .. } => Error::Connect {
+                address,
+                reason: format!(
+                    "no connection within socket.connection.setup.timeout.ms={}",
+                    config.socket_connection_setup_timeout_ms
+                ),
+            },
+            ConnectionError::Connect { address, reason } => Error::Connect { address, reason },
+            other => Error::Connect {
+                address: address.to_string(),
+                reason: other.to_string(),
+            },
+        })?;
+        let mut connection = Connection {
+            client_id: StrBytes::from_string(config.client_id.clone()),
+            request_timeout_ms: config.request_timeout_ms,
+            broker_versions: HashMap::new(),
+            frames,
+        };
         connection.broker_versions = connection.handshake().await?;
         tracing::debug!(address, "connected");
         Ok(connection)
     }
 
-    /// Starts the reader and writer tasks on an open stream (no handshake yet).
-    fn start(
-        address: &str,
-        stream: TcpStream,
-        config: &ClientConfig,
-        network: Option<Arc<NetworkSensors>>,
-    ) -> Connection {
-        let (read_half, write_half) = stream.into_split();
-        let shared = Arc::new(Shared {
-            address: address.to_string(),
-            state: Mutex::new(State::default()),
-        });
-        // Unbounded in type only: a frame is queued while its sender holds one of the
-        // in-flight slots, so at most that many wait here.
-        let (frames, outgoing) = mpsc::unbounded_channel();
-        let reader = tokio::spawn(read_responses(
-            read_half,
-            shared.clone(),
-            config.response_max_bytes,
-            network.clone(),
-        ));
-        let writer = tokio::spawn(write_requests(
-            write_half,
-            outgoing,
-            shared.clone(),
-            network,
-        ));
-        Connection {
-            address: address.to_string(),
-            client_id: StrBytes::from_string(config.client_id.clone()),
-            request_timeout_ms: config.request_timeout_ms,
-            broker_versions: HashMap::new(),
-            next_correlation_id: AtomicI32::new(0),
-            in_flight_slots: Semaphore::new(config.max_in_flight_requests_per_connection.max(1)),
-            frames,
-            shared,
-            reader,
-            writer,
-        }
-    }
-
     /// The `host:port` this connection was opened to.
     pub fn address(&self) -> &str {
-        &self.address
+        self.frames.address()
     }
 
     /// Whether the connection has closed; a closed connection fails every request.
     pub fn is_closed(&self) -> bool {
-        self.shared.lock().closed.is_some()
+        self.frames.is_closed()
     }
 
     /// The broker's version range for `api_key`, if it serves that API.
@@ -232,7 +190,7 @@ impl Connection {
             .and_then(|broker| negotiate(client, broker))
             .ok_or_else(|| Error::UnsupportedVersion {
                 api: api_key,
-                address: self.address.clone(),
+                address: self.address().to_string(),
                 client_min: client.0,
                 client_max: client.1,
                 broker: broker.map_or("none".to_string(), |(min, max)| format!("v{min}-{max}")),
@@ -243,9 +201,10 @@ impl Connection {
     pub async fn send<R: Request>(&self, version: i16, request: &R) -> Result<R::Response, Error> {
         let api_key = api_key::<R>();
         let mut body = self.round_trip(api_key, version, request).await?;
-        R::Response::decode(&mut body, version).map_err(|error| Error::Protocol {
-            address: self.address.clone(),
-            reason: format!("{api_key:?} v{version} response does not decode: {error}"),
+        R::Response::decode(&mut body, version).map_err(|error| {
+            self.protocol_error(format!(
+                "{api_key:?} v{version} response does not decode: {error}"
+            ))
         })
     }
 
@@ -258,16 +217,11 @@ impl Connection {
         request: &R,
     ) -> Result<(), Error> {
         let api_key = api_key::<R>();
-        let correlation_id = self.next_correlation_id.fetch_add(1, Ordering::Relaxed);
+        let correlation_id = self.frames.next_correlation_id();
         let frame = encode_request(api_key, version, correlation_id, &self.client_id, request)?;
-        if let Some(reason) = &self.shared.lock().closed {
-            return Err(self.shared.disconnected(reason));
-        }
-        if self.frames.send(frame).is_err() {
-            self.shared.close("the writer stopped".to_string());
-            return Err(self.shared.disconnected("the writer stopped"));
-        }
-        Ok(())
+        self.frames
+            .send_without_response(frame)
+            .map_err(|error| self.connection_error(api_key, error))
     }
 
     /// Sends one request and returns its response body (after the response header).
@@ -277,45 +231,53 @@ impl Connection {
         version: i16,
         body: &impl Encodable,
     ) -> Result<Bytes, Error> {
-        let _slot = self
-            .in_flight_slots
-            .acquire()
-            .await
-            .expect("the in-flight semaphore is never closed");
-        let correlation_id = self.next_correlation_id.fetch_add(1, Ordering::Relaxed);
+        let correlation_id = self.frames.next_correlation_id();
         let frame = encode_request(api_key, version, correlation_id, &self.client_id, body)?;
-        let (respond, response) = oneshot::channel();
-        {
-            let mut state = self.shared.lock();
-            if let Some(reason) = &state.closed {
-                return Err(self.shared.disconnected(reason));
-            }
-            let waiting = InFlight {
-                api_key,
-                version,
-                respond,
-            };
-            state.in_flight.insert(correlation_id, waiting);
-        }
-        if self.frames.send(frame).is_err() {
-            self.shared.close("the writer stopped".to_string());
-        }
         let timeout = std::time::Duration::from_millis(self.request_timeout_ms);
-        match tokio::time::timeout(timeout, response).await {
-            Ok(Ok(result)) => result,
-            // The reader dropped the request without answering: it is closing.
-            Ok(Err(_)) => Err(self.shared.disconnected("the reader stopped")),
-            Err(_) => {
-                self.shared.close(format!(
-                    "{api_key:?} request timed out (request.timeout.ms={})",
-                    self.request_timeout_ms
-                ));
-                Err(Error::Timeout {
-                    api: api_key,
-                    address: self.address.clone(),
-                    timeout_ms: self.request_timeout_ms,
-                })
+        let mut response = self
+            .frames
+            .request(correlation_id, frame, timeout)
+            .await
+            .map_err(|error| self.connection_error(api_key, error))?;
+        let header_version = api_key.response_header_version(version);
+        if let Err(error) = ResponseHeader::decode(&mut response, header_version) {
+            // The stream can no longer be trusted; the request fails as its connection.
+            let reason = format!("{api_key:?} v{version} response header does not decode: {error}");
+            self.frames.close(reason.clone());
+            return Err(Error::Disconnected {
+                address: self.address().to_string(),
+                reason,
+            });
+        }
+        Ok(response)
+    }
+
+    /// A response that does not decode: the connection closes (its stream can no longer
+    /// be trusted) and the request fails with a protocol error.
+    fn protocol_error(&self, reason: String) -> Error {
+        self.frames.close(reason.clone());
+        Error::Protocol {
+            address: self.address().to_string(),
+            reason,
+        }
+    }
+
+    /// The client's error for a request of `api_key` the connection did not answer.
+    fn connection_error(&self, api_key: ApiKey, error: ConnectionError) -> Error {
+        match error {
+            ConnectionError::Timeout { .. } => Error::Timeout {
+                api: api_key,
+                address: self.address().to_string(),
+                timeout_ms: self.request_timeout_ms,
+            },
+            ConnectionError::Connect { address, reason }
+            | ConnectionError::Disconnected { address, reason } => {
+                Error::Disconnected { address, reason }
             }
+            other => Error::Disconnected {
+                address: self.address().to_string(),
+                reason: other.to_string(),
+            },
         }
     }
 
@@ -331,13 +293,8 @@ impl Connection {
             let body = self
                 .round_trip(ApiKey::ApiVersions, version, &request)
                 .await?;
-            let response = decode_api_versions(body, version).map_err(|reason| {
-                self.shared.close(reason.clone());
-                Error::Protocol {
-                    address: self.address.clone(),
-                    reason,
-                }
-            })?;
+            let response =
+                decode_api_versions(body, version).map_err(|reason| self.protocol_error(reason))?;
             let code = ErrorCode(response.error_code);
             if code == ErrorCode::UNSUPPORTED_VERSION {
                 // KIP-511: the response lists the broker's ApiVersions range; a broker
@@ -355,7 +312,7 @@ impl Connection {
                     None => {
                         return Err(Error::UnsupportedVersion {
                             api: ApiKey::ApiVersions,
-                            address: self.address.clone(),
+                            address: self.address().to_string(),
                             client_min,
                             client_max,
                             broker: format!("v{}-{}", broker.0, broker.1),
@@ -373,80 +330,12 @@ impl Connection {
     }
 }
 
-impl Drop for Connection {
-    fn drop(&mut self) {
-        self.reader.abort();
-        self.writer.abort();
-    }
-}
-
 impl std::fmt::Debug for Connection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Connection")
-            .field("address", &self.address)
+            .field("address", &self.address())
             .field("closed", &self.is_closed())
             .finish()
-    }
-}
-
-impl Shared {
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        // A panic while holding this lock cannot leave the map half-updated (each
-        // operation is one insert or remove), so a poisoned lock is still usable.
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    fn disconnected(&self, reason: &str) -> Error {
-        Error::Disconnected {
-            address: self.address.clone(),
-            reason: reason.to_string(),
-        }
-    }
-
-    /// Marks the connection closed and fails every request in flight.
-    fn close(&self, reason: String) {
-        let waiting: Vec<InFlight> = {
-            let mut state = self.lock();
-            if state.closed.is_none() {
-                tracing::debug!(address = %self.address, %reason, "connection closed");
-                state.closed = Some(reason.clone());
-            }
-            state
-                .in_flight
-                .drain()
-                .map(|(_, waiting)| waiting)
-                .collect()
-        };
-        for waiting in waiting {
-            let _ = waiting.respond.send(Err(self.disconnected(&reason)));
-        }
-    }
-
-    /// Hands one response frame to the request it answers.
-    fn deliver(&self, mut frame: Bytes) -> Result<(), String> {
-        let Some(prefix) = frame.first_chunk::<4>() else {
-            return Err(format!("response of {} bytes has no header", frame.len()));
-        };
-        let correlation_id = i32::from_be_bytes(*prefix);
-        let waiting = self
-            .lock()
-            .in_flight
-            .remove(&correlation_id)
-            .ok_or_else(|| {
-                format!("response with correlation id {correlation_id} matches no request")
-            })?;
-        let header_version = waiting.api_key.response_header_version(waiting.version);
-        ResponseHeader::decode(&mut frame, header_version).map_err(|error| {
-            format!(
-                "{:?} v{} response header does not decode: {error}",
-                waiting.api_key, waiting.version
-            )
-        })?;
-        // The caller may have given up (timed out or was cancelled): nothing to do.
-        let _ = waiting.respond.send(Ok(frame));
-        Ok(())
     }
 }
 
@@ -463,29 +352,23 @@ pub fn encode_request(
     client_id: &StrBytes,
     body: &impl Encodable,
 ) -> Result<Bytes, Error> {
-    let encode_error = |error: anyhow::Error| Error::Encode {
+    let encode_error = |reason: String| Error::Encode {
         api: api_key,
         version,
-        reason: error.to_string(),
+        reason,
     };
     let header = RequestHeader::default()
         .with_request_api_key(api_key as i16)
         .with_request_api_version(version)
         .with_correlation_id(correlation_id)
         .with_client_id(Some(client_id.clone()));
-    let mut frame = BytesMut::new();
-    frame.put_i32(0); // the size, written below
+    let mut frame = frame::size_prefix(0);
     header
         .encode(&mut frame, api_key.request_header_version(version))
-        .map_err(encode_error)?;
-    body.encode(&mut frame, version).map_err(encode_error)?;
-    let size = i32::try_from(frame.len() - 4).map_err(|_| Error::Encode {
-        api: api_key,
-        version,
-        reason: format!("request of {} bytes is larger than a frame", frame.len()),
-    })?;
-    frame[..4].copy_from_slice(&size.to_be_bytes());
-    Ok(frame.freeze())
+        .map_err(|error| encode_error(error.to_string()))?;
+    body.encode(&mut frame, version)
+        .map_err(|error| encode_error(error.to_string()))?;
+    frame::finish_frame(frame).map_err(|error| encode_error(error.to_string()))
 }
 
 /// An ApiVersions response at `version`, or at v0: a broker that does not support the
@@ -498,70 +381,6 @@ fn decode_api_versions(body: Bytes, version: i16) -> Result<ApiVersionsResponse,
         .map_err(|error| format!("ApiVersions v{version} response does not decode: {error}"))
 }
 
-async fn read_responses(
-    mut reader: OwnedReadHalf,
-    shared: Arc<Shared>,
-    max_bytes: usize,
-    network: Option<Arc<NetworkSensors>>,
-) {
-    let reason = loop {
-        let frame = match read_frame(&mut reader, max_bytes).await {
-            Ok(Some(frame)) => frame,
-            Ok(None) => break "the broker closed the connection".to_string(),
-            Err(reason) => break reason,
-        };
-        if let Some(network) = &network {
-            network.response_received(frame.len() + 4);
-        }
-        if let Err(reason) = shared.deliver(frame) {
-            break reason;
-        }
-    };
-    shared.close(reason);
-}
-
-async fn write_requests(
-    mut writer: OwnedWriteHalf,
-    mut frames: mpsc::UnboundedReceiver<Bytes>,
-    shared: Arc<Shared>,
-    network: Option<Arc<NetworkSensors>>,
-) {
-    while let Some(frame) = frames.recv().await {
-        if let Err(error) = writer.write_all(&frame).await {
-            shared.close(format!("write failed: {error}"));
-            return;
-        }
-        if let Some(network) = &network {
-            network.request_sent(frame.len());
-        }
-    }
-    let _ = writer.shutdown().await;
-}
-
-/// Reads one size-prefixed frame: `Ok(None)` at a clean end of stream.
-async fn read_frame(reader: &mut OwnedReadHalf, max_bytes: usize) -> Result<Option<Bytes>, String> {
-    let mut prefix = [0u8; 4];
-    match reader.read_exact(&mut prefix).await {
-        Ok(_) => {}
-        Err(error) if error.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
-        Err(error) => return Err(format!("read failed: {error}")),
-    }
-    let size = i32::from_be_bytes(prefix);
-    let size = usize::try_from(size).map_err(|_| format!("negative response size {size}"))?;
-    if size > max_bytes {
-        return Err(format!(
-            "response of {size} bytes exceeds the limit of {max_bytes} bytes"
-        ));
-    }
-    // Allocated at the size the prefix gives, which `max_bytes` bounds.
-    let mut frame = BytesMut::zeroed(size);
-    reader
-        .read_exact(&mut frame)
-        .await
-        .map_err(|error| format!("connection closed inside a response of {size} bytes: {error}"))?;
-    Ok(Some(frame.freeze()))
-}
-
 #[cfg(test)]
 mod tests {
     //! The client's side of the wire against a scripted peer: each test plays the broker
@@ -569,9 +388,11 @@ mod tests {
     //! ApiVersions, responses out of order, silence, garbage).
 
     use super::*;
+    use bytes::BytesMut;
     use kafka_protocol::messages::api_versions_response::ApiVersion;
     use kafka_protocol::messages::{MetadataRequest, MetadataResponse};
-    use tokio::net::TcpListener;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::{TcpListener, TcpStream};
 
     fn config() -> ClientConfig {
         ClientConfig {

@@ -348,6 +348,7 @@ async fn add_remote(
         &endpoint.host,
         endpoint.port,
         timeout,
+        settings.frame_max_bytes,
         format!("broker-{}-txn-verification", broker.node_id),
     )
     .await
@@ -374,7 +375,7 @@ async fn add_remote(
             ),
     ]);
     let response = connection
-        .call(&request, 5, timeout, settings.frame_max_bytes)
+        .call(&request, 5, timeout)
         .await
         .map_err(|_| errors::COORDINATOR_NOT_AVAILABLE)?;
     if response.error_code != errors::NONE {

@@ -5,10 +5,13 @@
 //! Request frame: size, API key [`RAFT_API_KEY`], version 0, correlation id, a null
 //! client id (request header v1), then the JSON of an [`RpcRequest`]. Response frame:
 //! size, correlation id (response header v0), then the JSON of an [`RpcResponse`].
+//! The calling side ([`Connection`]) sends them over `sluice-protocol`'s
+//! `FrameConnection`, the frame layer of every Sluice client connection; the answering
+//! side is the broker's listener (`network.rs`).
 
 use std::time::Duration;
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::{Buf, BufMut, Bytes};
 use openraft::BasicNode;
 use openraft::error::{
     InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable,
@@ -19,8 +22,8 @@ use openraft::raft::{
     VoteRequest, VoteResponse,
 };
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use sluice_protocol::connection::{ConnectionError, ConnectionSettings, FrameConnection};
+use sluice_protocol::frame::{self, FrameError};
 
 use super::{NodeId, Proposal, ProposalResult, TypeConfig};
 
@@ -144,16 +147,15 @@ pub fn kind(request: &RpcRequest) -> &'static str {
 }
 
 /// Encodes a request frame.
-pub fn encode_request(correlation_id: i32, request: &RpcRequest) -> Bytes {
+pub fn encode_request(correlation_id: i32, request: &RpcRequest) -> Result<Bytes, FrameError> {
     let body = serde_json::to_vec(request).expect("quorum requests serialize");
-    let mut out = BytesMut::with_capacity(14 + body.len());
-    out.put_i32((10 + body.len()) as i32);
+    let mut out = frame::size_prefix(10 + body.len());
     out.put_i16(RAFT_API_KEY);
     out.put_i16(0);
     out.put_i32(correlation_id);
     out.put_i16(-1);
     out.extend_from_slice(&body);
-    out.freeze()
+    frame::finish_frame(out)
 }
 
 /// Decodes the body of a request frame (after the size), returning the correlation id
@@ -177,86 +179,80 @@ pub fn decode_request(mut frame: Bytes) -> Result<(i32, RpcRequest), String> {
 }
 
 /// Encodes a response frame.
-pub fn encode_response(correlation_id: i32, response: &RpcResponse) -> Bytes {
+pub fn encode_response(correlation_id: i32, response: &RpcResponse) -> Result<Bytes, FrameError> {
     let body = serde_json::to_vec(response).expect("quorum responses serialize");
-    let mut out = BytesMut::with_capacity(8 + body.len());
-    out.put_i32((4 + body.len()) as i32);
+    let mut out = frame::size_prefix(4 + body.len());
     out.put_i32(correlation_id);
     out.extend_from_slice(&body);
-    out.freeze()
+    frame::finish_frame(out)
 }
 
-/// A connection to one node, opened on first use and again after an error.
+/// A connection to one node, opened on first use and again after an error (any error
+/// closes it), over `sluice-protocol`'s [`FrameConnection`]: the frame layer the client
+/// and the broker-to-broker calls use too.
 pub struct Connection {
     address: String,
-    stream: Option<TcpStream>,
-    correlation_id: i32,
+    open: Option<FrameConnection>,
 }
 
 impl Connection {
     pub fn new(address: String) -> Connection {
         Connection {
             address,
-            stream: None,
-            correlation_id: 0,
+            open: None,
         }
     }
 
+    /// Sends `request` and waits for its response; `timeout` bounds the whole call,
+    /// connecting included.
     pub async fn call(
         &mut self,
         request: &RpcRequest,
         timeout: Duration,
-    ) -> std::io::Result<RpcResponse> {
-        match tokio::time::timeout(timeout, self.exchange(request)).await {
-            Ok(Ok(response)) => Ok(response),
-            Ok(Err(error)) => {
-                self.stream = None;
-                Err(error)
-            }
-            Err(_) => {
-                self.stream = None;
-                Err(std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    format!(
-                        "{} did not answer within {} ms",
-                        self.address,
-                        timeout.as_millis()
-                    ),
-                ))
-            }
+    ) -> Result<RpcResponse, ConnectionError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let result = self.exchange(request, deadline).await;
+        if result.is_err() {
+            self.open = None;
         }
+        result
     }
 
-    async fn exchange(&mut self, request: &RpcRequest) -> std::io::Result<RpcResponse> {
-        if self.stream.is_none() {
-            let stream = TcpStream::connect(&self.address).await?;
-            stream.set_nodelay(true)?;
-            self.stream = Some(stream);
-        }
-        let stream = self.stream.as_mut().expect("connected above");
-        self.correlation_id = self.correlation_id.wrapping_add(1);
-        let correlation_id = self.correlation_id;
-        stream
-            .write_all(&encode_request(correlation_id, request))
-            .await?;
-        let size = stream.read_i32().await?;
-        if size < 4 || size as usize > MAX_RESPONSE_BYTES {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!("quorum response of {size} bytes"),
-            ));
-        }
-        let mut body = vec![0; size as usize];
-        stream.read_exact(&mut body).await?;
-        let answered = i32::from_be_bytes([body[0], body[1], body[2], body[3]]);
-        if answered != correlation_id {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!("response to request {answered}, expected {correlation_id}"),
-            ));
-        }
-        serde_json::from_slice(&body[4..])
-            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+    async fn exchange(
+        &mut self,
+        request: &RpcRequest,
+        deadline: tokio::time::Instant,
+    ) -> Result<RpcResponse, ConnectionError> {
+        let left = || deadline.saturating_duration_since(tokio::time::Instant::now());
+        let connection = match &mut self.open {
+            Some(open) if !open.is_closed() => open,
+            slot => {
+                let settings = ConnectionSettings {
+                    response_max_bytes: MAX_RESPONSE_BYTES,
+                    max_in_flight_requests: 1,
+                };
+                let opened =
+                    FrameConnection::connect(&self.address, left(), settings, None).await?;
+                slot.insert(opened)
+            }
+        };
+        let correlation_id = connection.next_correlation_id();
+        let frame = encode_request(correlation_id, request).map_err(|error| {
+            ConnectionError::Disconnected {
+                address: self.address.clone(),
+                reason: format!("{} request: {error}", kind(request)),
+            }
+        })?;
+        let mut body = connection.request(correlation_id, frame, left()).await?;
+        body.advance(4); // the correlation id, which the frame layer matched
+        serde_json::from_slice(&body).map_err(|error| {
+            let reason = format!("{} response does not decode: {error}", kind(request));
+            connection.close(reason.clone());
+            ConnectionError::Disconnected {
+                address: self.address.clone(),
+                reason,
+            }
+        })
     }
 }
 
@@ -265,7 +261,7 @@ pub async fn call(
     address: &str,
     request: &RpcRequest,
     timeout: Duration,
-) -> std::io::Result<RpcResponse> {
+) -> Result<RpcResponse, ConnectionError> {
     Connection::new(address.to_string())
         .call(request, timeout)
         .await

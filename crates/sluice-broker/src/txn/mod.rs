@@ -492,6 +492,7 @@ async fn write_markers_remotely(
         &endpoint.host,
         endpoint.port,
         timeout,
+        settings.frame_max_bytes,
         format!("broker-{}-txn-markers", txns.node_id),
     )
     .await
@@ -523,10 +524,7 @@ async fn write_markers_remotely(
                     .collect(),
             ),
     ]);
-    match connection
-        .call(&request, 1, timeout, settings.frame_max_bytes)
-        .await
-    {
+    match connection.call(&request, 1, timeout).await {
         Ok(response) => response
             .markers
             .into_iter()
