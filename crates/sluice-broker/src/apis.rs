@@ -274,7 +274,9 @@ pub async fn serve_rpc(broker: &Arc<Broker>, request: RpcRequest) -> RpcResponse
             RpcResponse::Heartbeat(controller::heartbeat_as_controller(broker, heartbeat).await)
         }
         RpcRequest::AlterPartition(change) => RpcResponse::AlterPartition(
-            controller::alter_partition_as_controller(broker, change).await,
+            controller::alter_partition_as_controller(broker, change)
+                .await
+                .map_err(i16::from),
         ),
         RpcRequest::Status => RpcResponse::Status(quorum.status()),
         RpcRequest::ClusterId => RpcResponse::ClusterId(broker.cluster_id.clone()),

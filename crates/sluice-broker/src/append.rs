@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use bytes::BytesMut;
-use sluice_protocol::{BatchError, Compression, RecordBatch, TimestampType, batches};
+use sluice_protocol::{BatchError, Compression, ErrorCode, RecordBatch, TimestampType, batches};
 use sluice_storage::StorageError;
 use sluice_storage::producer_state::SequenceError;
 use tokio::sync::watch;
@@ -255,10 +255,14 @@ impl ReplicaManager {
     /// partition's leader for acks=all; returns the offset the high watermark must reach
     /// (see [`await_committed`]), or Kafka's error code for the partition. Synchronous, so
     /// a caller holding its own lock appends in the order it decided.
-    pub(crate) fn append_internal(&self, replica: &Replica, records: BytesMut) -> Result<i64, i16> {
+    pub(crate) fn append_internal(
+        &self,
+        replica: &Replica,
+        records: BytesMut,
+    ) -> Result<i64, ErrorCode> {
         self.append_validated(replica, -1, records)
             .map(|appended| appended.required_offset)
-            .map_err(|refusal| refusal.code)
+            .map_err(|refusal| ErrorCode(refusal.code))
     }
 
     /// [`append_internal`] for a coordinator's transactional batch (base sequence -1):
@@ -268,10 +272,10 @@ impl ReplicaManager {
         &self,
         replica: &Replica,
         records: BytesMut,
-    ) -> Result<i64, i16> {
+    ) -> Result<i64, ErrorCode> {
         self.append_validated_from(replica, -1, Write::Coordinator(records))
             .map(|appended| appended.required_offset)
-            .map_err(|refusal| refusal.code)
+            .map_err(|refusal| ErrorCode(refusal.code))
     }
 
     /// Writes a transaction marker (a COMMIT or ABORT control batch) as the partition's
@@ -281,10 +285,10 @@ impl ReplicaManager {
         &self,
         replica: &Replica,
         marker: sluice_storage::TxnMarker,
-    ) -> Result<i64, i16> {
+    ) -> Result<i64, ErrorCode> {
         self.append_validated_from(replica, -1, Write::Marker(marker))
             .map(|appended| appended.required_offset)
-            .map_err(|refusal| refusal.code)
+            .map_err(|refusal| ErrorCode(refusal.code))
     }
 }
 
@@ -328,11 +332,11 @@ impl PartitionWriter for ReplicaManager {
         leader_epoch: i32,
         batch: BytesMut,
         origin: Origin,
-    ) -> Result<i64, i16> {
+    ) -> Result<i64, ErrorCode> {
         let replica = self
             .replica(topic, partition)
             .filter(|replica| replica.leader_epoch() == leader_epoch)
-            .ok_or(errors::NOT_LEADER_OR_FOLLOWER)?;
+            .ok_or(ErrorCode::NOT_LEADER_OR_FOLLOWER)?;
         match origin {
             Origin::Coordinator => self.append_internal(&replica, batch),
             Origin::CoordinatorTransactional => {
@@ -585,7 +589,7 @@ mod leader_tests {
                 coordinator_batch.clone(),
                 crate::coordinator::Origin::Coordinator
             ),
-            Err(errors::NOT_LEADER_OR_FOLLOWER)
+            Err(ErrorCode::NOT_LEADER_OR_FOLLOWER)
         );
         let required = PartitionWriter::append(
             &*manager,

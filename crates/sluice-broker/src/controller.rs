@@ -27,6 +27,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use sluice_metadata::{MetadataImage, MetadataRecord, PartitionChangeRecord};
+use sluice_protocol::ErrorCode;
 use tokio::sync::watch;
 
 use crate::broker::{Broker, BrokerError, TOPIC_RESOURCE};
@@ -340,10 +341,10 @@ pub async fn alter_partition(
     leader_epoch: i32,
     partition_epoch: i32,
     new_isr: Vec<i32>,
-) -> Result<sluice_metadata::PartitionImage, i16> {
+) -> Result<sluice_metadata::PartitionImage, ErrorCode> {
     let quorum = broker
         .quorum()
-        .map_err(|_| crate::errors::NOT_CONTROLLER)?
+        .map_err(|_| ErrorCode::NOT_CONTROLLER)?
         .clone();
     let change = crate::quorum::rpc::AlterPartition {
         broker_id: broker.node_id,
@@ -356,24 +357,24 @@ pub async fn alter_partition(
     let index = if quorum.is_active_controller() {
         alter_partition_as_controller(broker, change).await?
     } else {
-        let (_, address) = quorum.leader().ok_or(crate::errors::NOT_CONTROLLER)?;
+        let (_, address) = quorum.leader().ok_or(ErrorCode::NOT_CONTROLLER)?;
         let request = crate::quorum::RpcRequest::AlterPartition(change);
         match crate::quorum::rpc::call(&address, &request, std::time::Duration::from_secs(10)).await
         {
             Ok(crate::quorum::RpcResponse::AlterPartition(result)) => result?,
-            _ => return Err(crate::errors::NOT_CONTROLLER),
+            _ => return Err(ErrorCode::NOT_CONTROLLER),
         }
     };
     quorum
         .wait_applied(index, std::time::Duration::from_secs(10))
         .await
-        .map_err(|_| crate::errors::REQUEST_TIMED_OUT)?;
+        .map_err(|_| ErrorCode::REQUEST_TIMED_OUT)?;
     broker
         .image()
         .topic_by_id(&topic_id)
         .and_then(|t| t.partitions.get(&partition))
         .cloned()
-        .ok_or(crate::errors::UNKNOWN_TOPIC_OR_PARTITION)
+        .ok_or(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION)
 }
 
 /// The quorum's state from its leader (here, or asked over the network).
@@ -483,25 +484,28 @@ pub async fn heartbeat_as_controller(broker: &Arc<Broker>, heartbeat: Heartbeat)
 pub async fn alter_partition_as_controller(
     broker: &Arc<Broker>,
     change: AlterPartition,
-) -> Result<u64, i16> {
-    let quorum = broker.quorum().map_err(|_| errors::NOT_CONTROLLER)?.clone();
+) -> Result<u64, ErrorCode> {
+    let quorum = broker
+        .quorum()
+        .map_err(|_| ErrorCode::NOT_CONTROLLER)?
+        .clone();
     if !quorum.is_active_controller() {
-        return Err(errors::NOT_CONTROLLER);
+        return Err(ErrorCode::NOT_CONTROLLER);
     }
     let _controller = broker.controller_lock().await;
     let image = broker.image();
     let partition = image
         .topic_by_id(&change.topic_id)
         .and_then(|t| t.partitions.get(&change.partition))
-        .ok_or(errors::UNKNOWN_TOPIC_OR_PARTITION)?;
+        .ok_or(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION)?;
     if partition.leader != change.broker_id {
-        return Err(errors::NOT_LEADER_OR_FOLLOWER);
+        return Err(ErrorCode::NOT_LEADER_OR_FOLLOWER);
     }
     if change.leader_epoch != partition.leader_epoch {
-        return Err(errors::FENCED_LEADER_EPOCH);
+        return Err(ErrorCode::FENCED_LEADER_EPOCH);
     }
     if change.partition_epoch != partition.partition_epoch {
-        return Err(errors::INVALID_UPDATE_VERSION);
+        return Err(ErrorCode::INVALID_UPDATE_VERSION);
     }
     if change.new_isr.is_empty()
         || change
@@ -509,7 +513,7 @@ pub async fn alter_partition_as_controller(
             .iter()
             .any(|r| !partition.replicas.contains(r))
     {
-        return Err(errors::INVALID_REQUEST);
+        return Err(ErrorCode::INVALID_REQUEST);
     }
     // A replica may join the ISR only while it can lead (Kafka: not fenced, not in
     // controlled shutdown).
@@ -518,7 +522,7 @@ pub async fn alter_partition_as_controller(
         .iter()
         .any(|r| !partition.isr.contains(r) && !can_lead(&image, *r))
     {
-        return Err(errors::INELIGIBLE_REPLICA);
+        return Err(ErrorCode::INELIGIBLE_REPLICA);
     }
     let mut record = PartitionChangeRecord::new(change.topic_id, change.partition);
     record.isr = Some(change.new_isr.clone());
@@ -532,10 +536,10 @@ pub async fn alter_partition_as_controller(
     {
         Ok(index) => Ok(index),
         Err(QuorumError::StalePartition(_) | QuorumError::Refused(_)) => {
-            Err(errors::INVALID_UPDATE_VERSION)
+            Err(ErrorCode::INVALID_UPDATE_VERSION)
         }
-        Err(QuorumError::NotController) => Err(errors::NOT_CONTROLLER),
-        Err(_) => Err(errors::REQUEST_TIMED_OUT),
+        Err(QuorumError::NotController) => Err(ErrorCode::NOT_CONTROLLER),
+        Err(_) => Err(ErrorCode::REQUEST_TIMED_OUT),
     }
 }
 

@@ -31,10 +31,8 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use sluice_metadata::MetadataImage;
-use sluice_protocol::RecordBatch;
+use sluice_protocol::{ErrorCode, RecordBatch};
 use tokio::sync::watch;
-
-use crate::errors;
 
 /// How long a shard waits for its replica to lead the partition it was given.
 pub const LEADERSHIP_WAIT: Duration = Duration::from_secs(30);
@@ -71,7 +69,7 @@ pub trait PartitionWriter: Send + Sync + 'static {
         leader_epoch: i32,
         batch: BytesMut,
         origin: Origin,
-    ) -> Result<i64, i16>;
+    ) -> Result<i64, ErrorCode>;
 
     /// Resolves once the high watermark reaches `required_offset` (NONE), or with the
     /// error code (REQUEST_TIMED_OUT after `timeout`).
@@ -186,11 +184,11 @@ impl<S: Send + 'static> CoordinatorRuntime<S> {
     /// The shard holding `key`, or why this node cannot serve it: NOT_COORDINATOR
     /// (another node leads its partition, or the topic does not exist yet) or
     /// COORDINATOR_LOAD_IN_PROGRESS.
-    pub fn shard_for(&self, image: &MetadataImage, key: &str) -> Result<Arc<Shard<S>>, i16> {
-        let partition = partition_of(image, self.topic, key).ok_or(errors::NOT_COORDINATOR)?;
-        let shard = self.shard(partition).ok_or(errors::NOT_COORDINATOR)?;
+    pub fn shard_for(&self, image: &MetadataImage, key: &str) -> Result<Arc<Shard<S>>, ErrorCode> {
+        let partition = partition_of(image, self.topic, key).ok_or(ErrorCode::NOT_COORDINATOR)?;
+        let shard = self.shard(partition).ok_or(ErrorCode::NOT_COORDINATOR)?;
         if !shard.is_loaded() {
-            return Err(errors::COORDINATOR_LOAD_IN_PROGRESS);
+            return Err(ErrorCode::COORDINATOR_LOAD_IN_PROGRESS);
         }
         Ok(shard)
     }
@@ -331,12 +329,17 @@ impl<S: Send + 'static> CoordinatorRuntime<S> {
     /// Appends `batch` to the shard's partition as its leader (callers hold the shard's
     /// lock, so writes keep their order). NOT_COORDINATOR when this node's replica no
     /// longer leads at the shard's epoch; otherwise the writer's answer.
-    pub fn append(&self, shard: &Shard<S>, batch: BytesMut, origin: Origin) -> Result<i64, i16> {
+    pub fn append(
+        &self,
+        shard: &Shard<S>,
+        batch: BytesMut,
+        origin: Origin,
+    ) -> Result<i64, ErrorCode> {
         if !self
             .writer
             .leads(self.topic, shard.partition, shard.leader_epoch)
         {
-            return Err(errors::NOT_COORDINATOR);
+            return Err(ErrorCode::NOT_COORDINATOR);
         }
         self.writer.append(
             self.topic,
@@ -366,6 +369,8 @@ pub(crate) mod testing {
 
     use std::collections::HashMap;
     use std::sync::Mutex;
+
+    use crate::errors;
 
     use super::*;
 
@@ -497,14 +502,14 @@ pub(crate) mod testing {
             leader_epoch: i32,
             mut batch: BytesMut,
             _origin: Origin,
-        ) -> Result<i64, i16> {
+        ) -> Result<i64, ErrorCode> {
             if !self.leads(topic, partition, leader_epoch) {
-                return Err(errors::NOT_LEADER_OR_FOLLOWER);
+                return Err(ErrorCode::NOT_LEADER_OR_FOLLOWER);
             }
             let mut logs = guard(&self.logs);
             let log = logs.entry((topic.to_string(), partition)).or_default();
             let records = RecordBatch::new(batch.clone().freeze())
-                .map_err(|_| errors::CORRUPT_MESSAGE)?
+                .map_err(|_| ErrorCode::CORRUPT_MESSAGE)?
                 .record_count();
             sluice_protocol::record_batch::set_base_offset(&mut batch, log.end_offset);
             log.end_offset += i64::from(records);
@@ -559,6 +564,7 @@ pub(crate) mod testing {
 mod tests {
     use super::testing::{MemoryWriter, batch, topic_image};
     use super::*;
+    use crate::errors;
 
     const TOPIC: &str = "__consumer_offsets";
 
@@ -614,11 +620,11 @@ mod tests {
         let elsewhere = key_of(&image, 1);
         assert_eq!(
             runtime.shard_for(&image, &here).unwrap_err(),
-            errors::COORDINATOR_LOAD_IN_PROGRESS
+            ErrorCode::COORDINATOR_LOAD_IN_PROGRESS
         );
         assert_eq!(
             runtime.shard_for(&image, &elsewhere).unwrap_err(),
-            errors::NOT_COORDINATOR
+            ErrorCode::NOT_COORDINATOR
         );
 
         // The load waits for the replica's role change, not for a timer.
@@ -706,7 +712,7 @@ mod tests {
             runtime
                 .append(&shard, batch(&["z"]), Origin::Coordinator)
                 .unwrap_err(),
-            errors::NOT_COORDINATOR
+            ErrorCode::NOT_COORDINATOR
         );
         assert_eq!(writer.batches(TOPIC, 0).len(), 1);
     }

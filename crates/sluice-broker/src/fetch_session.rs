@@ -15,8 +15,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, PoisonError};
 
 use sluice_metadata::Uuid;
-
-pub use crate::errors::{FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH};
+use sluice_protocol::ErrorCode;
 
 /// A partition of a session: where the client fetches from, and what it was last told.
 #[derive(Debug, Clone, PartialEq)]
@@ -73,7 +72,7 @@ impl FetchSessions {
         epoch: i32,
         requested: SessionPartitions,
         forgotten: &[(String, i32)],
-    ) -> Result<(SessionUse, SessionPartitions), i16> {
+    ) -> Result<(SessionUse, SessionPartitions), ErrorCode> {
         let mut guard = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
         let (sessions, clock) = &mut *guard;
         *clock += 1;
@@ -120,9 +119,9 @@ impl FetchSessions {
             _ => {
                 let session = sessions
                     .get_mut(&session_id)
-                    .ok_or(FETCH_SESSION_ID_NOT_FOUND)?;
+                    .ok_or(ErrorCode::FETCH_SESSION_ID_NOT_FOUND)?;
                 if session.epoch != epoch {
-                    return Err(INVALID_FETCH_SESSION_EPOCH);
+                    return Err(ErrorCode::INVALID_FETCH_SESSION_EPOCH);
                 }
                 session.epoch = session.epoch.wrapping_add(1).max(1);
                 session.last_used = now;
@@ -241,13 +240,13 @@ mod tests {
             cache
                 .begin(id, 1, SessionPartitions::new(), &[])
                 .unwrap_err(),
-            INVALID_FETCH_SESSION_EPOCH
+            ErrorCode::INVALID_FETCH_SESSION_EPOCH
         );
         assert_eq!(
             cache
                 .begin(id + 1, 1, SessionPartitions::new(), &[])
                 .unwrap_err(),
-            FETCH_SESSION_ID_NOT_FOUND
+            ErrorCode::FETCH_SESSION_ID_NOT_FOUND
         );
         let (use_, _) = cache.begin(id, -1, partitions(&[]), &[]).unwrap();
         assert!(matches!(use_, SessionUse::Sessionless));
@@ -269,7 +268,7 @@ mod tests {
         assert_eq!(cache.len(), 2);
         assert_eq!(
             cache.begin(second, 1, partitions(&[]), &[]).unwrap_err(),
-            FETCH_SESSION_ID_NOT_FOUND,
+            ErrorCode::FETCH_SESSION_ID_NOT_FOUND,
             "the least recently used session went"
         );
         assert!(cache.begin(first, 2, partitions(&[]), &[]).is_ok());

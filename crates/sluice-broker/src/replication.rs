@@ -37,6 +37,7 @@ use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListO
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable, Request, StrBytes};
 use sluice_metadata::{MetadataImage, PartitionImage, Uuid};
+use sluice_protocol::ErrorCode;
 use sluice_protocol::connection::{ConnectionError, ConnectionSettings, FrameConnection};
 use sluice_protocol::frame;
 use sluice_storage::{StorageError, TopicId, TopicPartition};
@@ -76,7 +77,7 @@ pub struct IsrChange {
 /// The controller's answer: the partition as it now has it, or Kafka's error code
 /// (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, INELIGIBLE_REPLICA, NOT_CONTROLLER...).
 pub type AlterPartitionReply =
-    std::pin::Pin<Box<dyn std::future::Future<Output = Result<PartitionImage, i16>> + Send>>;
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<PartitionImage, ErrorCode>> + Send>>;
 
 /// How replication reaches the active controller (set once by the node's wiring).
 pub trait AlterPartitionChannel: Send + Sync + std::fmt::Debug {
@@ -875,7 +876,7 @@ pub(crate) fn submit_alter_partition(
             };
             let result = match manager.controller.get() {
                 Some(controller) => controller.alter_partition(change).await,
-                None => Err(errors::NOT_CONTROLLER),
+                None => Err(ErrorCode::NOT_CONTROLLER),
             };
             let retry = {
                 let mut state = replica.state();
@@ -912,7 +913,7 @@ pub(crate) fn submit_alter_partition(
                         replica.publish_high_watermark(&state);
                         false
                     }
-                    Err(code) => {
+                    Err(ErrorCode(code)) => {
                         counters.failed_isr_updates.fetch_add(1, Ordering::Relaxed);
                         match code {
                             errors::OPERATION_NOT_ATTEMPTED | errors::INELIGIBLE_REPLICA => {

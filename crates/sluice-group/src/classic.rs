@@ -17,6 +17,7 @@
 use std::collections::{HashMap, HashSet};
 
 use bytes::Bytes;
+use sluice_protocol::ErrorCode;
 use tokio::sync::oneshot;
 
 use crate::migration::{ClassicMemberSnapshot, ClassicSnapshot};
@@ -27,7 +28,6 @@ use crate::records::{GroupMetadataValue, MemberMetadata};
 mod errors {
     pub const NONE: i16 = 0;
     pub const COORDINATOR_NOT_AVAILABLE: i16 = 15;
-    pub const ILLEGAL_GENERATION: i16 = 22;
     pub const INCONSISTENT_GROUP_PROTOCOL: i16 = 23;
     pub const UNKNOWN_MEMBER_ID: i16 = 25;
     pub const INVALID_SESSION_TIMEOUT: i16 = 26;
@@ -511,7 +511,7 @@ impl ClassicGroup {
             return self.add_member(request, member_id, config, now);
         }
         if let Err(code) = self.validate_member(&member_id, request.group_instance_id.as_deref()) {
-            return Reply::Now(JoinResult::error(code, &member_id));
+            return Reply::Now(JoinResult::error(code.0, &member_id));
         }
         match self.state {
             ClassicState::Empty | ClassicState::Dead => {
@@ -814,18 +814,22 @@ impl ClassicGroup {
     }
 
     /// Checks that a member id (and its instance id, for a static member) is current.
-    pub fn validate_member(&self, member_id: &str, instance: Option<&str>) -> Result<(), i16> {
+    pub fn validate_member(
+        &self,
+        member_id: &str,
+        instance: Option<&str>,
+    ) -> Result<(), ErrorCode> {
         if let Some(instance) = instance {
             return match self.static_members.get(instance) {
                 Some(id) if id == member_id => Ok(()),
-                Some(_) => Err(errors::FENCED_INSTANCE_ID),
-                None => Err(errors::UNKNOWN_MEMBER_ID),
+                Some(_) => Err(ErrorCode::FENCED_INSTANCE_ID),
+                None => Err(ErrorCode::UNKNOWN_MEMBER_ID),
             };
         }
         if self.member(member_id).is_some() {
             Ok(())
         } else {
-            Err(errors::UNKNOWN_MEMBER_ID)
+            Err(ErrorCode::UNKNOWN_MEMBER_ID)
         }
     }
 
@@ -834,13 +838,13 @@ impl ClassicGroup {
         member_id: &str,
         instance: Option<&str>,
         generation: i32,
-    ) -> Result<(), i16> {
+    ) -> Result<(), ErrorCode> {
         if self.state == ClassicState::Dead {
-            return Err(errors::COORDINATOR_NOT_AVAILABLE);
+            return Err(ErrorCode::COORDINATOR_NOT_AVAILABLE);
         }
         self.validate_member(member_id, instance)?;
         if generation != self.generation {
-            return Err(errors::ILLEGAL_GENERATION);
+            return Err(ErrorCode::ILLEGAL_GENERATION);
         }
         Ok(())
     }
@@ -859,7 +863,7 @@ impl ClassicGroup {
     ) -> SyncOutcome {
         let now_reply = |code| SyncOutcome::Reply(Reply::Now(SyncResult::error(code)));
         if let Err(code) = self.check_generation(member_id, instance, generation) {
-            return now_reply(code);
+            return now_reply(code.0);
         }
         if protocol_type.is_some_and(|t| Some(t) != self.protocol_type.as_deref())
             || protocol_name.is_some_and(|n| Some(n) != self.protocol.as_deref())
@@ -972,7 +976,7 @@ impl ClassicGroup {
         now: i64,
     ) -> i16 {
         if let Err(code) = self.check_generation(member_id, instance, generation) {
-            return code;
+            return code.0;
         }
         let state = self.state;
         let Some(member) = self.member_mut(member_id) else {
@@ -1127,9 +1131,9 @@ impl ClassicGroup {
         member_id: &str,
         instance: Option<&str>,
         generation: i32,
-    ) -> Result<(), i16> {
+    ) -> Result<(), ErrorCode> {
         if self.state == ClassicState::Dead {
-            return Err(errors::COORDINATOR_NOT_AVAILABLE);
+            return Err(ErrorCode::COORDINATOR_NOT_AVAILABLE);
         }
         if generation < 0 && self.state == ClassicState::Empty {
             // An admin's or a simple consumer's commit.
@@ -1138,13 +1142,13 @@ impl ClassicGroup {
         if generation >= 0 || !member_id.is_empty() || instance.is_some() {
             self.validate_member(member_id, instance)?;
             if generation != self.generation {
-                return Err(errors::ILLEGAL_GENERATION);
+                return Err(ErrorCode::ILLEGAL_GENERATION);
             }
         } else if self.state != ClassicState::Empty {
-            return Err(errors::UNKNOWN_MEMBER_ID);
+            return Err(ErrorCode::UNKNOWN_MEMBER_ID);
         }
         if self.state == ClassicState::CompletingRebalance {
-            return Err(errors::REBALANCE_IN_PROGRESS);
+            return Err(ErrorCode::REBALANCE_IN_PROGRESS);
         }
         Ok(())
     }
@@ -1179,7 +1183,7 @@ mod tests {
                 errors::COORDINATOR_NOT_AVAILABLE,
                 E::CoordinatorNotAvailable,
             ),
-            (errors::ILLEGAL_GENERATION, E::IllegalGeneration),
+            (ErrorCode::ILLEGAL_GENERATION.0, E::IllegalGeneration),
             (
                 errors::INCONSISTENT_GROUP_PROTOCOL,
                 E::InconsistentGroupProtocol,
@@ -1304,7 +1308,10 @@ mod tests {
         assert!(b_result.members.is_empty());
         assert_eq!(b_result.member_id, b);
         // An old generation's heartbeat is refused.
-        assert_eq!(group.heartbeat(&a, None, 1, 5), errors::ILLEGAL_GENERATION);
+        assert_eq!(
+            group.heartbeat(&a, None, 1, 5),
+            ErrorCode::ILLEGAL_GENERATION.0
+        );
         assert_eq!(group.heartbeat(&a, None, 2, 5), errors::NONE);
     }
 
@@ -1424,7 +1431,7 @@ mod tests {
         now_result(reply);
         assert_eq!(
             group.validate_offset_commit(&a, None, 1),
-            Err(errors::REBALANCE_IN_PROGRESS)
+            Err(ErrorCode::REBALANCE_IN_PROGRESS)
         );
         let SyncOutcome::Store(store) = group.sync(&a, None, 1, None, None, vec![], 0) else {
             panic!()
@@ -1433,15 +1440,15 @@ mod tests {
         assert_eq!(group.validate_offset_commit(&a, None, 1), Ok(()));
         assert_eq!(
             group.validate_offset_commit(&a, None, 0),
-            Err(errors::ILLEGAL_GENERATION)
+            Err(ErrorCode::ILLEGAL_GENERATION)
         );
         assert_eq!(
             group.validate_offset_commit("x", None, 1),
-            Err(errors::UNKNOWN_MEMBER_ID)
+            Err(ErrorCode::UNKNOWN_MEMBER_ID)
         );
         assert_eq!(
             group.validate_offset_commit("", None, -1),
-            Err(errors::UNKNOWN_MEMBER_ID)
+            Err(ErrorCode::UNKNOWN_MEMBER_ID)
         );
     }
 

@@ -421,7 +421,7 @@ mod tests {
         );
         assert_eq!(
             g.classic_sync("a", None, 5, Some("consumer"), Some(PROTOCOL), 200),
-            Err(REBALANCE_IN_PROGRESS)
+            Err(ErrorCode(REBALANCE_IN_PROGRESS))
         );
         // a rejoins with what it owns: it keeps everything, so it moves to epoch 6 at once.
         let r = g.classic_join(&join("a", &[0, 1], 5), &topics(), &config(), 300);
@@ -490,12 +490,12 @@ mod tests {
         // Offsets: a classic member commits with its generation = member epoch.
         assert_eq!(
             g.validate_offset_commit("a", None, 5),
-            Err(ILLEGAL_GENERATION)
+            Err(ErrorCode::ILLEGAL_GENERATION)
         );
         assert_eq!(g.validate_offset_commit("a", None, 6), Ok(()));
         assert_eq!(
             g.validate_offset_commit("c", None, 5),
-            Err(ErrorCode::STALE_MEMBER_EPOCH.0)
+            Err(ErrorCode::STALE_MEMBER_EPOCH)
         );
         let d = g.describe(&topics());
         assert_eq!(
@@ -605,7 +605,7 @@ mod tests {
         assert_eq!(g.classic_heartbeat("c", None, 6, 0), UNKNOWN_MEMBER_ID);
         assert_eq!(
             g.classic_sync("c", None, 6, None, None, 0),
-            Err(UNKNOWN_MEMBER_ID)
+            Err(ErrorCode(UNKNOWN_MEMBER_ID))
         );
         assert_eq!(
             g.classic_join(&join("a", &[0, 1], 5), &topics(), &config(), 0)
@@ -614,16 +614,16 @@ mod tests {
         );
         assert_eq!(
             g.classic_sync("a", None, 5, None, None, 0),
-            Err(ILLEGAL_GENERATION)
+            Err(ErrorCode(ILLEGAL_GENERATION))
         );
         assert_eq!(
             g.classic_sync("a", None, 6, Some("connect"), None, 0),
-            Err(INCONSISTENT_GROUP_PROTOCOL)
+            Err(ErrorCode(INCONSISTENT_GROUP_PROTOCOL))
         );
         // The protocol name must be the one the JoinGroup answered.
         assert_eq!(
             g.classic_sync("a", None, 6, None, Some("range"), 0),
-            Err(INCONSISTENT_GROUP_PROTOCOL)
+            Err(ErrorCode(INCONSISTENT_GROUP_PROTOCOL))
         );
         assert_eq!(
             g.classic_heartbeat("a", Some("i-zz"), 6, 0),
@@ -648,7 +648,7 @@ mod tests {
         );
         assert_eq!(
             g.classic_sync("x", Some("i-a"), 5, None, None, 200),
-            Err(FENCED_INSTANCE_ID)
+            Err(ErrorCode(FENCED_INSTANCE_ID))
         );
         // A known member id under an unknown instance.
         let mut j = join("a", &[0, 1], 5);

@@ -18,11 +18,21 @@ use std::time::Duration;
 use sluice_client::{Admin, ClientConfig, ListGroupsFilter, OffsetSpec, TopicPartition};
 use tokio::sync::watch;
 
-use crate::monitor::StorageSink;
+use crate::monitor::{StorageSink, StorageStopped};
 
 use crate::config::ClusterConfig;
 use crate::consumer::now_ms;
 use crate::types::StorageRequest;
+
+/// Why a round of reading the cluster failed; the module logs it, reconnects and retries.
+#[derive(Debug, thiserror::Error)]
+enum RoundError {
+    /// A call to the cluster failed.
+    #[error(transparent)]
+    Client(#[from] sluice_client::Error),
+    #[error(transparent)]
+    Storage(#[from] StorageStopped),
+}
 
 /// What one `cluster` section watches.
 pub struct ClusterModule {
@@ -118,7 +128,11 @@ impl ClusterModule {
         admin.as_ref()
     }
 
-    async fn refresh_topics(&mut self, admin: &Admin, storage: &StorageSink) -> anyhow::Result<()> {
+    async fn refresh_topics(
+        &mut self,
+        admin: &Admin,
+        storage: &StorageSink,
+    ) -> Result<(), RoundError> {
         let names: Vec<String> = admin
             .list_topics()
             .await?
@@ -143,14 +157,12 @@ impl ClusterModule {
             .collect();
         for topic in gone {
             tracing::info!(cluster = %self.name, %topic, "monitor: topic deleted");
-            send(
-                storage,
-                StorageRequest::DeleteTopic {
+            storage
+                .send(StorageRequest::DeleteTopic {
                     cluster: self.name.clone(),
                     topic,
-                },
-            )
-            .await?;
+                })
+                .await?;
         }
         self.topics = topics;
         Ok(())
@@ -158,7 +170,11 @@ impl ClusterModule {
 
     /// Stores every partition's latest offset; returns whether some partition failed (so
     /// the topics are listed again first next time, as Burrow re-reads metadata).
-    async fn fetch_offsets(&self, admin: &Admin, storage: &StorageSink) -> anyhow::Result<bool> {
+    async fn fetch_offsets(
+        &self,
+        admin: &Admin,
+        storage: &StorageSink,
+    ) -> Result<bool, RoundError> {
         let specs: BTreeMap<TopicPartition, OffsetSpec> = self
             .topics
             .iter()
@@ -181,18 +197,16 @@ impl ClusterModule {
             match result {
                 Ok(info) => {
                     let count = self.topics.get(&partition.topic).copied().unwrap_or(0);
-                    send(
-                        storage,
-                        StorageRequest::SetBrokerOffset {
+                    storage
+                        .send(StorageRequest::SetBrokerOffset {
                             cluster: self.name.clone(),
                             topic: partition.topic,
                             partition: partition.partition,
                             topic_partition_count: count,
                             offset: info.offset,
                             timestamp_ms,
-                        },
-                    )
-                    .await?;
+                        })
+                        .await?;
                 }
                 Err(error) => {
                     tracing::debug!(cluster = %self.name, topic = %partition.topic, partition = partition.partition, error = ?error.code, "monitor: no log end offset for a partition this time");
@@ -208,7 +222,7 @@ impl ClusterModule {
         admin: &Admin,
         storage: &StorageSink,
         groups: &(impl Fn() -> Vec<String> + Send),
-    ) -> anyhow::Result<()> {
+    ) -> Result<(), RoundError> {
         let listed: BTreeSet<String> = admin
             .list_groups(&ListGroupsFilter::default())
             .await?
@@ -218,23 +232,14 @@ impl ClusterModule {
         for group in groups() {
             if !listed.contains(&group) {
                 tracing::info!(cluster = %self.name, %group, "monitor: group no longer exists; removed");
-                send(
-                    storage,
-                    StorageRequest::DeleteGroup {
+                storage
+                    .send(StorageRequest::DeleteGroup {
                         cluster: self.name.clone(),
                         group,
-                    },
-                )
-                .await?;
+                    })
+                    .await?;
             }
         }
         Ok(())
     }
-}
-
-async fn send(storage: &StorageSink, request: StorageRequest) -> anyhow::Result<()> {
-    storage
-        .send(request)
-        .await
-        .map_err(|_| anyhow::anyhow!("storage stopped"))
 }

@@ -25,11 +25,11 @@ use std::time::Duration;
 use sluice_client::consumer::{
     AutoOffsetReset, Consumer, ConsumerConfig as ClientConsumerConfig, IsolationLevel,
 };
-use sluice_client::{Admin, Client, ClientConfig, OffsetSpec, TopicPartition};
+use sluice_client::{Admin, ApiError, Client, ClientConfig, OffsetSpec, TopicPartition};
 use sluice_group::records::{self, OffsetsKey};
 use tokio::sync::watch;
 
-use crate::monitor::StorageSink;
+use crate::monitor::{StorageSink, StorageStopped};
 
 use crate::config::ConsumerConfig;
 use crate::types::StorageRequest;
@@ -306,6 +306,24 @@ impl OffsetsDecoder {
     }
 }
 
+/// Why reading the offsets topic stopped; [`run`] logs it and starts again.
+#[derive(Debug, thiserror::Error)]
+enum ReadError {
+    /// A call to the cluster failed.
+    #[error(transparent)]
+    Client(#[from] sluice_client::Error),
+    #[error(transparent)]
+    Storage(#[from] StorageStopped),
+    #[error("{topic} does not exist yet (it is created when the first group commits)")]
+    NoOffsetsTopic { topic: String },
+    /// The last stable offset of a partition, the catch-up target, could not be read.
+    #[error("cannot read the last stable offset of {partition}: {error}")]
+    LastStableOffset {
+        partition: TopicPartition,
+        error: ApiError,
+    },
+}
+
 /// Consumes `config.offsets_topic` on `config.servers` until `stop`, sending what it
 /// reads to storage. Never returns early: an unreachable cluster or a missing topic is
 /// logged and retried. `caught_up` turns true once everything committed when reading
@@ -346,7 +364,7 @@ async fn consume(
     positions: &mut BTreeMap<i32, i64>,
     storage: &StorageSink,
     caught_up: &watch::Sender<bool>,
-) -> anyhow::Result<()> {
+) -> Result<(), ReadError> {
     let consumer_config = ClientConsumerConfig::new(config.servers.clone())
         .client_id(client_id)
         .auto_offset_reset(if config.start_latest && !config.backfill_earliest {
@@ -379,10 +397,11 @@ async fn consume(
             .map(|partition| (partition.clone(), OffsetSpec::Latest))
             .collect();
         for (partition, result) in admin.list_offsets_isolated(&specs, true).await? {
-            targets.insert(
-                partition,
-                result.map_err(|error| anyhow::anyhow!("{error:?}"))?.offset,
-            );
+            let offset = match result {
+                Ok(info) => info.offset,
+                Err(error) => return Err(ReadError::LastStableOffset { partition, error }),
+            };
+            targets.insert(partition, offset);
         }
     }
     let mut last_topic_refresh: Option<tokio::time::Instant> = None;
@@ -405,12 +424,11 @@ async fn consume(
                 continue;
             };
             for request in decoder.decode(key, record.value.as_deref(), record.offset, now_ms) {
-                send(storage, request).await?;
+                storage.send(request).await?;
             }
             if let Some(group) = &config.reported_consumer_group {
-                send(
-                    storage,
-                    StorageRequest::SetConsumerOffset {
+                storage
+                    .send(StorageRequest::SetConsumerOffset {
                         cluster: decoder.cluster.clone(),
                         group: group.clone(),
                         topic: topic.clone(),
@@ -419,9 +437,8 @@ async fn consume(
                         order: record.offset,
                         timestamp_ms: now_ms,
                         observed_ms: now_ms,
-                    },
-                )
-                .await?;
+                    })
+                    .await?;
             }
         }
         if !targets.is_empty() {
@@ -443,20 +460,13 @@ async fn consume(
         {
             last_topic_refresh = Some(tokio::time::Instant::now());
             for request in decoder.learn_topic_names(topic_ids(client).await?) {
-                send(storage, request).await?;
+                storage.send(request).await?;
             }
         }
     }
 }
 
-async fn send(storage: &StorageSink, request: StorageRequest) -> anyhow::Result<()> {
-    storage
-        .send(request)
-        .await
-        .map_err(|_| anyhow::anyhow!("storage stopped"))
-}
-
-async fn offsets_topic_partitions(client: &Client, topic: &str) -> anyhow::Result<i32> {
+async fn offsets_topic_partitions(client: &Client, topic: &str) -> Result<i32, ReadError> {
     let metadata = client.metadata(Some(&[topic.to_string()])).await?;
     let found = metadata.topics.iter().find(|entry| {
         entry
@@ -468,13 +478,13 @@ async fn offsets_topic_partitions(client: &Client, topic: &str) -> anyhow::Resul
         Some(entry) if entry.error_code == 0 && !entry.partitions.is_empty() => {
             Ok(i32::try_from(entry.partitions.len()).unwrap_or(i32::MAX))
         }
-        _ => {
-            anyhow::bail!("{topic} does not exist yet (it is created when the first group commits)")
-        }
+        _ => Err(ReadError::NoOffsetsTopic {
+            topic: topic.to_string(),
+        }),
     }
 }
 
-async fn topic_ids(client: &Client) -> anyhow::Result<Vec<(uuid::Uuid, String)>> {
+async fn topic_ids(client: &Client) -> Result<Vec<(uuid::Uuid, String)>, ReadError> {
     let metadata = client.metadata(None).await?;
     Ok(metadata
         .topics

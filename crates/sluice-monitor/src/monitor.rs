@@ -43,6 +43,11 @@ pub enum MonitorError {
     Notifier(#[from] crate::notifier::NotifierError),
 }
 
+/// Storage has stopped (the monitor is shutting down): a module's request was not queued.
+#[derive(Debug, thiserror::Error)]
+#[error("storage stopped")]
+pub struct StorageStopped;
+
 /// How long a stopping monitor lets its notifiers deliver what is queued (a close
 /// most of all).
 const NOTIFIER_DRAIN: Duration = Duration::from_secs(5);
@@ -58,11 +63,11 @@ pub struct StorageSink {
 
 impl StorageSink {
     /// Queues a request; fails only once storage has stopped.
-    pub async fn send(&self, request: StorageRequest) -> anyhow::Result<()> {
+    pub async fn send(&self, request: StorageRequest) -> Result<(), StorageStopped> {
         self.sender
             .send(request)
             .await
-            .map_err(|_| anyhow::anyhow!("storage stopped"))?;
+            .map_err(|_| StorageStopped)?;
         self.sent.fetch_add(1, Ordering::AcqRel);
         Ok(())
     }

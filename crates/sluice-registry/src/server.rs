@@ -13,7 +13,7 @@ use tokio::task::JoinHandle;
 
 use crate::compatibility::CompatibilityLevel;
 use crate::http::{App, router};
-use crate::kafka_store::{KafkaStore, KafkaStoreConfig};
+use crate::kafka_store::{KafkaStore, KafkaStoreConfig, StoreError};
 use crate::leader::{ElectionConfig, Identity, Leadership};
 use crate::registry::{Registry, RegistrySettings};
 
@@ -39,6 +39,22 @@ pub enum ConfigError {
     Invalid { key: String, reason: String },
     #[error("unknown registry config key {0}")]
     Unknown(String),
+}
+
+/// Why a registry did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The store could not read or create `_schemas`.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot listen on {address}: {source}")]
+    Listen {
+        address: SocketAddr,
+        source: std::io::Error,
+    },
+    /// The client that forwards writes to the elected leader could not be built.
+    #[error("cannot build the HTTP client for forwarding to the leader: {0}")]
+    ForwardingClient(#[from] reqwest::Error),
 }
 
 /// Keys of Confluent's registry that are accepted and have no effect here (they configure
@@ -190,11 +206,17 @@ impl RunningRegistry {
 }
 
 /// Starts a registry: the store reads `_schemas` to its end, then the port opens.
-pub async fn start(config: RegistryConfig) -> anyhow::Result<RunningRegistry> {
+pub async fn start(config: RegistryConfig) -> Result<RunningRegistry, StartError> {
     let store = KafkaStore::start(config.store.clone()).await?;
     let registry = Registry::new(store, config.settings.clone());
-    let listener = TcpListener::bind(config.listen).await?;
-    let address = listener.local_addr()?;
+    let listen_error = |source| StartError::Listen {
+        address: config.listen,
+        source,
+    };
+    let listener = TcpListener::bind(config.listen)
+        .await
+        .map_err(listen_error)?;
+    let address = listener.local_addr().map_err(listen_error)?;
     let host = config.host_name.clone().unwrap_or_else(|| {
         if address.ip().is_unspecified() {
             "127.0.0.1".to_string()

@@ -11,6 +11,8 @@
 
 use std::collections::BTreeMap;
 
+use sluice_protocol::ErrorCode;
+
 use crate::errors::*;
 use crate::records::{
     RecordError, decode_key, decode_value, encode_key, encode_stored_value, value_version_for,
@@ -146,7 +148,7 @@ pub struct TxnShard {
 }
 
 /// `producer_id` or allocation's error.
-type Allocate<'a> = &'a mut dyn FnMut() -> Result<i64, i16>;
+type Allocate<'a> = &'a mut dyn FnMut() -> Result<i64, ErrorCode>;
 
 impl TxnShard {
     pub fn new(coordinator_epoch: i32, config: TxnConfig) -> Self {
@@ -249,7 +251,7 @@ impl TxnShard {
         if !self.entries.contains_key(transactional_id) {
             let producer_id = match allocate() {
                 Ok(id) => id,
-                Err(code) => return Step::Now(InitResult::error(code)),
+                Err(code) => return Step::Now(InitResult::error(code.0)),
             };
             let meta = TxnMetadata {
                 transactional_id: transactional_id.to_string(),
@@ -305,7 +307,7 @@ impl TxnShard {
                         let write = self.start_write(transactional_id, target, true);
                         Step::Write(write, InitResult::error(CONCURRENT_TRANSACTIONS))
                     }
-                    Err(code) => Step::Now(InitResult::error(code)),
+                    Err(code) => Step::Now(InitResult::error(code.0)),
                 };
             }
             TxnState::Dead | TxnState::PrepareEpochFence => {
@@ -319,7 +321,7 @@ impl TxnShard {
                 {
                     let new_producer_id = match allocate() {
                         Ok(id) => id,
-                        Err(code) => return Step::Now(InitResult::error(code)),
+                        Err(code) => return Step::Now(InitResult::error(code.0)),
                     };
                     let mut t = transit_from(meta);
                     t.state = TxnState::Empty;
@@ -338,13 +340,13 @@ impl TxnShard {
                 } else {
                     match increment_epoch(meta, timeout_ms, expected_epoch, now_ms) {
                         Ok(t) => t,
-                        Err(code) => return Step::Now(InitResult::error(code)),
+                        Err(code) => return Step::Now(InitResult::error(code.0)),
                     }
                 }
             }
         };
         if let Err(code) = check_transit(&entry.meta, &transit) {
-            return Step::Now(InitResult::error(code));
+            return Step::Now(InitResult::error(code.0));
         }
         let result = InitResult {
             error: NONE,
@@ -402,7 +404,7 @@ impl TxnShard {
         t.last_update_ms = now_ms;
         t.client_transaction_version = if api_version > 4 { 2 } else { 0 };
         if let Err(code) = check_transit(meta, &t) {
-            return Step::Now(code);
+            return Step::Now(code.0);
         }
         let write = self.start_write(transactional_id, t, false);
         Step::Write(write, NONE)
@@ -498,7 +500,7 @@ impl TxnShard {
         let next_producer_id = if transaction_version >= 2 && meta.is_producer_epoch_exhausted() {
             match allocate() {
                 Ok(id) => id,
-                Err(code) => return Step::Now(EndResult::error(code)),
+                Err(code) => return Step::Now(EndResult::error(code.0)),
             }
         } else {
             NO_PRODUCER_ID
@@ -512,7 +514,7 @@ impl TxnShard {
             no_partition_added,
         ) {
             Ok(t) => t,
-            Err(code) => return Step::Now(EndResult::error(code)),
+            Err(code) => return Step::Now(EndResult::error(code.0)),
         };
         let result = if transaction_version >= 2 {
             // The client sees the epoch bump; past an exhausted epoch, the new producer id.
@@ -780,12 +782,12 @@ fn transit_from(meta: &TxnMetadata) -> TxnMetadata {
 }
 
 /// Kafka's `prepareTransitionTo` checks; its exceptions answer UNKNOWN_SERVER_ERROR.
-fn check_transit(current: &TxnMetadata, transit: &TxnMetadata) -> Result<(), i16> {
+fn check_transit(current: &TxnMetadata, transit: &TxnMetadata) -> Result<(), ErrorCode> {
     if transit.producer_id < 0
         || (transit.state != TxnState::Dead && transit.producer_epoch < 0)
         || !transit.state.may_follow(current.state)
     {
-        return Err(UNKNOWN_SERVER_ERROR);
+        return Err(ErrorCode::UNKNOWN_SERVER_ERROR);
     }
     Ok(())
 }
@@ -796,7 +798,7 @@ fn increment_epoch(
     timeout_ms: i32,
     expected_epoch: Option<i16>,
     now_ms: i64,
-) -> Result<TxnMetadata, i16> {
+) -> Result<TxnMetadata, ErrorCode> {
     let mut t = transit_from(meta);
     match expected_epoch {
         None => {
@@ -811,7 +813,7 @@ fn increment_epoch(
         }
         // A retry of a successful call: answer the current epoch without bumping.
         Some(expected) if expected == meta.last_producer_epoch => {}
-        Some(_) => return Err(PRODUCER_FENCED),
+        Some(_) => return Err(ErrorCode::PRODUCER_FENCED),
     }
     t.state = TxnState::Empty;
     t.timeout_ms = timeout_ms;
@@ -823,9 +825,9 @@ fn increment_epoch(
 
 /// `epoch + 1`, refusing an exhausted epoch (Kafka throws IllegalStateException there,
 /// which answers UNKNOWN_SERVER_ERROR; reachable only by a client that skipped a rotation).
-fn bump(epoch: i16) -> Result<i16, i16> {
+fn bump(epoch: i16) -> Result<i16, ErrorCode> {
     if is_epoch_exhausted(epoch) {
-        Err(PRODUCER_FENCED)
+        Err(ErrorCode::PRODUCER_FENCED)
     } else {
         Ok(epoch + 1)
     }
@@ -839,12 +841,12 @@ fn prepare_abort_or_commit(
     next_producer_id: i64,
     now_ms: i64,
     no_partition_added: bool,
-) -> Result<TxnMetadata, i16> {
+) -> Result<TxnMetadata, ErrorCode> {
     let mut t = transit_from(meta);
     if transaction_version >= 2 {
         if meta.producer_epoch == i16::MAX {
             if state != TxnState::PrepareAbort {
-                return Err(UNKNOWN_SERVER_ERROR);
+                return Err(ErrorCode::UNKNOWN_SERVER_ERROR);
             }
             // Already at the last epoch: let the abort through without bumping.
         } else {
@@ -873,7 +875,7 @@ fn fence_and_abort(
     level: i16,
     now_ms: i64,
     allocate: Allocate<'_>,
-) -> Result<TxnMetadata, i16> {
+) -> Result<TxnMetadata, ErrorCode> {
     let meta = &entry.meta;
     let fenced_epoch = if entry.has_failed_epoch_fence || meta.producer_epoch == i16::MAX {
         meta.producer_epoch
@@ -1304,7 +1306,7 @@ mod tests {
             .init_producer_id("", 1000, -1, -1, 0, T0, &mut alloc);
         assert_eq!(Fixture::now(empty).error, INVALID_REQUEST);
         let failed = f.shard.init_producer_id(ID, 1000, -1, -1, 0, T0, &mut || {
-            Err(COORDINATOR_LOAD_IN_PROGRESS)
+            Err(ErrorCode::COORDINATOR_LOAD_IN_PROGRESS)
         });
         assert_eq!(Fixture::now(failed).error, COORDINATOR_LOAD_IN_PROGRESS);
     }

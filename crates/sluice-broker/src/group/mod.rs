@@ -29,7 +29,7 @@ use bytes::{Bytes, BytesMut};
 use sluice_group::consumer::{ConsumerGroupConfig, Topics as ConsumerTopics};
 use sluice_group::records::{self, OffsetValue, OffsetsKey};
 use sluice_metadata::MetadataImage;
-use sluice_protocol::{Compression, NewRecord, RecordBatchBuilder};
+use sluice_protocol::{Compression, ErrorCode, NewRecord, RecordBatchBuilder};
 
 use crate::config::BrokerConfig;
 use crate::coordinator::{CoordinatorRuntime, Origin, PartitionWriter};
@@ -175,7 +175,7 @@ impl GroupCoordinator {
     /// The shard holding `group_id`, or why this node cannot serve it:
     /// NOT_COORDINATOR (another node leads its partition, or the topic does not exist
     /// yet) or COORDINATOR_LOAD_IN_PROGRESS.
-    pub fn shard_for(&self, group_id: &str) -> Result<Arc<Shard>, i16> {
+    pub fn shard_for(&self, group_id: &str) -> Result<Arc<Shard>, ErrorCode> {
         self.runtime.shard_for(&self.image.current(), group_id)
     }
 
@@ -253,7 +253,11 @@ impl GroupCoordinator {
     /// Appends records to the shard's partition as its leader (in the order of the
     /// calls: callers hold the shard's lock). Returns the partition and the offset the
     /// high watermark must reach for the records to be committed ([`GroupCoordinator::await_commit`]).
-    pub fn append(&self, shard: &Shard, records: &[OffsetsRecord]) -> Result<(i32, i64), i16> {
+    pub fn append(
+        &self,
+        shard: &Shard,
+        records: &[OffsetsRecord],
+    ) -> Result<(i32, i64), ErrorCode> {
         self.append_batch(shard, records, None)
     }
 
@@ -265,7 +269,7 @@ impl GroupCoordinator {
         shard: &Shard,
         records: &[OffsetsRecord],
         producer: (i64, i16),
-    ) -> Result<(i32, i64), i16> {
+    ) -> Result<(i32, i64), ErrorCode> {
         self.append_batch(shard, records, Some(producer))
     }
 
@@ -290,7 +294,7 @@ impl GroupCoordinator {
         shard: &Shard,
         records: &[OffsetsRecord],
         producer: Option<(i64, i16)>,
-    ) -> Result<(i32, i64), i16> {
+    ) -> Result<(i32, i64), ErrorCode> {
         let now = sluice_storage::now_ms();
         let mut builder = RecordBatchBuilder::new(Compression::None);
         if let Some((producer_id, epoch)) = producer {
@@ -306,7 +310,7 @@ impl GroupCoordinator {
                     value: value.as_ref().map(|v| Bytes::copy_from_slice(v)),
                     headers: Vec::new(),
                 })
-                .map_err(|_| errors::INVALID_COMMIT_OFFSET_SIZE)?;
+                .map_err(|_| ErrorCode::INVALID_COMMIT_OFFSET_SIZE)?;
         }
         let bytes = BytesMut::from(&builder.build()[..]);
         let origin = if producer.is_some() {
@@ -317,7 +321,7 @@ impl GroupCoordinator {
         let required = self
             .runtime
             .append(shard, bytes, origin)
-            .map_err(write_error)?;
+            .map_err(|code| ErrorCode(write_error(code.0)))?;
         Ok((shard.partition, required))
     }
 }
@@ -365,7 +369,7 @@ impl GroupCoordinator {
                     }
                 });
             }
-            Err(code) => tracing::warn!(code, "group metadata write refused"),
+            Err(code) => tracing::warn!(code = code.0, "group metadata write refused"),
         }
     }
 }
@@ -586,7 +590,7 @@ mod tests {
         let stale = changes.dropped[0].clone();
         assert_eq!(
             coordinator.append(&stale, &plain).unwrap_err(),
-            errors::NOT_COORDINATOR
+            ErrorCode::NOT_COORDINATOR
         );
     }
 }

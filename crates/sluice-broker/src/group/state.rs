@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use sluice_group::consumer::{ConsumerGroup, ConsumerGroupConfig, Topics};
 use sluice_group::records::{self, OffsetValue, OffsetsKey};
+use sluice_protocol::ErrorCode;
 
 use super::classic::{ClassicConfig, ClassicGroup};
 use super::{OffsetMap, OffsetsRecord, group_record, offset_record};
@@ -102,7 +103,7 @@ impl Group {
         member_id: &str,
         instance: Option<&str>,
         generation_or_epoch: i32,
-    ) -> Result<(), i16> {
+    ) -> Result<(), ErrorCode> {
         match &self.kind {
             GroupKind::Classic(group) => {
                 group.validate_offset_commit(member_id, instance, generation_or_epoch)

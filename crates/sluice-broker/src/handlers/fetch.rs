@@ -253,7 +253,7 @@ fn begin_session(
             )
             .map_err(|code| {
                 FetchResponse::default()
-                    .with_error_code(code)
+                    .with_error_code(code.0)
                     .with_session_id(request.session_id)
             })
     } else {

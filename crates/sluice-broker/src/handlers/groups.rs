@@ -28,6 +28,7 @@ use kafka_protocol::protocol::StrBytes;
 use sluice_group::consumer::ConsumerGroup;
 use sluice_group::migration::CONSUMER_PROTOCOL_TYPE;
 use sluice_group::records::OffsetValue;
+use sluice_protocol::ErrorCode;
 
 use super::{str_bytes, topic_name, topics};
 use crate::broker::Broker;
@@ -47,9 +48,9 @@ fn opt_string(text: &Option<StrBytes>) -> Option<String> {
 
 /// The coordinator's shard for a group, or the error code to answer (INVALID_GROUP_ID
 /// for an empty group id).
-fn shard(context: &RequestContext, group: &str) -> Result<std::sync::Arc<Shard>, i16> {
+fn shard(context: &RequestContext, group: &str) -> Result<std::sync::Arc<Shard>, ErrorCode> {
     if group.is_empty() {
-        return Err(errors::INVALID_GROUP_ID);
+        return Err(ErrorCode::INVALID_GROUP_ID);
     }
     context.broker.groups.shard_for(group)
 }
@@ -271,7 +272,7 @@ pub async fn join_group(context: &RequestContext, request: JoinGroupRequest) -> 
     }
     let shard = match shard(context, &group_id) {
         Ok(shard) => shard,
-        Err(code) => return join_error(code, &member_id),
+        Err(code) => return join_error(code.0, &member_id),
     };
     let join = JoinRequest {
         version,
@@ -398,7 +399,7 @@ pub async fn sync_group(context: &RequestContext, request: SyncGroupRequest) -> 
     };
     let shard = match shard(context, &group_id) {
         Ok(shard) => shard,
-        Err(code) => return error(code),
+        Err(code) => return error(code.0),
     };
     let member_id = request.member_id.to_string();
     let instance = opt_string(&request.group_instance_id);
@@ -431,7 +432,7 @@ pub async fn sync_group(context: &RequestContext, request: SyncGroupRequest) -> 
                         },
                         version,
                     ),
-                    Err(code) => error(code),
+                    Err(code) => error(code.0),
                 };
             }
         };
@@ -465,7 +466,7 @@ pub async fn sync_group(context: &RequestContext, request: SyncGroupRequest) -> 
                 Some(Ok((log_partition, required))) => {
                     broker.groups.await_commit(log_partition, required).await
                 }
-                Some(Err(code)) => code,
+                Some(Err(code)) => code.0,
                 None => errors::UNKNOWN_SERVER_ERROR,
             };
             let config = broker.groups.classic_config();
@@ -497,7 +498,7 @@ pub async fn heartbeat(context: &RequestContext, request: HeartbeatRequest) -> H
     let respond = |code| HeartbeatResponse::default().with_error_code(code);
     let shard = match shard(context, &group_id) {
         Ok(shard) => shard,
-        Err(code) => return respond(code),
+        Err(code) => return respond(code.0),
     };
     let mut state = shard.lock();
     let Some(group) = state.groups.get_mut(&group_id) else {
@@ -539,7 +540,7 @@ pub async fn leave_group(
     };
     let shard = match shard(context, &group_id) {
         Ok(shard) => shard,
-        Err(code) => return respond(code, Vec::new()),
+        Err(code) => return respond(code.0, Vec::new()),
     };
     let config = broker.groups.classic_config();
     let now = sluice_storage::now_ms();
@@ -608,7 +609,7 @@ pub async fn offset_commit(
     };
     let shard = match shard(context, &group_id) {
         Ok(shard) => shard,
-        Err(code) => return all_failed(code),
+        Err(code) => return all_failed(code.0),
     };
     let image = broker.image();
     let max_metadata = broker.config.settings().offset_metadata_max_bytes;
@@ -663,11 +664,11 @@ pub async fn offset_commit(
                 group.validate_offset_commit(&member_id, instance.as_deref(), generation)
             }
             None if generation < 0 => Ok(()),
-            None if version >= 9 => Err(errors::GROUP_ID_NOT_FOUND),
-            None => Err(errors::ILLEGAL_GENERATION),
+            None if version >= 9 => Err(ErrorCode::GROUP_ID_NOT_FOUND),
+            None => Err(ErrorCode::ILLEGAL_GENERATION),
         };
         if let Err(code) = check {
-            return all_failed(code);
+            return all_failed(code.0);
         }
         if values.is_empty() {
             None
@@ -683,7 +684,7 @@ pub async fn offset_commit(
     };
     let write_code = match written {
         None => errors::NONE,
-        Some(Err(code)) => code,
+        Some(Err(code)) => code.0,
         Some(Ok((log_partition, required))) => {
             let code = broker.groups.await_commit(log_partition, required).await;
             if code == errors::NONE {
@@ -730,7 +731,7 @@ fn fetch_offsets(
     topics: Option<Vec<(String, Vec<i32>)>>,
     member: Option<(String, i32)>,
     require_stable: bool,
-) -> Result<FetchedTopics, i16> {
+) -> Result<FetchedTopics, ErrorCode> {
     let shard = shard(context, group_id)?;
     let state = shard.lock();
     let group = state.groups.get(group_id);
@@ -848,7 +849,7 @@ pub async fn offset_fetch(
                         OffsetFetchResponseTopics,
                         OffsetFetchResponsePartitions
                     )),
-                    Err(code) => group.with_error_code(code),
+                    Err(code) => group.with_error_code(code.0),
                 }
             })
             .collect();
@@ -869,7 +870,7 @@ pub async fn offset_fetch(
         version >= 7 && request.require_stable,
     ) {
         Ok(fetched) => fetched,
-        Err(code) if version >= 2 => return response.with_error_code(code),
+        Err(code) if version >= 2 => return response.with_error_code(code.0),
         // v1 has no group-level error: every partition asked for carries it.
         Err(code) => topics
             .unwrap_or_default()
@@ -877,7 +878,7 @@ pub async fn offset_fetch(
             .map(|(name, partitions)| {
                 let rows = partitions
                     .into_iter()
-                    .map(|p| (p, -1, -1, String::new(), code))
+                    .map(|p| (p, -1, -1, String::new(), code.0))
                     .collect();
                 (name, rows)
             })
@@ -900,7 +901,7 @@ pub async fn offset_delete(
     let error = |code| OffsetDeleteResponse::default().with_error_code(code);
     let shard = match shard(context, &group_id) {
         Ok(shard) => shard,
-        Err(code) => return error(code),
+        Err(code) => return error(code.0),
     };
     let mut results: Vec<(String, Vec<(i32, i16)>)> = Vec::new();
     let mut deleted: Vec<((String, i32), Option<OffsetValue>)> = Vec::new();
@@ -953,7 +954,7 @@ pub async fn offset_delete(
     };
     let code = match written {
         None => errors::NONE,
-        Some(Err(code)) => code,
+        Some(Err(code)) => code.0,
         Some(Ok((log_partition, required))) => {
             let code = broker.groups.await_commit(log_partition, required).await;
             if code == errors::NONE {
@@ -1046,7 +1047,7 @@ pub async fn describe_groups(
                 .with_authorized_operations(i32::MIN);
             let shard = match shard(context, &name) {
                 Ok(shard) => shard,
-                Err(code) => return base.with_error_code(code),
+                Err(code) => return base.with_error_code(code.0),
             };
             let state = shard.lock();
             match state.groups.get(&name).filter(|g| !g.is_dead()) {
@@ -1127,7 +1128,7 @@ async fn delete_group(
 ) -> i16 {
     let shard = match shard(context, name) {
         Ok(shard) => shard,
-        Err(code) => return code,
+        Err(code) => return code.0,
     };
     let written = {
         let mut state = shard.lock();
@@ -1154,7 +1155,7 @@ async fn delete_group(
                 group.dead = true;
                 written
             }
-            Err(code) => return code,
+            Err(code) => return code.0,
         }
     };
     let (log_partition, required) = written;
@@ -1194,7 +1195,7 @@ pub async fn consumer_group_heartbeat(
     }
     let shard = match shard(context, &group_id) {
         Ok(shard) => shard,
-        Err(code) => return ConsumerGroupHeartbeatResponse::default().with_error_code(code),
+        Err(code) => return ConsumerGroupHeartbeatResponse::default().with_error_code(code.0),
     };
     let topics = broker.groups.topics();
     let config = broker.groups.consumer_config();
@@ -1271,7 +1272,7 @@ pub async fn consumer_group_heartbeat(
     };
     let code = match written {
         None => errors::NONE,
-        Some(Err(code)) => code,
+        Some(Err(code)) => code.0,
         Some(Ok((log_partition, required))) => {
             broker.groups.await_commit(log_partition, required).await
         }
@@ -1297,7 +1298,7 @@ pub async fn consumer_group_describe(
                 .with_authorized_operations(i32::MIN);
             let shard = match shard(context, &name) {
                 Ok(shard) => shard,
-                Err(code) => return base.with_error_code(code),
+                Err(code) => return base.with_error_code(code.0),
             };
             let state = shard.lock();
             match state

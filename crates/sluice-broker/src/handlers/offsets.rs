@@ -13,6 +13,7 @@ use kafka_protocol::messages::offset_for_leader_epoch_response::{
     EpochEndOffset, OffsetForLeaderTopicResult,
 };
 use kafka_protocol::messages::*;
+use sluice_protocol::ErrorCode;
 use sluice_storage::{Log, StorageError};
 
 use std::sync::Arc;
@@ -43,10 +44,10 @@ fn local_replica(
     partition: i32,
     current_leader_epoch: i32,
     leader_only: bool,
-) -> Result<Arc<Replica>, i16> {
+) -> Result<Arc<Replica>, ErrorCode> {
     let replica = broker
         .replica(topic, partition)
-        .ok_or(errors::UNKNOWN_TOPIC_OR_PARTITION)?;
+        .ok_or(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION)?;
     replication::ensure_current(
         &broker.replication,
         topic,
@@ -58,8 +59,8 @@ fn local_replica(
     let epoch = state.leader_epoch;
     match current_leader_epoch {
         requested if requested < 0 || requested == epoch => {}
-        requested if requested < epoch => return Err(errors::FENCED_LEADER_EPOCH),
-        _ => return Err(errors::UNKNOWN_LEADER_EPOCH),
+        requested if requested < epoch => return Err(ErrorCode::FENCED_LEADER_EPOCH),
+        _ => return Err(ErrorCode::UNKNOWN_LEADER_EPOCH),
     }
     let serves = match state.role {
         Role::Leader => true,
@@ -70,7 +71,7 @@ fn local_replica(
     if serves {
         Ok(replica)
     } else {
-        Err(errors::NOT_LEADER_OR_FOLLOWER)
+        Err(ErrorCode::NOT_LEADER_OR_FOLLOWER)
     }
 }
 
@@ -113,7 +114,7 @@ pub async fn list_offsets(
                             .with_offset(offset)
                             .with_leader_epoch(if version >= 4 { epoch } else { -1 }),
                         Err(code) => response
-                            .with_error_code(code)
+                            .with_error_code(code.0)
                             .with_timestamp(-1)
                             .with_offset(-1),
                     }
@@ -138,7 +139,7 @@ fn lookup(
     version: i16,
     replica_id: i32,
     read_committed: bool,
-) -> Result<(i64, i64, i32), i16> {
+) -> Result<(i64, i64, i32), ErrorCode> {
     let replica = local_replica(
         broker,
         topic,
@@ -174,11 +175,11 @@ fn lookup(
         errors::KAFKA_STORAGE_ERROR
     };
     let found = match query.timestamp {
-        LATEST if lagging => return Err(errors::OFFSET_NOT_AVAILABLE),
+        LATEST if lagging => return Err(ErrorCode::OFFSET_NOT_AVAILABLE),
         LATEST => return Ok((-1, last_fetchable, leader_epoch)),
         EARLIEST => Some((-1, log.log_start_offset())),
         EARLIEST_LOCAL if version >= 8 => Some((-1, log.log_start_offset())),
-        _ if lagging => return Err(errors::OFFSET_NOT_AVAILABLE),
+        _ if lagging => return Err(ErrorCode::OFFSET_NOT_AVAILABLE),
         MAX_TIMESTAMP if version >= 7 => log
             .max_timestamp_offset()
             .map_err(storage_error)?
@@ -238,7 +239,7 @@ pub async fn offset_for_leader_epoch(
                             }
                         }
                         Err(code) => response
-                            .with_error_code(code)
+                            .with_error_code(code.0)
                             .with_leader_epoch(-1)
                             .with_end_offset(-1),
                     }
@@ -278,16 +279,16 @@ pub async fn delete_records(
                                 p.offset
                             };
                             if target < 0 || target > high_watermark {
-                                return Err(errors::OFFSET_OUT_OF_RANGE);
+                                return Err(ErrorCode::OFFSET_OUT_OF_RANGE);
                             }
                             log.delete_records(target).map_err(|error| {
                                 tracing::error!(%error, "delete records failed");
-                                errors::KAFKA_STORAGE_ERROR
+                                ErrorCode::KAFKA_STORAGE_ERROR
                             })
                         });
                     match result {
                         Ok(low_watermark) => response.with_low_watermark(low_watermark),
-                        Err(code) => response.with_error_code(code).with_low_watermark(-1),
+                        Err(code) => response.with_error_code(code.0).with_low_watermark(-1),
                     }
                 })
                 .collect();

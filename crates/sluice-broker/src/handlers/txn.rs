@@ -32,6 +32,7 @@ use kafka_protocol::messages::write_txn_markers_response::{
 };
 use kafka_protocol::messages::*;
 use sluice_group::records::OffsetValue;
+use sluice_protocol::ErrorCode;
 
 use super::{str_bytes, topic_name};
 use crate::broker::Broker;
@@ -80,7 +81,7 @@ pub async fn init_transactional(
     }
     let shard = match broker.transactions.shard_for(&transactional_id) {
         Ok(shard) => shard,
-        Err(code) => return failed(code),
+        Err(code) => return failed(code.0),
     };
     // Allocated before the shard is locked (allocation may wait for the metadata
     // quorum); used only when the state machine needs a new id, else wasted as Kafka
@@ -93,7 +94,7 @@ pub async fn init_transactional(
         }
     };
     let mut spare = Some(spare);
-    let mut allocate = move || spare.take().ok_or(errors::CONCURRENT_TRANSACTIONS);
+    let mut allocate = move || spare.take().ok_or(ErrorCode::CONCURRENT_TRANSACTIONS);
     let tv = transaction_version(broker, false);
     let now = sluice_storage::now_ms();
     let step = txn::step(&broker.transactions, &shard, |state| {
@@ -137,7 +138,7 @@ async fn add_local(
     let all = |code: i16| partitions.iter().map(|tp| (tp.clone(), code)).collect();
     let shard = match broker.transactions.shard_for(transactional_id) {
         Ok(shard) => shard,
-        Err(code) => return all(code),
+        Err(code) => return all(code.0),
     };
     if verify_only {
         return shard.lock().verify_partitions(
@@ -321,7 +322,7 @@ pub async fn add_or_verify(
         .await
         {
             Ok(results) => results,
-            Err(code) => return code,
+            Err(code) => return code.0,
         }
     };
     results
@@ -339,10 +340,10 @@ async fn add_remote(
     producer: (i64, i16),
     partitions: &[(String, i32)],
     verify_only: bool,
-) -> Result<Vec<((String, i32), i16)>, i16> {
+) -> Result<Vec<((String, i32), i16)>, ErrorCode> {
     let settings = broker.replication.settings();
     let endpoint = Broker::endpoint_of(&broker.image(), leader, &settings.listener)
-        .ok_or(errors::COORDINATOR_NOT_AVAILABLE)?;
+        .ok_or(ErrorCode::COORDINATOR_NOT_AVAILABLE)?;
     let timeout = Duration::from_millis(settings.socket_timeout_ms);
     let mut connection = LeaderConnection::connect(
         &endpoint.host,
@@ -352,7 +353,7 @@ async fn add_remote(
         format!("broker-{}-txn-verification", broker.node_id),
     )
     .await
-    .map_err(|_| errors::COORDINATOR_NOT_AVAILABLE)?;
+    .map_err(|_| ErrorCode::COORDINATOR_NOT_AVAILABLE)?;
     let mut topics: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
     for (topic, partition) in partitions {
         topics.entry(topic).or_default().push(*partition);
@@ -377,9 +378,9 @@ async fn add_remote(
     let response = connection
         .call(&request, 5, timeout)
         .await
-        .map_err(|_| errors::COORDINATOR_NOT_AVAILABLE)?;
+        .map_err(|_| ErrorCode::COORDINATOR_NOT_AVAILABLE)?;
     if response.error_code != errors::NONE {
-        return Err(response.error_code);
+        return Err(ErrorCode(response.error_code));
     }
     Ok(response
         .results_by_transaction
@@ -397,16 +398,16 @@ async fn add_remote(
 // -- AddOffsetsToTxn ---------------------------------------------------------------------
 
 /// The `__consumer_offsets` partition of a group (the topic is created if needed).
-async fn offsets_partition(broker: &Broker, group_id: &str) -> Result<i32, i16> {
+async fn offsets_partition(broker: &Broker, group_id: &str) -> Result<i32, ErrorCode> {
     super::groups::ensure_offsets_topic(broker)
         .await
-        .map_err(|_| errors::COORDINATOR_NOT_AVAILABLE)?;
+        .map_err(|_| ErrorCode::COORDINATOR_NOT_AVAILABLE)?;
     let partitions = broker
         .image()
         .topic(OFFSETS_TOPIC)
         .map_or(0, |t| t.partitions.len() as i32);
     if partitions == 0 {
-        return Err(errors::COORDINATOR_NOT_AVAILABLE);
+        return Err(ErrorCode::COORDINATOR_NOT_AVAILABLE);
     }
     Ok(sluice_group::records::partition_for(group_id, partitions))
 }
@@ -418,7 +419,7 @@ pub async fn add_offsets_to_txn(
     let broker = &context.broker;
     let partition = match offsets_partition(broker, &request.group_id.0).await {
         Ok(partition) => partition,
-        Err(code) => return AddOffsetsToTxnResponse::default().with_error_code(code),
+        Err(code) => return AddOffsetsToTxnResponse::default().with_error_code(code.0),
     };
     let results = add_local(
         broker,
@@ -446,7 +447,7 @@ pub async fn end_txn(context: &RequestContext, request: EndTxnRequest) -> EndTxn
     };
     let shard = match broker.transactions.shard_for(&transactional_id) {
         Ok(shard) => shard,
-        Err(code) => return failed(code),
+        Err(code) => return failed(code.0),
     };
     // Kafka's transactionVersionForEndTxn: EndTxn v5+ runs transactions v2, older
     // versions TV_0 (whatever the cluster's level: the client did not bump epochs).
@@ -457,7 +458,7 @@ pub async fn end_txn(context: &RequestContext, request: EndTxnRequest) -> EndTxn
         None
     };
     let mut spare = spare;
-    let mut allocate = move || spare.take().ok_or(errors::COORDINATOR_NOT_AVAILABLE);
+    let mut allocate = move || spare.take().ok_or(ErrorCode::COORDINATOR_NOT_AVAILABLE);
     let now = sluice_storage::now_ms();
     let step = txn::step(&broker.transactions, &shard, |state| {
         state.end_txn(
@@ -571,7 +572,7 @@ pub async fn txn_offset_commit(
     }
     let shard = match broker.groups.shard_for(&group_id) {
         Ok(shard) => shard,
-        Err(code) => return respond(&|_, _| code),
+        Err(code) => return respond(&|_, _| code.0),
     };
     let producer = (request.producer_id.0, request.producer_epoch);
     // Transactions v2 (v5): the group coordinator adds its partition to the
@@ -640,12 +641,12 @@ pub async fn txn_offset_commit(
             Some(g) if version >= 3 && (generation >= 0 || !member_id.is_empty()) => {
                 g.validate_offset_commit(&member_id, instance.as_deref(), generation)
             }
-            None if version >= 3 && generation >= 0 => Err(errors::ILLEGAL_GENERATION),
+            None if version >= 3 && generation >= 0 => Err(ErrorCode::ILLEGAL_GENERATION),
             _ => Ok(()),
         };
         if let Err(code) = check {
             drop(state);
-            return respond(&|_, _| code);
+            return respond(&|_, _| code.0);
         }
         if values.is_empty() {
             None
@@ -665,7 +666,7 @@ pub async fn txn_offset_commit(
     };
     let write_code = match written {
         None => errors::NONE,
-        Some(Err(code)) => code,
+        Some(Err(code)) => code.0,
         Some(Ok((log_partition, required))) => {
             let code = broker.groups.await_commit(log_partition, required).await;
             if code == errors::NONE {
@@ -777,7 +778,7 @@ pub async fn describe_transactions(
                 .with_transaction_start_time_ms(-1);
             let shard = match broker.transactions.shard_for(&transactional_id) {
                 Ok(shard) => shard,
-                Err(code) => return response.with_error_code(code),
+                Err(code) => return response.with_error_code(code.0),
             };
             let state = shard.lock();
             let Some(meta) = state.describe(&transactional_id) else {

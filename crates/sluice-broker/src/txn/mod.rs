@@ -31,7 +31,7 @@ use kafka_protocol::messages::write_txn_markers_request::{
 use kafka_protocol::messages::{ProducerId, TopicName, WriteTxnMarkersRequest};
 use kafka_protocol::protocol::StrBytes;
 use sluice_metadata::MetadataImage;
-use sluice_protocol::{Compression, NewRecord, RecordBatchBuilder};
+use sluice_protocol::{Compression, ErrorCode, NewRecord, RecordBatchBuilder};
 use sluice_txn::coordinator::{MarkerJob, Step, TxnConfig, TxnShard, TxnWrite};
 
 use crate::config::BrokerConfig;
@@ -138,7 +138,7 @@ impl TransactionCoordinator {
 
     /// The shard holding `transactional_id`, or NOT_COORDINATOR /
     /// COORDINATOR_LOAD_IN_PROGRESS.
-    pub fn shard_for(&self, transactional_id: &str) -> Result<Arc<Shard>, i16> {
+    pub fn shard_for(&self, transactional_id: &str) -> Result<Arc<Shard>, ErrorCode> {
         self.runtime
             .shard_for(&self.image.current(), transactional_id)
     }
@@ -191,7 +191,7 @@ impl TransactionCoordinator {
             // A new producer id is needed only when a transactions v2 fence exhausts an
             // epoch; the timer cannot wait for an allocation, so that abort is retried
             // at the next run (InitProducerId's fence allocates one).
-            let writes = state.expire(now, &mut || Err(errors::COORDINATOR_NOT_AVAILABLE));
+            let writes = state.expire(now, &mut || Err(ErrorCode::COORDINATOR_NOT_AVAILABLE));
             for write in writes {
                 tracing::info!(transactional_id = %write.transactional_id, "transaction timed out or id expired");
                 let appended = self.append(&shard, &write);
@@ -254,7 +254,7 @@ impl TransactionCoordinator {
     /// lock, so writes keep their order): the write as a one-record batch, through the
     /// coordinator runtime. Returns the partition and the offset the high watermark
     /// must reach.
-    pub fn append(&self, shard: &Shard, write: &TxnWrite) -> Result<(i32, i64), i16> {
+    pub fn append(&self, shard: &Shard, write: &TxnWrite) -> Result<(i32, i64), ErrorCode> {
         let mut builder = RecordBatchBuilder::new(Compression::None);
         builder
             .append(&NewRecord {
@@ -263,12 +263,12 @@ impl TransactionCoordinator {
                 value: write.value.as_ref().map(|v| Bytes::copy_from_slice(v)),
                 headers: Vec::new(),
             })
-            .map_err(|_| errors::UNKNOWN_SERVER_ERROR)?;
+            .map_err(|_| ErrorCode::UNKNOWN_SERVER_ERROR)?;
         let bytes = BytesMut::from(&builder.build()[..]);
         let required = self
             .runtime
             .append(shard, bytes, Origin::Coordinator)
-            .map_err(write_error)?;
+            .map_err(|code| ErrorCode(write_error(code.0)))?;
         Ok((shard.partition, required))
     }
 }
@@ -279,10 +279,10 @@ pub async fn finish_write(
     txns: &Arc<TransactionCoordinator>,
     shard: &Arc<Shard>,
     write: TxnWrite,
-    appended: Result<(i32, i64), i16>,
+    appended: Result<(i32, i64), ErrorCode>,
 ) -> i16 {
     let code = match appended {
-        Err(code) => code,
+        Err(code) => code.0,
         Ok((partition, required)) => {
             let wait =
                 txns.runtime
@@ -329,7 +329,7 @@ pub async fn run_step<T>(
 /// A step whose write (if any) has been appended under the shard's lock.
 pub enum StepWithAppend<T> {
     Now(T),
-    Write(TxnWrite, Result<(i32, i64), i16>, T),
+    Write(TxnWrite, Result<(i32, i64), ErrorCode>, T),
 }
 
 /// Calls the state machine under the shard's lock and appends its write, if any,
@@ -459,7 +459,7 @@ pub async fn write_marker_to(
         };
         match txns.replication.append_marker(&replica, marker) {
             Ok(required) => waits.push((key, replica, required)),
-            Err(code) => results.push((key, code)),
+            Err(code) => results.push((key, code.0)),
         }
     }
     let timeout = txns.settings.commit_timeout;
@@ -693,7 +693,7 @@ mod tests {
         writer.set_leader(TRANSACTION_STATE_TOPIC, 0, Some(5));
         assert_eq!(
             coordinator.append(&shard, &write).unwrap_err(),
-            errors::NOT_COORDINATOR
+            ErrorCode::NOT_COORDINATOR
         );
     }
 

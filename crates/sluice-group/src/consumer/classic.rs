@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::consumer_group_heartbeat_request::TopicPartitions as RequestTopicPartitions;
+use sluice_protocol::ErrorCode;
 use sluice_protocol::consumer_protocol::{self, Assignment as ProtocolAssignment};
 
 use crate::assignor::TopicPartitions;
@@ -417,25 +418,25 @@ impl ConsumerGroup {
         protocol_type: Option<&str>,
         protocol_name: Option<&str>,
         now_ms: i64,
-    ) -> Result<Bytes, i16> {
+    ) -> Result<Bytes, ErrorCode> {
         let id = self.classic_member(member_id, instance)?;
         let group_epoch = self.group_epoch;
         let member = &self.members[&id];
         if member.member_epoch != generation {
-            return Err(ResponseError::IllegalGeneration.code());
+            return Err(ErrorCode::ILLEGAL_GENERATION);
         }
         let (session_timeout_ms, first_protocol) = match &member.classic {
             Some(classic) => (
                 classic.session_timeout_ms,
                 classic.protocols.first().cloned(),
             ),
-            None => return Err(ResponseError::UnknownMemberId.code()),
+            None => return Err(ErrorCode::UNKNOWN_MEMBER_ID),
         };
         let (name, metadata) = first_protocol.unwrap_or_default();
         if protocol_type.is_some_and(|t| t != CONSUMER_PROTOCOL_TYPE)
             || protocol_name.is_some_and(|n| n != name)
         {
-            return Err(ResponseError::InconsistentGroupProtocol.code());
+            return Err(ErrorCode::INCONSISTENT_GROUP_PROTOCOL);
         }
         let must_rejoin =
             group_epoch > member.member_epoch && member.state != MemberState::UnrevokedPartitions;
@@ -451,7 +452,7 @@ impl ConsumerGroup {
                 member
                     .join_deadline_ms
                     .get_or_insert(now_ms.saturating_add(i64::from(rebalance_timeout_ms)));
-                Err(ResponseError::RebalanceInProgress.code())
+                Err(ErrorCode::REBALANCE_IN_PROGRESS)
             }
             Some(assignment) => {
                 member.sync_deadline_ms = None;
@@ -478,7 +479,7 @@ impl ConsumerGroup {
     ) -> i16 {
         let id = match self.classic_member(member_id, instance) {
             Ok(id) => id,
-            Err(code) => return code,
+            Err(code) => return code.0,
         };
         let group_epoch = self.group_epoch;
         let member = &self.members[&id];
@@ -536,20 +537,20 @@ impl ConsumerGroup {
 
     /// Kafka's `validateConsumerGroupMember` + `throwIfMemberDoesNotUseClassicProtocol`:
     /// the id of the classic member the request is about.
-    fn classic_member(&self, member_id: &str, instance: Option<&str>) -> Result<String, i16> {
+    fn classic_member(&self, member_id: &str, instance: Option<&str>) -> Result<String, ErrorCode> {
         let id = match instance {
             None => member_id.to_string(),
             Some(instance_id) => match self.static_members.get(instance_id) {
-                None => return Err(ResponseError::UnknownMemberId.code()),
+                None => return Err(ErrorCode::UNKNOWN_MEMBER_ID),
                 Some(existing) if existing != member_id => {
-                    return Err(ResponseError::FencedInstanceId.code());
+                    return Err(ErrorCode::FENCED_INSTANCE_ID);
                 }
                 Some(existing) => existing.clone(),
             },
         };
         match self.members.get(&id) {
             Some(member) if member.classic.is_some() => Ok(id),
-            _ => Err(ResponseError::UnknownMemberId.code()),
+            _ => Err(ErrorCode::UNKNOWN_MEMBER_ID),
         }
     }
 

@@ -60,7 +60,6 @@ use std::collections::hash_map::RandomState;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{BuildHasher, Hasher};
 
-use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::consumer_group_describe_response::{
     Assignment as DescribeAssignment, DescribedGroup, Member as DescribeMember,
     TopicPartitions as DescribeTopicPartitions,
@@ -68,6 +67,7 @@ use kafka_protocol::messages::consumer_group_describe_response::{
 use kafka_protocol::messages::{GroupId, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use regex::Regex;
+use sluice_protocol::ErrorCode;
 use uuid::Uuid;
 
 use crate::assignor::{self, TopicPartitions};
@@ -440,19 +440,19 @@ impl ConsumerGroup {
         member_id: &str,
         group_instance_id: Option<&str>,
         member_epoch: i32,
-    ) -> Result<(), i16> {
+    ) -> Result<(), ErrorCode> {
         let _ = group_instance_id;
         if member_epoch < 0 && self.members.is_empty() {
             return Ok(());
         }
         let Some(member) = self.members.get(member_id) else {
-            return Err(ResponseError::UnknownMemberId.code());
+            return Err(ErrorCode::UNKNOWN_MEMBER_ID);
         };
         if member.member_epoch != member_epoch {
             return Err(if member.classic.is_some() {
-                ResponseError::IllegalGeneration.code()
+                ErrorCode::ILLEGAL_GENERATION
             } else {
-                ResponseError::StaleMemberEpoch.code()
+                ErrorCode::STALE_MEMBER_EPOCH
             });
         }
         Ok(())
@@ -721,7 +721,7 @@ mod tests {
         assert_eq!(g.expire(45_000), vec!["a".to_string()]);
         assert_eq!(g.group_epoch(), 3);
         let r = hb(&mut g, &beat("a", 1, None), &t, 45_001);
-        assert_eq!(r.error_code, ResponseError::UnknownMemberId.code());
+        assert_eq!(r.error_code, ErrorCode::UNKNOWN_MEMBER_ID.0);
         // b gets everything.
         let r = hb(&mut g, &beat("b", 2, Some(&[])), &t, 45_001);
         assert_eq!(r.member_epoch, 3);
@@ -825,15 +825,15 @@ mod tests {
         assert_eq!(g.validate_offset_commit("a", None, 1), Ok(()));
         assert_eq!(
             g.validate_offset_commit("a", None, 0),
-            Err(ErrorCode::STALE_MEMBER_EPOCH.0)
+            Err(ErrorCode::STALE_MEMBER_EPOCH)
         );
         assert_eq!(
             g.validate_offset_commit("", None, -1),
-            Err(ErrorCode::UNKNOWN_MEMBER_ID.0)
+            Err(ErrorCode::UNKNOWN_MEMBER_ID)
         );
         assert_eq!(
             g.validate_offset_commit("zz", None, 1),
-            Err(ErrorCode::UNKNOWN_MEMBER_ID.0)
+            Err(ErrorCode::UNKNOWN_MEMBER_ID)
         );
         assert!(g.remove_member("a"));
         assert!(!g.remove_member("a"));
