@@ -47,6 +47,8 @@ pub enum NodeError {
     NoBrokerListener,
     #[error("metadata log: {0}")]
     Metadata(#[from] MetadataLogError),
+    #[error("metadata quorum: {0}")]
+    Quorum(#[from] crate::quorum::QuorumStartError),
     #[error("{0}")]
     Broker(#[from] BrokerError),
 }
@@ -529,7 +531,7 @@ async fn bind_listeners(
     })
 }
 
-/// A startup error about the metadata quorum.
+/// A problem with `controller.quorum.voters` or with reaching the voters it names.
 fn quorum_error(reason: String) -> NodeError {
     NodeError::Listener {
         listener: "controller.quorum.voters".into(),
@@ -631,8 +633,7 @@ async fn start_quorum(
             voters,
             on_apply,
         )
-        .await
-        .map_err(quorum_error)?,
+        .await?,
     );
     broker.attach_quorum(quorum.clone());
     Ok(quorum)
