@@ -57,12 +57,7 @@ pub use crate::features::{METADATA_VERSION_LEVEL, MIN_METADATA_VERSION_LEVEL};
 /// How long a node waits at start for the quorum (a leader, joining as a learner):
 /// `initial.broker.registration.timeout.ms`, 60 s by default as in Kafka.
 fn startup_timeout(config: &BrokerConfig) -> Duration {
-    Duration::from_millis(
-        config
-            .get(STARTUP_TIMEOUT_KEY)
-            .and_then(|value| value.parse().ok())
-            .unwrap_or(60_000),
-    )
+    config.settings().quorum.startup_timeout
 }
 const STARTUP_TIMEOUT_KEY: &str = "initial.broker.registration.timeout.ms";
 /// How long a stopping broker waits for its leaderships to move.
