@@ -1,6 +1,6 @@
 //! Access control lists as Kafka's `StandardAuthorizer` keeps and evaluates them: the
-//! ACLs of the metadata log (AccessControlEntryRecord, apiKey 23; removed by
-//! RemoveAccessControlEntryRecord, apiKey 24), the filters of DescribeAcls/DeleteAcls,
+//! ACLs of the metadata log (AccessControlEntryRecord, apiKey 18; removed by
+//! RemoveAccessControlEntryRecord, apiKey 19), the filters of DescribeAcls/DeleteAcls,
 //! and the decision for one action.
 //!
 //! The rules, as Kafka's (`org.apache.kafka.metadata.authorizer.StandardAuthorizerData`):
@@ -322,6 +322,10 @@ impl AclSet {
     /// Replays an AccessControlEntryRecord (a repeated id replaces the ACL it names).
     pub fn add(&mut self, id: Uuid, acl: Acl) {
         self.acls.insert(id, acl);
+    }
+
+    pub fn contains(&self, id: &Uuid) -> bool {
+        self.acls.contains_key(id)
     }
 
     /// Replays a RemoveAccessControlEntryRecord; answers the ACL it removed.
