@@ -175,6 +175,8 @@ pub struct Settings {
     pub log_cleaner_enable: bool,
     /// `broker.rack`.
     pub rack: Option<String>,
+    /// The authorizer (`authorizer.class.name`), `None` when requests are not authorized.
+    pub authorizer: Option<sluice_metadata::acl::AuthorizerSettings>,
 }
 
 fn list(text: &str) -> Vec<String> {
@@ -290,6 +292,7 @@ impl Settings {
                 .map(str::trim)
                 .filter(|rack| !rack.is_empty())
                 .map(str::to_string),
+            authorizer: super::authorizer::authorizer(config)?,
         };
         for listener in config.listeners() {
             if let Some(sasl) = listener_security(config, &settings.listeners, &listener.name)? {
