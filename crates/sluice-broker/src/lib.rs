@@ -42,6 +42,7 @@ pub mod log_cleaner;
 pub mod metrics;
 pub mod network;
 pub mod node;
+pub mod principal;
 pub mod properties;
 pub mod quorum;
 pub mod replica;

@@ -22,37 +22,7 @@ pub enum Outcome {
     Close { reason: String },
 }
 
-/// Who a request acts as (Kafka's `KafkaPrincipal`: a type and a name). Sluice's
-/// listeners are all PLAINTEXT without authentication, so every request is
-/// `User:ANONYMOUS`, the principal Kafka gives a PLAINTEXT connection; authentication
-/// (SASL, mTLS) will set it per connection, and authorization will read it here.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Principal {
-    pub principal_type: String,
-    pub name: String,
-}
-
-impl Principal {
-    /// `User:ANONYMOUS`.
-    pub fn anonymous() -> Principal {
-        Principal {
-            principal_type: "User".into(),
-            name: "ANONYMOUS".into(),
-        }
-    }
-}
-
-impl Default for Principal {
-    fn default() -> Principal {
-        Principal::anonymous()
-    }
-}
-
-impl std::fmt::Display for Principal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.principal_type, self.name)
-    }
-}
+pub use crate::principal::Principal;
 
 /// Who sent a request and where.
 #[derive(Debug, Clone)]

@@ -3,25 +3,37 @@
 
 use sluice_metadata::acl::AuthorizerSettings;
 
-use super::{BrokerConfig, ConfigError};
-
 /// Kafka's KRaft authorizer, the one Sluice implements (its rules are in
 /// `sluice_metadata::acl`).
 pub const STANDARD_AUTHORIZER: &str = "org.apache.kafka.metadata.authorizer.StandardAuthorizer";
+
+/// A refused authorizer setting: the key, its value and why (a `ConfigError::Invalid`
+/// for the caller).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    pub key: &'static str,
+    pub value: String,
+    pub reason: String,
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}={}: {}", self.key, self.value, self.reason)
+    }
+}
 
 /// The authorizer's settings, or `None` when `authorizer.class.name` is empty (Kafka's
 /// default: every request is allowed, and the ACL APIs answer SECURITY_DISABLED).
 ///
 /// Requests are not authorized yet (issue 25): until they are, a configuration that
-/// asks for an authorizer is refused at load, as a TLS listener is, rather than served
+/// asks for an authorizer is refused at load, as a TLS listener was, rather than served
 /// without the checks it asked for.
-pub(super) fn authorizer(config: &BrokerConfig) -> Result<Option<AuthorizerSettings>, ConfigError> {
-    let settings = parse(
-        config.get("authorizer.class.name").unwrap_or(""),
-        config.get("super.users").unwrap_or(""),
-        config.bool_value("allow.everyone.if.no.acl.found"),
-    )?;
-    match settings {
+pub fn authorizer(
+    class: &str,
+    super_users: &str,
+    allow_everyone_if_no_acl_found: bool,
+) -> Result<Option<AuthorizerSettings>, Refused> {
+    match parse(class, super_users, allow_everyone_if_no_acl_found)? {
         None => Ok(None),
         Some(_) => Err(invalid(
             "authorizer.class.name",
@@ -31,9 +43,9 @@ pub(super) fn authorizer(config: &BrokerConfig) -> Result<Option<AuthorizerSetti
     }
 }
 
-fn invalid(key: &str, value: &str, reason: String) -> ConfigError {
-    ConfigError::Invalid {
-        key: key.into(),
+fn invalid(key: &'static str, value: &str, reason: String) -> Refused {
+    Refused {
+        key,
         value: value.into(),
         reason,
     }
@@ -45,7 +57,7 @@ fn parse(
     class: &str,
     super_users: &str,
     allow_everyone_if_no_acl_found: bool,
-) -> Result<Option<AuthorizerSettings>, ConfigError> {
+) -> Result<Option<AuthorizerSettings>, Refused> {
     let class = class.trim();
     if class.is_empty() {
         return Ok(None);
@@ -75,6 +87,7 @@ fn parse(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::BrokerConfig;
 
     #[test]
     fn no_authorizer_by_default_and_a_configured_one_refused_until_requests_are_checked() {

@@ -292,7 +292,16 @@ impl Settings {
                 .map(str::trim)
                 .filter(|rack| !rack.is_empty())
                 .map(str::to_string),
-            authorizer: super::authorizer::authorizer(config)?,
+            authorizer: super::authorizer::authorizer(
+                text("authorizer.class.name"),
+                text("super.users"),
+                config.bool_value("allow.everyone.if.no.acl.found"),
+            )
+            .map_err(|refused| ConfigError::Invalid {
+                key: refused.key.into(),
+                value: refused.value,
+                reason: refused.reason,
+            })?,
         };
         for listener in config.listeners() {
             if let Some(sasl) = listener_security(config, &settings.listeners, &listener.name)? {

@@ -19,7 +19,7 @@ use kafka_protocol::messages::list_partition_reassignments_response::{
 use kafka_protocol::messages::*;
 use sluice_metadata::{MetadataRecord, PartitionChangeRecord};
 
-use super::{str_bytes, topic_name};
+use super::common::{str_bytes, topic_name};
 use crate::controller;
 use crate::errors;
 use crate::request::RequestContext;

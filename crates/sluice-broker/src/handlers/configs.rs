@@ -15,7 +15,7 @@ use kafka_protocol::messages::describe_configs_response::{
 use kafka_protocol::messages::*;
 use sluice_metadata::{ConfigRecord, MetadataImage, MetadataRecord};
 
-use super::str_bytes;
+use super::common::str_bytes;
 use crate::broker::{BROKER_RESOURCE, Broker, TOPIC_RESOURCE};
 use crate::errors;
 use crate::request::RequestContext;

@@ -40,7 +40,7 @@ use sluice_metadata::MetadataImage;
 use sluice_protocol::record_batch;
 use sluice_storage::{StorageError, TopicPartition};
 
-use super::{from_uuid, str_bytes, to_uuid, topic_name};
+use super::common::{from_uuid, str_bytes, to_uuid, topic_name};
 use crate::broker::Broker;
 use crate::fetch_session::{SessionPartition, SessionPartitions, SessionUse};
 use crate::replica::{Role, end_offset_for_epoch, leader_epoch_entries};

@@ -30,7 +30,8 @@ use sluice_group::migration::CONSUMER_PROTOCOL_TYPE;
 use sluice_group::records::OffsetValue;
 use sluice_protocol::ErrorCode;
 
-use super::{str_bytes, topic_name, topics};
+use super::common::{str_bytes, topic_name};
+use super::topics;
 use crate::broker::Broker;
 use crate::errors;
 use crate::group::classic::{JoinRequest, JoinResult, Reply, SyncOutcome, SyncResult};

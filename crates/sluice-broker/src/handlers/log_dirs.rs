@@ -5,7 +5,7 @@ use kafka_protocol::messages::describe_log_dirs_response::{
 };
 use kafka_protocol::messages::*;
 
-use super::{str_bytes, topic_name};
+use super::common::{str_bytes, topic_name};
 use crate::request::RequestContext;
 
 /// (total, usable) bytes of the file system holding `dir`, or (-1, -1) when unknown.

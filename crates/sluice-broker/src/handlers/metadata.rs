@@ -11,9 +11,10 @@ use kafka_protocol::messages::metadata_response::{
 use kafka_protocol::messages::*;
 use sluice_metadata::{MetadataImage, PartitionImage, TopicImage};
 
-use super::{
-    from_uuid, is_internal, live_brokers, str_bytes, to_uuid, topic_name, topics, valid_topic_name,
+use super::common::{
+    from_uuid, is_internal, live_brokers, str_bytes, to_uuid, topic_name, valid_topic_name,
 };
+use super::topics;
 use crate::errors;
 use crate::request::RequestContext;
 

@@ -3,6 +3,7 @@
 //! does at the request's version.
 
 mod cluster_admin;
+mod common;
 mod configs;
 mod features;
 mod fetch;
@@ -18,9 +19,7 @@ mod txn;
 
 use bytes::Bytes;
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::StrBytes;
 
-use crate::broker::Broker;
 use crate::request::{Outcome, RequestContext, decode, respond};
 
 /// Decodes and serves one request of a supported version.
@@ -134,67 +133,4 @@ pub async fn handle(context: RequestContext, api_key: ApiKey, mut body: Bytes) -
             reason: format!("{other:?} has no handler"),
         },
     }
-}
-
-pub(crate) fn str_bytes(text: impl Into<String>) -> StrBytes {
-    StrBytes::from_string(text.into())
-}
-
-pub(crate) fn topic_name(text: impl Into<String>) -> TopicName {
-    TopicName(str_bytes(text))
-}
-
-pub(crate) fn to_uuid(id: sluice_metadata::Uuid) -> uuid::Uuid {
-    uuid::Uuid::from_bytes(id)
-}
-
-pub(crate) fn from_uuid(id: &uuid::Uuid) -> sluice_metadata::Uuid {
-    *id.as_bytes()
-}
-
-/// Whether `name` is a legal topic name (Kafka's `Topic.validate`): 1-249 characters of
-/// ASCII letters, digits, '.', '_' and '-', and not "." or "..".
-pub(crate) fn valid_topic_name(name: &str) -> Result<(), String> {
-    if name.is_empty() {
-        return Err("Topic name is illegal, it can't be empty".into());
-    }
-    if name == "." || name == ".." {
-        return Err("Topic name cannot be \".\" or \"..\"".into());
-    }
-    if name.len() > 249 {
-        return Err(format!(
-            "Topic name is illegal, it can't be longer than 249 characters, topic name: {name}"
-        ));
-    }
-    if !name
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
-    {
-        return Err(format!(
-            "Topic name is invalid: '{name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"
-        ));
-    }
-    Ok(())
-}
-
-pub(crate) use crate::topic_config::is_internal;
-
-/// The registered, unfenced brokers with an endpoint on `listener`: (id, host, port,
-/// rack), from the metadata image.
-pub(crate) fn live_brokers(
-    image: &sluice_metadata::MetadataImage,
-    listener: &str,
-) -> Vec<(i32, String, i32, Option<String>)> {
-    image
-        .brokers()
-        .filter_map(|b| {
-            let endpoint = Broker::endpoint_of(image, b.broker_id, listener)?;
-            Some((
-                b.broker_id,
-                endpoint.host,
-                i32::from(endpoint.port),
-                b.rack.clone(),
-            ))
-        })
-        .collect()
 }

@@ -30,7 +30,7 @@ use kafka_protocol::messages::produce_response::{
 };
 use kafka_protocol::messages::*;
 
-use super::{from_uuid, str_bytes, topic_name};
+use super::common::{from_uuid, str_bytes, topic_name};
 use crate::append::{Refused, await_high_watermark, refused};
 use crate::broker::{Broker, Replica};
 use crate::request::RequestContext;

@@ -11,7 +11,7 @@ use kafka_protocol::messages::describe_producers_response::{
 };
 use kafka_protocol::messages::*;
 
-use super::str_bytes;
+use super::common::str_bytes;
 use crate::errors;
 use crate::request::RequestContext;
 

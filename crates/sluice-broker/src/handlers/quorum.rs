@@ -8,7 +8,7 @@
 use kafka_protocol::messages::describe_quorum_response::{PartitionData, ReplicaState, TopicData};
 use kafka_protocol::messages::*;
 
-use super::{to_uuid, topic_name};
+use super::common::{to_uuid, topic_name};
 use crate::errors;
 use crate::request::RequestContext;
 
@@ -98,8 +98,8 @@ pub async fn describe_quorum(
                             .with_node_id(BrokerId(*id as i32))
                             .with_listeners(vec![
                                 describe_quorum_response::Listener::default()
-                                    .with_name(super::str_bytes(listener.clone()))
-                                    .with_host(super::str_bytes(host))
+                                    .with_name(super::common::str_bytes(listener.clone()))
+                                    .with_host(super::common::str_bytes(host))
                                     .with_port(port.parse().ok()?),
                             ]),
                     )

@@ -23,7 +23,7 @@ use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::*;
 use sluice_metadata::{ConfigRecord, MetadataImage, MetadataRecord, PartitionRecord, TopicRecord};
 
-use super::{from_uuid, str_bytes, to_uuid, topic_name, valid_topic_name};
+use super::common::{from_uuid, str_bytes, to_uuid, topic_name, valid_topic_name};
 use crate::broker::{Broker, BrokerError, TOPIC_RESOURCE, random_uuid};
 use crate::errors;
 use crate::request::RequestContext;

@@ -34,7 +34,7 @@ use kafka_protocol::messages::*;
 use sluice_group::records::OffsetValue;
 use sluice_protocol::ErrorCode;
 
-use super::{str_bytes, topic_name};
+use super::common::{str_bytes, topic_name};
 use crate::broker::Broker;
 use crate::errors;
 use crate::features;

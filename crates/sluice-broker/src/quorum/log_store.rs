@@ -39,7 +39,8 @@ use sluice_metadata::{METADATA_LOG_DIR, MetadataRecord};
 use sluice_protocol::{Compression, Header, NewRecord, RecordBatchBuilder, batches};
 use sluice_storage::{Log, LogConfig, LogOpenOptions};
 
-use super::{NodeId, PlannedOn, Proposal, QuorumStartError, TypeConfig};
+use super::error::QuorumStartError;
+use super::types::{NodeId, PlannedOn, Proposal, TypeConfig};
 
 /// The record header naming a batch's Raft entry.
 pub const RAFT_HEADER: &str = "sluice.raft";

@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use sluice_protocol::connection::{ConnectionError, ConnectionSettings, FrameConnection};
 use sluice_protocol::frame::{self, FrameError};
 
-use super::{NodeId, Proposal, ProposalResult, TypeConfig};
+use super::types::{NodeId, Proposal, ProposalResult, TypeConfig};
 
 /// A client request relayed to the active controller.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -36,7 +36,7 @@ pub struct Forwarded {
     pub client_host: String,
     /// Who the request acts as on the node that received it.
     #[serde(default)]
-    pub principal: crate::request::Principal,
+    pub principal: crate::principal::Principal,
     /// The request body after its header.
     pub body: Vec<u8>,
 }
@@ -123,7 +123,7 @@ pub enum RpcResponse {
     Join(Result<(), String>),
     Heartbeat(HeartbeatReply),
     AlterPartition(Result<u64, i16>),
-    Status(Option<super::QuorumStatus>),
+    Status(Option<super::types::QuorumStatus>),
     ClusterId(String),
     Forwarded(ForwardedReply),
     /// The request did not decode or is not served here.

@@ -39,7 +39,8 @@ use openraft::{
 use serde::{Deserialize, Serialize};
 use sluice_metadata::{ApplyError, METADATA_LOG_DIR, MetadataImage, MetadataRecord};
 
-use super::{NodeId, ProposalResult, QuorumStartError, TypeConfig};
+use super::error::QuorumStartError;
+use super::types::{NodeId, ProposalResult, TypeConfig};
 
 const SNAPSHOT_FILE: &str = "quorum-snapshot.json";
 
@@ -158,7 +159,7 @@ fn image_from_snapshot(
 /// to a copy).
 fn apply_proposal(
     image: &mut MetadataImage,
-    proposal: &super::Proposal,
+    proposal: &super::types::Proposal,
     topic_exists: &mut Option<String>,
     stale_partition: &mut bool,
 ) -> std::result::Result<(), String> {
