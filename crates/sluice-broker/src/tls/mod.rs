@@ -938,11 +938,9 @@ mod tests {
             "Invalid rule",
         );
         refused(
-            &format!(
-                "{}listener.name.ssl.ssl.keystore.key=-----BEGIN PRIVATE KEY----- M!! -----END PRIVATE KEY-----\n\
-                 listener.name.ssl.ssl.keystore.certificate.chain=x\n",
-                pem_keystore()
-            ),
+            "ssl.keystore.type=PEM\n\
+             listener.name.ssl.ssl.keystore.key=-----BEGIN PRIVATE KEY----- M!! -----END PRIVATE KEY-----\n\
+             listener.name.ssl.ssl.keystore.certificate.chain=x\n",
             "listener.name.ssl.ssl.keystore.key",
             "not valid base64",
         );
