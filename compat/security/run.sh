@@ -85,6 +85,16 @@ tls_certs() (
 extendedKeyUsage=serverAuth"
   sign alice "/C=US/O=Acme, Inc./OU=eng/CN=alice" "extendedKeyUsage=clientAuth"
   sign bob "/C=US/O=Acme/OU=ops/CN=Bob" "extendedKeyUsage=clientAuth"
+  # A second CA and the same server identity signed by it: the key store a dynamic
+  # config change (java_tls_check.sh) moves the SSL listener to.
+  mkdir ca2
+  (cd ca2 && quiet openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 \
+    -subj "/CN=Sluice Security Suite CA 2" && cp ../server.ext . && cp ../server.key . \
+    && quiet openssl req -new -key server.key -out server.csr -subj "/CN=localhost" \
+    && quiet openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+      -out server.crt -extfile server.ext && cat server.key server.crt > server.pem)
+  cp ca2/ca.pem ca2.pem
+  cp ca2/server.pem server2.pem
   quiet openssl req -x509 -newkey rsa:2048 -nodes -keyout mallory.key -out mallory.crt -days 2 \
     -subj "/CN=mallory" -addext "extendedKeyUsage=clientAuth,serverAuth"
   cp mallory.crt mallory.pem
@@ -177,8 +187,8 @@ broker_log=""
 [[ "$broker" == sluice ]] && broker_log="$work/sluice.err"
 timeout 150 python3 "$here/tls_check.py" "$plain" "127.0.0.1:$tport" "127.0.0.1:$mport" \
   "127.0.0.1:$ssport" "$certs" "$broker_log" | tee -a "$out"
-timeout 90 "$here/java_tls_check.sh" "127.0.0.1:$tport" "127.0.0.1:$mport" "$certs" "$libs" \
-  | tee -a "$out"
+timeout 120 "$here/java_tls_check.sh" "127.0.0.1:$tport" "127.0.0.1:$mport" "$certs" "$libs" \
+  "$plain" | tee -a "$out"
 passed=$(grep -c '^PASS' "$out") failed=$(grep -c '^FAIL' "$out")
 echo "security: $passed passed, $failed failed ($(( $(date +%s) - started )) s)"
 [[ "$failed" == 0 && "$passed" -gt 0 ]]

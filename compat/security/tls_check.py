@@ -92,9 +92,9 @@ def consume(config, wanted):
 def refused(config):
     """A client that must not get through: an error is reported, nothing is delivered."""
     errors, delivered = [], []
-    producer = Producer(dict(config, error_cb=errors.append, **{"message.timeout.ms": 3000}))
+    producer = Producer(dict(config, error_cb=errors.append, **{"message.timeout.ms": 1000}))
     producer.produce(TOPIC, value=b"never", on_delivery=lambda e, m: delivered.append(e))
-    producer.flush(5)
+    producer.flush(4)
     assert delivered and delivered[0] is not None, "a message was delivered"
     assert errors, "no error reported"
     return errors

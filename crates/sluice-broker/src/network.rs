@@ -158,8 +158,9 @@ pub struct Server {
     metrics: Arc<RequestMetrics>,
     held_back_at_max_connections: bool,
     bounded_by_request_pool: bool,
-    /// On an `SSL` or `SASL_SSL` listener: the TLS every connection starts with.
-    tls: Option<Arc<ListenerTls>>,
+    /// On an `SSL` or `SASL_SSL` listener: the TLS every connection starts with (the
+    /// settings in force when it is accepted: a dynamic change reloads them).
+    tls: Option<watch::Receiver<Arc<ListenerTls>>>,
 }
 
 impl Server {
@@ -174,7 +175,7 @@ impl Server {
         Ok(Server {
             listener: TcpListener::bind(address).await?,
             config: Arc::new(config),
-            tls: broker.config.settings().listeners.tls.get(name).cloned(),
+            tls: broker.tls.subscribe(name),
             broker,
             name: Arc::from(name),
             metrics: Arc::default(),
@@ -239,7 +240,7 @@ impl Server {
                         let _ = stream.set_nodelay(true);
                         tokio::spawn(serve_accepted(
                             Accepted { stream, peer, _slot: slot },
-                            self.tls.clone(),
+                            self.tls.as_ref().map(|tls| tls.borrow().clone()),
                             self.bounded_by_request_pool.then(|| self.config.requests.clone()),
                             self.config.clone(),
                             self.broker.clone(),

@@ -873,6 +873,17 @@ impl BrokerConfig {
             .or_else(|| self.listener_values.get(key).map(String::as_str))
     }
 
+    /// This configuration with per-listener values (`listener.name.<l>.<key>`, the
+    /// listener in lower case) set over it: a dynamic change's view of the listener keys.
+    pub fn with_listener_values(
+        &self,
+        values: impl IntoIterator<Item = (String, String)>,
+    ) -> BrokerConfig {
+        let mut config = self.clone();
+        config.listener_values.extend(values);
+        config
+    }
+
     /// Whether `key` was set by the configuration file or an override.
     pub fn is_explicit(&self, key: &str) -> bool {
         self.explicit.contains(key)
