@@ -893,6 +893,80 @@ mod tests {
     }
 
     #[test]
+    fn a_dynamic_keystore_change_is_checked_then_reloaded() {
+        let config = load(&format!(
+            "ssl.keystore.type=PEM\nlistener.name.ssl.ssl.keystore.location={}\n\
+             listener.name.secure.ssl.keystore.location={}\n",
+            data("server.pem"),
+            data("server.pem")
+        ))
+        .unwrap();
+        assert_eq!(
+            dynamic_ssl_key("listener.name.SSL.ssl.keystore.location"),
+            Some(("ssl".to_string(), "ssl.keystore.location"))
+        );
+        assert_eq!(dynamic_ssl_key("ssl.keystore.location"), None);
+        assert_eq!(dynamic_ssl_key("listener.name.ssl.ssl.client.auth"), None);
+        let layer = |key: &str, value: &str| {
+            std::collections::BTreeMap::from([(key.to_string(), value.to_string())])
+        };
+        // Checked as an alteration is: a missing file, an unknown listener.
+        let error = validate_dynamic(
+            &config,
+            &layer(
+                "listener.name.ssl.ssl.keystore.location",
+                "/nonexistent.pem",
+            ),
+        )
+        .unwrap_err();
+        assert!(error.contains("cannot read the file"), "{error}");
+        let error = validate_dynamic(
+            &config,
+            &layer(
+                "listener.name.plaintext.ssl.keystore.location",
+                &data("server.pem"),
+            ),
+        )
+        .unwrap_err();
+        assert!(error.contains("not an SSL or SASL_SSL listener"), "{error}");
+        validate_dynamic(
+            &config,
+            &layer(
+                "listener.name.ssl.ssl.keystore.location",
+                &data("server.pem"),
+            ),
+        )
+        .unwrap();
+
+        // Applied: only the listener whose keys changed gets new settings.
+        let listeners = TlsListeners::new(&config);
+        let mut ssl = listeners.subscribe("SSL").unwrap();
+        let mut secure = listeners.subscribe("SECURE").unwrap();
+        assert!(listeners.subscribe("PLAINTEXT").is_none());
+        listeners.apply(None);
+        assert!(!ssl.has_changed().unwrap(), "nothing changed");
+        let change = layer(
+            "listener.name.ssl.ssl.keystore.location",
+            &data("server-encrypted.pem"),
+        );
+        // Not readable without its password: the old settings stay.
+        listeners.apply(Some(&change));
+        assert!(!ssl.has_changed().unwrap());
+        let mut change = change;
+        change.insert(
+            "listener.name.ssl.ssl.key.password".into(),
+            "key-secret".into(),
+        );
+        listeners.apply(Some(&change));
+        assert!(ssl.has_changed().unwrap(), "reloaded");
+        assert!(!secure.has_changed().unwrap(), "another listener untouched");
+        ssl.mark_unchanged();
+        secure.mark_unchanged();
+        listeners.apply(Some(&change));
+        assert!(!ssl.has_changed().unwrap(), "the same values do not reload");
+    }
+
+    #[test]
     fn listener_keys_override_the_broker_wide_ones() {
         let config = load(&format!(
             "{}ssl.truststore.type=PEM\nssl.truststore.location={}\n\
