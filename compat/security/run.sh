@@ -105,6 +105,7 @@ extendedKeyUsage=serverAuth"
   printf 'alice %s\nbob bob\nbob-dn %s\n' "${dns[0]}" "${dns[1]}" > expected-principals
 )
 tls_certs || { echo "run.sh: making the TLS certificates failed" >&2; exit 1; }
+echo "security: TLS certificates made in $(( $(date +%s) - started )) s" >&2
 read -r tport mport ssport < <(python3 -c 'import sys; sys.path.insert(0, "compat/lib")
 from ports import free_ports; print(*free_ports(3, avoid={int(p) for p in sys.argv[1:]}))' \
   "$port" "$sport" "$cport")
@@ -185,10 +186,13 @@ timeout 150 python3 "$here/sasl_check.py" "$plain" "$sasl" | tee "$out"
 timeout 60 "$here/java_check.sh" "$sasl" "$libs" | tee -a "$out"
 broker_log=""
 [[ "$broker" == sluice ]] && broker_log="$work/sluice.err"
+tls_started=$(date +%s)
 timeout 150 python3 "$here/tls_check.py" "$plain" "127.0.0.1:$tport" "127.0.0.1:$mport" \
   "127.0.0.1:$ssport" "$certs" "$broker_log" | tee -a "$out"
+tls_java=$(date +%s)
 timeout 120 "$here/java_tls_check.sh" "127.0.0.1:$tport" "127.0.0.1:$mport" "$certs" "$libs" \
   "$plain" | tee -a "$out"
+echo "security: TLS checks $(( tls_java - tls_started )) s (clients), $(( $(date +%s) - tls_java )) s (Java tools)"
 passed=$(grep -c '^PASS' "$out") failed=$(grep -c '^FAIL' "$out")
 echo "security: $passed passed, $failed failed ($(( $(date +%s) - started )) s)"
 [[ "$failed" == 0 && "$passed" -gt 0 ]]

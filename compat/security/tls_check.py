@@ -23,7 +23,7 @@ import sys
 import time
 import uuid
 
-from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 PLAIN, SSL_, MTLS, SASLSSL, CERTS = sys.argv[1:6]
@@ -76,8 +76,9 @@ def produce(config, values):
 
 def consume(config, wanted):
     consumer = Consumer(dict(config, **{"group.id": "g-" + uuid.uuid4().hex[:6],
-                                        "auto.offset.reset": "earliest"}))
-    consumer.subscribe([TOPIC])
+                                        "enable.auto.commit": False}))
+    # Assigned, not subscribed: no group join to wait for.
+    consumer.assign([TopicPartition(TOPIC, 0, OFFSET_BEGINNING)])
     values = []
     deadline = time.time() + 30
     while not set(wanted) <= set(values) and time.time() < deadline:

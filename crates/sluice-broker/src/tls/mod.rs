@@ -5,8 +5,9 @@
 //! - The server's key and certificate chain: `ssl.keystore.type=PEM` with
 //!   `ssl.keystore.location` (a PEM file holding the private key and the chain) or with
 //!   `ssl.keystore.certificate.chain` and `ssl.keystore.key` (PEM text); the key as
-//!   PKCS#8, PKCS#1 or SEC1. An encrypted PKCS#8 key (`ssl.key.password`), PKCS12 and
-//!   JKS stores are refused at load, naming the key (no pure-Rust reader is used yet).
+//!   PKCS#8, PKCS#1 or SEC1, or encrypted PKCS#8 (PBES2) with `ssl.key.password`.
+//!   PKCS12 and JKS stores are refused at load, naming the key (no pure-Rust reader is
+//!   used for them yet).
 //! - The trusted certificates for client certificates: `ssl.truststore.type=PEM` with
 //!   `ssl.truststore.location` or `ssl.truststore.certificates`.
 //! - `ssl.client.auth` none | requested | required (on `SASL_SSL` only the listener's own
@@ -20,6 +21,11 @@
 //! Everything is read and checked when the configuration loads: a missing or unreadable
 //! file, a key that does not match its certificate, an unknown protocol or cipher suite
 //! is a [`ConfigError`] naming the key (never a password or a key's text).
+//!
+//! A node's dynamic `listener.name.<l>.ssl.keystore.*` and `ssl.truststore.*` configs
+//! rebuild that listener's settings when they change ([`TlsListeners`]): certificates
+//! rotate without a restart, as with Kafka's `kafka-configs --alter --entity-type
+//! brokers`.
 
 pub mod principal;
 
@@ -712,7 +718,7 @@ pub fn validate_dynamic(
     layer: &std::collections::BTreeMap<String, String>,
 ) -> Result<(), String> {
     let settings = config.settings();
-    for (key, _) in layer {
+    for key in layer.keys() {
         let Some((listener, _)) = dynamic_ssl_key(key) else {
             continue;
         };
