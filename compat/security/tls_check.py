@@ -12,7 +12,8 @@ CERTS_DIR holds the CA (ca.pem), client certificates alice.* and bob.* signed by
 mallory.* self-signed, and expected-principals (Java's X500Principal.getName() of
 alice's and bob's subjects, mapped by the rules). BROKER_LOG, when given (Sluice), is
 where the broker logs each TLS client's principal; Kafka's principal is not observable
-here and those checks are skipped. One PASS/FAIL/SKIP line per check.
+here (no authorizer in these checks) and those three checks print SKIP on Kafka. One
+PASS/FAIL/SKIP line per check.
 """
 import os
 import re
@@ -126,17 +127,20 @@ def expected_principals():
         return dict(line.rstrip("\n").split(" ", 1) for line in f if line.strip())
 
 
-def principal_logged(principal, since):
-    """Whether the broker logged `principal` for a connection after byte offset `since`."""
+def principal_logged(principal, since, listener):
+    """Whether the broker logged `principal` for a connection to `listener` after byte
+    offset `since` (the line ends with the principal)."""
     if LOG is None:
         return "skip"
     deadline = time.time() + 5
     needle = f"principal=User:{principal}"
+    where = f"listener={listener} "
     while time.time() < deadline:
         with open(LOG, errors="replace") as f:
             f.seek(since)
             lines = (re.sub(r"\x1b\[[0-9;]*m", "", line) for line in f)
-            if any(needle in line and "authenticated" in line for line in lines):
+            if any(line.rstrip("\n").endswith(needle) and where in line
+                   and "authenticated" in line for line in lines):
                 return None
         time.sleep(0.1)
     raise AssertionError(f"the broker log has no connection authenticated as User:{principal}")
@@ -146,19 +150,25 @@ def log_size():
     return os.path.getsize(LOG) if LOG else 0
 
 
-def mtls_with_alices_certificate(client="alice"):
-    since = log_size()
+# Where the broker log stood before each client's connections (principal checks).
+marks = {}
+
+
+def mtls_client(client):
+    marks[client] = log_size()
     values = [b"%s-mtls-%d" % (client.encode(), i) for i in range(10)]
     produce(conf(MTLS, "SSL", client=client), values)
     consume(conf(MTLS, "SSL", client=client), values)
-    return principal_logged(expected_principals()[client], since)
 
 
 def requested_client_auth_takes_a_certificate_when_offered():
-    since = log_size()
+    marks["bob-dn"] = log_size()
     produce(conf(SSL_, "SSL", client="bob"), [b"bob-on-ssl"])
-    # bob's DN, unmapped: the SSL listener has the DEFAULT rule only.
-    return principal_logged(expected_principals()["bob-dn"], since)
+
+
+def principal_of(client, key=None, listener="MTLS"):
+    return principal_logged(expected_principals()[key or client],
+                            marks[client if key is None else key], listener)
 
 
 def sasl_ssl_plain():
@@ -223,12 +233,16 @@ check("mTLS required: a client without a certificate is refused",
       mtls_without_a_certificate_is_refused)
 check("mTLS required: a certificate from an untrusted CA is refused",
       mtls_with_an_untrusted_certificate_is_refused)
-check("mTLS: alice's certificate produces and consumes; principal is her DN as Java writes it",
-      mtls_with_alices_certificate)
-check("mTLS: bob's certificate is mapped by ssl.principal.mapping.rules to User:bob",
-      lambda: mtls_with_alices_certificate("bob"))
-check("ssl.client.auth=requested: a certificate offered gives its DN as the principal",
+check("mTLS: alice's certificate produces and consumes", lambda: mtls_client("alice"))
+check("mTLS: alice's principal is User:<her subject DN as Java's X500Principal.getName()>",
+      lambda: principal_of("alice"))
+check("mTLS: bob's certificate produces and consumes", lambda: mtls_client("bob"))
+check("mTLS: bob's DN is mapped by ssl.principal.mapping.rules to User:bob",
+      lambda: principal_of("bob"))
+check("ssl.client.auth=requested: a client offering a certificate is served",
       requested_client_auth_takes_a_certificate_when_offered)
+check("ssl.client.auth=requested: its principal is its DN (the DEFAULT rule)",
+      lambda: principal_of("bob", "bob-dn", "SSL"))
 check("SASL_SSL: librdkafka with PLAIN produces as alice and consumes as bob", sasl_ssl_plain)
 check("SASL_SSL: a wrong password fails with _AUTHENTICATION", sasl_ssl_wrong_password)
 check("kafka-python produces over SSL and consumes over mTLS", kafka_python_over_ssl)
