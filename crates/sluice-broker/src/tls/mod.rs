@@ -424,6 +424,13 @@ fn keystore(
 /// The certificates trusted to sign client certificates (empty when none are set).
 fn truststore(keys: &Keys<'_>) -> Result<Vec<CertificateDer<'static>>, ConfigError> {
     let store = keys.get("ssl.truststore.type").unwrap_or("JKS");
+    if store == "PEM" && keys.get("ssl.truststore.password").is_some() {
+        return Err(keys.refuse(
+            "ssl.truststore.password",
+            "(hidden)",
+            "a PEM trust store has no password (as in Kafka)",
+        ));
+    }
     if let Some(text) = keys.get("ssl.truststore.certificates") {
         if store != "PEM" {
             return Err(keys.refuse(
@@ -1146,6 +1153,16 @@ mod tests {
             "ssl.keystore.type=PEM\nssl.keystore.key=-----BEGIN PRIVATE KEY----- MII -----END PRIVATE KEY-----\n",
             "ssl.keystore.certificate.chain",
             "set together",
+        );
+        refused(
+            &format!(
+                "{}ssl.truststore.type=PEM\nssl.truststore.location={}\n\
+                 ssl.truststore.password=key-secret\n",
+                pem_keystore(),
+                data("ca.pem")
+            ),
+            "ssl.truststore.password",
+            "a PEM trust store has no password",
         );
         refused(
             &format!("{}ssl.client.auth=always\n", pem_keystore()),
