@@ -88,6 +88,8 @@ pub struct Broker {
     pub liveness: crate::liveness::Liveness,
     /// The broker keys that change without a restart, swapped whole on a change.
     pub dynamic: Arc<crate::config::DynamicConfig>,
+    /// The TLS listeners' settings, reloaded on a dynamic change of their `ssl.*` keys.
+    pub tls: Arc<crate::tls::TlsListeners>,
     pub fetch_sessions: FetchSessions,
     /// Follower fetchers, ISR changes and high-watermark checkpoints.
     pub replication: Arc<crate::replication::ReplicaManager>,
@@ -194,6 +196,7 @@ impl Broker {
             transactions,
         } = services;
         let dynamic = Arc::new(crate::config::DynamicConfig::new(config.clone()));
+        let tls = Arc::new(crate::tls::TlsListeners::new(&config));
         Arc::new(Broker {
             node_id: config.node_id(),
             cluster_id,
@@ -206,11 +209,13 @@ impl Broker {
             groups: groups.clone(),
             publishers: vec![
                 dynamic.clone(),
+                tls.clone(),
                 replication.clone(),
                 groups,
                 transactions.clone(),
             ],
             dynamic,
+            tls,
             transactions,
             replication,
             cleaning: Default::default(),

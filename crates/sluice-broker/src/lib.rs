@@ -49,6 +49,7 @@ pub mod replica;
 pub mod replication;
 pub mod request;
 pub mod sasl;
+pub mod tls;
 pub mod topic_config;
 pub mod txn;
 

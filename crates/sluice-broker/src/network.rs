@@ -39,8 +39,7 @@ use std::sync::atomic::Ordering;
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 
@@ -49,6 +48,7 @@ use crate::broker::Broker;
 use crate::connection_quotas::{ConnectionQuotas, ConnectionSlot};
 use crate::metrics::RequestMetrics;
 use crate::sasl::{Authenticator, Step};
+use crate::tls::ListenerTls;
 
 /// How far a frame's buffer is reserved ahead of the bytes received once they fill
 /// what it has: the most a connection holds beyond what it has sent.
@@ -158,6 +158,9 @@ pub struct Server {
     metrics: Arc<RequestMetrics>,
     held_back_at_max_connections: bool,
     bounded_by_request_pool: bool,
+    /// On an `SSL` or `SASL_SSL` listener: the TLS every connection starts with (the
+    /// settings in force when it is accepted: a dynamic change reloads them).
+    tls: Option<watch::Receiver<Arc<ListenerTls>>>,
 }
 
 impl Server {
@@ -172,6 +175,7 @@ impl Server {
         Ok(Server {
             listener: TcpListener::bind(address).await?,
             config: Arc::new(config),
+            tls: broker.tls.subscribe(name),
             broker,
             name: Arc::from(name),
             metrics: Arc::default(),
@@ -234,8 +238,9 @@ impl Server {
                             }
                         };
                         let _ = stream.set_nodelay(true);
-                        tokio::spawn(serve_connection(
+                        tokio::spawn(serve_accepted(
                             Accepted { stream, peer, _slot: slot },
+                            self.tls.as_ref().map(|tls| tls.borrow().clone()),
                             self.bounded_by_request_pool.then(|| self.config.requests.clone()),
                             self.config.clone(),
                             self.broker.clone(),
@@ -277,8 +282,14 @@ struct Accepted {
     _slot: ConnectionSlot,
 }
 
-async fn serve_connection(
+/// Serves an accepted connection: over TCP as it is, or after a TLS handshake on a TLS
+/// listener (bounded by `connections.max.idle.ms`), whose client certificate gives an
+/// `SSL` connection its principal ([`crate::tls`]). Generic over the stream halves, so
+/// the PLAINTEXT path runs the same code it ran before TLS existed.
+#[allow(clippy::too_many_arguments)]
+async fn serve_accepted(
     accepted: Accepted,
+    tls: Option<Arc<ListenerTls>>,
     pool: Option<Arc<RequestPool>>,
     config: Arc<NetworkConfig>,
     broker: Arc<Broker>,
@@ -291,7 +302,65 @@ async fn serve_connection(
         peer,
         _slot: _held_until_the_connection_ends,
     } = accepted;
-    let (mut reader, writer) = stream.into_split();
+    let Some(tls) = tls else {
+        let (reader, writer) = stream.into_split();
+        let principal = Principal::anonymous();
+        return serve_connection(
+            reader, writer, peer, principal, pool, config, broker, listener, metrics, shutdown,
+        )
+        .await;
+    };
+    let handshake = tokio::select! {
+        handshake = tokio::time::timeout(config.connections_max_idle, tls.accept(stream)) => handshake,
+        _ = shutdown.wait_for(|stopping| *stopping) => return,
+    };
+    let handshake = match handshake {
+        Ok(Ok(handshake)) => handshake,
+        Ok(Err(reason)) => {
+            // As Kafka logs a failed SSL handshake: the client gets the TLS alert.
+            tracing::info!(%peer, %listener, %reason, "failed authentication");
+            return;
+        }
+        Err(_) => {
+            tracing::debug!(%peer, %listener, "TLS handshake not finished within connections.max.idle.ms");
+            return;
+        }
+    };
+    if handshake.principal != Principal::anonymous() {
+        tracing::debug!(%peer, %listener, principal = %handshake.principal, "authenticated");
+    }
+    let (reader, writer) = tokio::io::split(handshake.stream);
+    serve_connection(
+        reader,
+        writer,
+        peer,
+        handshake.principal,
+        pool,
+        config,
+        broker,
+        listener,
+        metrics,
+        shutdown,
+    )
+    .await
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn serve_connection<R, W>(
+    mut reader: R,
+    writer: W,
+    peer: SocketAddr,
+    principal: Principal,
+    pool: Option<Arc<RequestPool>>,
+    config: Arc<NetworkConfig>,
+    broker: Arc<Broker>,
+    listener: Arc<str>,
+    metrics: Arc<RequestMetrics>,
+    mut shutdown: watch::Receiver<bool>,
+) where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let (queue, frames) = mpsc::channel::<(Bytes, PoolShare)>(config.max_in_flight_requests.max(1));
     // Until a SASL listener's connection has authenticated, its frames are bounded by
     // `sasl.server.max.receive.size`, as Kafka's `SaslServerAuthenticator` bounds them.
@@ -307,6 +376,7 @@ async fn serve_connection(
         writer,
         frames,
         peer,
+        principal,
         broker,
         listener,
         metrics,
@@ -393,10 +463,12 @@ async fn serve_connection(
 /// while a request is in progress), so two Produce requests of one producer are
 /// appended in the order sent and a long-polling Fetch holds back the requests behind
 /// it on its connection.
-async fn handle_in_order(
-    mut writer: OwnedWriteHalf,
+#[allow(clippy::too_many_arguments)]
+async fn handle_in_order<W: AsyncWrite + Unpin>(
+    mut writer: W,
     mut frames: mpsc::Receiver<(Bytes, PoolShare)>,
     peer: SocketAddr,
+    mut principal: Principal,
     broker: Arc<Broker>,
     listener: Arc<str>,
     metrics: Arc<RequestMetrics>,
@@ -410,7 +482,6 @@ async fn handle_in_order(
         .sasl
         .get(&*listener)
         .map(|sasl| Authenticator::new(sasl.clone()));
-    let mut principal = Principal::anonymous();
     while let Some((frame, mut share)) = frames.recv().await {
         // Taken up: its place in queued.max.requests frees; its bytes stay counted
         // until it is answered (the end of this turn).
@@ -448,7 +519,13 @@ async fn handle_in_order(
             }
             Reply::Close => break,
         };
-        if let Err(error) = writer.write_all(&frame).await {
+        // A TLS stream holds the bytes until flushed; a TCP flush does nothing.
+        if let Err(error) = async {
+            writer.write_all(&frame).await?;
+            writer.flush().await
+        }
+        .await
+        {
             tracing::debug!(%peer, %error, "write failed; closing connection");
             break;
         }
@@ -538,8 +615,8 @@ enum ReadError {
 /// Reads one frame: `Ok(None)` at a clean end of stream. With a byte pool, the
 /// frame's bytes are taken from it as they arrive (a read waits for room) and held by
 /// the returned share.
-async fn read_frame(
-    reader: &mut OwnedReadHalf,
+async fn read_frame<R: AsyncRead + Unpin>(
+    reader: &mut R,
     max_bytes: usize,
     pool: Option<&Arc<tokio::sync::Semaphore>>,
 ) -> Result<Option<(Bytes, PoolShare)>, ReadError> {

@@ -95,6 +95,8 @@ const LONG_MIN: i64 = i64::MIN;
 /// The per-listener keys Sluice reads (`listener.name.<listener>.<key>`).
 const LISTENER_KEYS: &[fn(&str) -> bool] = &[
     |key| key == "sasl.enabled.mechanisms",
+    // TLS (`ssl.*`, [`crate::tls::SSL_KEYS`]), per listener and broker-wide.
+    crate::tls::is_ssl_key,
     |key| {
         key.strip_suffix(".sasl.jaas.config")
             .is_some_and(|mechanism| {
@@ -693,6 +695,13 @@ impl BrokerConfig {
                 }
                 continue;
             }
+            // The broker-wide `ssl.*` keys sit beside the per-listener ones (several
+            // hold key material: not among DEFINITIONS, so DescribeConfigs never shows
+            // them); [`BrokerConfig::security_value`] reads both.
+            if crate::tls::is_ssl_key(&key) {
+                listener_values.insert(key, value.trim().to_string());
+                continue;
+            }
             let Some(definition) = DEFINITIONS.iter().find(|d| d.key == key) else {
                 warnings.push(format!(
                     "{origin}: unknown or unsupported configuration {key} is ignored"
@@ -861,6 +870,24 @@ impl BrokerConfig {
     /// the broker's.
     pub fn listener_or_broker(&self, listener: &str, key: &str) -> Option<&str> {
         self.listener_value(listener, key).or_else(|| self.get(key))
+    }
+
+    /// A listener's value of a security key kept out of [`DEFINITIONS`] (`ssl.*`):
+    /// `listener.name.<listener>.<key>`, else the broker-wide `<key>`.
+    pub fn security_value(&self, listener: &str, key: &str) -> Option<&str> {
+        self.listener_value(listener, key)
+            .or_else(|| self.listener_values.get(key).map(String::as_str))
+    }
+
+    /// This configuration with per-listener values (`listener.name.<l>.<key>`, the
+    /// listener in lower case) set over it: a dynamic change's view of the listener keys.
+    pub fn with_listener_values(
+        &self,
+        values: impl IntoIterator<Item = (String, String)>,
+    ) -> BrokerConfig {
+        let mut config = self.clone();
+        config.listener_values.extend(values);
+        config
     }
 
     /// Whether `key` was set by the configuration file or an override.

@@ -61,8 +61,10 @@ pub struct ListenerSettings {
     pub inter_broker_listener_name: String,
     /// `listener.security.protocol.map`: listener name → protocol.
     pub security_protocols: BTreeMap<String, SecurityProtocol>,
-    /// The SASL settings of each `SASL_PLAINTEXT` listener.
+    /// The SASL settings of each `SASL_PLAINTEXT` and `SASL_SSL` listener.
     pub sasl: BTreeMap<String, Arc<ListenerSasl>>,
+    /// The TLS settings of each `SSL` and `SASL_SSL` listener ([`crate::tls`]).
+    pub tls: BTreeMap<String, Arc<crate::tls::ListenerTls>>,
     /// `connection.failed.authentication.delay.ms`.
     pub failed_authentication_delay: Duration,
     /// `sasl.server.max.receive.size`: the largest frame read before authentication.
@@ -219,6 +221,7 @@ impl Settings {
                     })
                     .collect(),
                 sasl: BTreeMap::new(),
+                tls: BTreeMap::new(),
                 failed_authentication_delay: millis(int(
                     "connection.failed.authentication.delay.ms",
                 )),
@@ -308,15 +311,43 @@ impl Settings {
                 settings
                     .listeners
                     .sasl
-                    .insert(listener.name, Arc::new(sasl));
+                    .insert(listener.name.clone(), Arc::new(sasl));
             }
+            listener_tls(config, &mut settings.listeners, &listener.name)?;
         }
         Ok(settings)
     }
 }
 
+/// A TLS listener's settings ([`crate::tls::listener_tls`]) into `listeners.tls`; an
+/// error when it carries the cluster's own traffic, whose connections do not speak TLS.
+fn listener_tls(
+    config: &BrokerConfig,
+    listeners: &mut ListenerSettings,
+    name: &str,
+) -> Result<(), ConfigError> {
+    let protocol = listeners.protocol_of(name);
+    let Some(tls) = crate::tls::listener_tls(config, name, protocol)? else {
+        return Ok(());
+    };
+    if listeners.is_controller_listener(name) || listeners.inter_broker_listener_name == name {
+        return Err(ConfigError::Invalid {
+            key: "listener.security.protocol.map".into(),
+            value: name.to_string(),
+            reason: format!(
+                "listener {name} is {protocol:?} and carries the cluster's own traffic \
+                 (inter-broker or controller), whose connections do not use TLS yet: give \
+                 that traffic a PLAINTEXT listener"
+            ),
+        });
+    }
+    listeners.tls.insert(name.to_string(), Arc::new(tls));
+    Ok(())
+}
+
 /// The security a listener's protocol asks for: its SASL settings for
-/// `SASL_PLAINTEXT`, `None` for `PLAINTEXT`; an error for what Sluice does not serve.
+/// `SASL_PLAINTEXT` and `SASL_SSL`, `None` for `PLAINTEXT` and `SSL` (TLS is read by
+/// [`listener_tls`]); an error for what Sluice does not serve.
 fn listener_security(
     config: &BrokerConfig,
     listeners: &ListenerSettings,
@@ -329,15 +360,8 @@ fn listener_security(
     };
     let protocol = listeners.protocol_of(name);
     match protocol {
-        SecurityProtocol::Plaintext => return Ok(None),
-        SecurityProtocol::Ssl | SecurityProtocol::SaslSsl => {
-            return Err(refuse(
-                "listener.security.protocol.map".into(),
-                name,
-                format!("listener {name} is {protocol:?}: TLS listeners are not served yet"),
-            ));
-        }
-        SecurityProtocol::SaslPlaintext => {}
+        SecurityProtocol::Plaintext | SecurityProtocol::Ssl => return Ok(None),
+        SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl => {}
     }
     if listeners.is_controller_listener(name) || listeners.inter_broker_listener_name == name {
         return Err(refuse(
@@ -708,7 +732,7 @@ mod tests {
         );
         refused(
             "listeners=PLAINTEXT://:9092,SSL://:9094,CONTROLLER://:9093\n".into(),
-            "TLS listeners are not served yet",
+            "set ssl.keystore.type=PEM with ssl.keystore.location",
         );
     }
 }

@@ -231,7 +231,34 @@ fn plan(
         }
         BROKER_RESOURCE => {
             check_broker_name(broker, name)?;
+            // A TLS listener's key store and trust store (reloaded when applied).
+            if next
+                .keys()
+                .any(|key| crate::tls::dynamic_ssl_key(key).is_some())
+            {
+                if name.is_empty() {
+                    let keys: Vec<&str> = next
+                        .keys()
+                        .filter(|key| crate::tls::dynamic_ssl_key(key).is_some())
+                        .map(String::as_str)
+                        .collect();
+                    return Err((
+                        errors::INVALID_CONFIG,
+                        format!(
+                            "Cannot update these configs at default cluster level, broker id must be specified: {}",
+                            keys.join(", ")
+                        ),
+                    ));
+                }
+                if name == broker.node_id.to_string() {
+                    crate::tls::validate_dynamic(&broker.config, &next)
+                        .map_err(|m| (errors::INVALID_CONFIG, m))?;
+                }
+            }
             for (key, value) in &next {
+                if crate::tls::dynamic_ssl_key(key).is_some() {
+                    continue;
+                }
                 if DYNAMIC_CLEANER_KEYS.contains(&key.as_str()) {
                     crate::config::BrokerConfig::validate_value(key, value)
                         .map_err(|e| (errors::INVALID_CONFIG, e.to_string()))?;
