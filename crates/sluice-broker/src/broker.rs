@@ -89,7 +89,7 @@ pub struct Broker {
     /// The broker keys that change without a restart, swapped whole on a change.
     pub dynamic: Arc<crate::config::DynamicConfig>,
     /// The TLS listeners' settings, reloaded on a dynamic change of their `ssl.*` keys.
-    pub tls: Arc<crate::tls::TlsListeners>,
+    pub tls: Arc<crate::tls_reload::TlsListeners>,
     pub fetch_sessions: FetchSessions,
     /// Follower fetchers, ISR changes and high-watermark checkpoints.
     pub replication: Arc<crate::replication::ReplicaManager>,
@@ -196,7 +196,7 @@ impl Broker {
             transactions,
         } = services;
         let dynamic = Arc::new(crate::config::DynamicConfig::new(config.clone()));
-        let tls = Arc::new(crate::tls::TlsListeners::new(&config));
+        let tls = Arc::new(crate::tls_reload::TlsListeners::new(&config));
         Arc::new(Broker {
             node_id: config.node_id(),
             cluster_id,

@@ -49,7 +49,9 @@ pub mod replica;
 pub mod replication;
 pub mod request;
 pub mod sasl;
+pub mod security_protocol;
 pub mod tls;
+pub mod tls_reload;
 pub mod topic_config;
 pub mod txn;
 

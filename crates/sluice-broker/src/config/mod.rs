@@ -658,6 +658,26 @@ pub struct Loaded {
     pub warnings: Vec<String>,
 }
 
+impl crate::tls::SslKeySource for BrokerConfig {
+    fn listener_value(&self, listener: &str, key: &str) -> Option<&str> {
+        BrokerConfig::listener_value(self, listener, key)
+    }
+
+    fn security_value(&self, listener: &str, key: &str) -> Option<&str> {
+        BrokerConfig::security_value(self, listener, key)
+    }
+}
+
+impl From<crate::tls::Refused> for ConfigError {
+    fn from(refused: crate::tls::Refused) -> Self {
+        ConfigError::Invalid {
+            key: refused.key,
+            value: refused.value,
+            reason: refused.reason,
+        }
+    }
+}
+
 impl BrokerConfig {
     /// Builds the configuration from a properties text (the `--config` file, or
     /// [`EMBEDDED_SERVER_PROPERTIES`]) and `--set key=value` overrides.

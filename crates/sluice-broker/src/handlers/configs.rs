@@ -234,12 +234,12 @@ fn plan(
             // A TLS listener's key store and trust store (reloaded when applied).
             if next
                 .keys()
-                .any(|key| crate::tls::dynamic_ssl_key(key).is_some())
+                .any(|key| crate::tls_reload::dynamic_ssl_key(key).is_some())
             {
                 if name.is_empty() {
                     let keys: Vec<&str> = next
                         .keys()
-                        .filter(|key| crate::tls::dynamic_ssl_key(key).is_some())
+                        .filter(|key| crate::tls_reload::dynamic_ssl_key(key).is_some())
                         .map(String::as_str)
                         .collect();
                     return Err((
@@ -251,12 +251,12 @@ fn plan(
                     ));
                 }
                 if name == broker.node_id.to_string() {
-                    crate::tls::validate_dynamic(&broker.config, &next)
+                    crate::tls_reload::validate_dynamic(&broker.config, &next)
                         .map_err(|m| (errors::INVALID_CONFIG, m))?;
                 }
             }
             for (key, value) in &next {
-                if crate::tls::dynamic_ssl_key(key).is_some() {
+                if crate::tls_reload::dynamic_ssl_key(key).is_some() {
                     continue;
                 }
                 if DYNAMIC_CLEANER_KEYS.contains(&key.as_str()) {

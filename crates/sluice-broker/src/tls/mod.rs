@@ -36,8 +36,8 @@ use rustls::server::WebPkiClientVerifier;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsAcceptor;
 
-use crate::config::{BrokerConfig, ConfigError, SecurityProtocol};
-use crate::request::Principal;
+use crate::principal::Principal;
+use crate::security_protocol::SecurityProtocol;
 pub use principal::{PrincipalMapper, subject_dn};
 
 /// The `ssl.*` keys Sluice reads, with or without a `listener.name.<l>.` prefix.
@@ -148,9 +148,38 @@ impl ListenerTls {
     }
 }
 
+/// Where a listener's `ssl.*` keys are read from: the broker's configuration
+/// (`crate::config::BrokerConfig` implements it), kept abstract so that the TLS layer
+/// does not depend on the configuration module that holds its settings.
+pub trait SslKeySource {
+    /// `listener.name.<listener>.<key>` only.
+    fn listener_value(&self, listener: &str, key: &str) -> Option<&str>;
+    /// The listener's value, else the broker-wide one.
+    fn security_value(&self, listener: &str, key: &str) -> Option<&str>;
+}
+
+/// A refused TLS setting: the key as the operator wrote it, its value (never a secret)
+/// and why; the configuration reports it as an invalid value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    pub key: String,
+    pub value: String,
+    pub reason: String,
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "invalid value {} for configuration {}: {}",
+            self.value, self.key, self.reason
+        )
+    }
+}
+
 /// Reads a listener's `ssl.*` keys: its `listener.name.<l>.` form, else the broker's.
 struct Keys<'a> {
-    config: &'a BrokerConfig,
+    config: &'a dyn SslKeySource,
     listener: &'a str,
     protocol: SecurityProtocol,
 }
@@ -172,8 +201,8 @@ impl Keys<'_> {
         }
     }
 
-    fn refuse(&self, key: &str, value: &str, reason: impl Into<String>) -> ConfigError {
-        ConfigError::Invalid {
+    fn refuse(&self, key: &str, value: &str, reason: impl Into<String>) -> Refused {
+        Refused {
             key: self.name(key),
             value: value.to_string(),
             reason: reason.into(),
@@ -249,13 +278,13 @@ fn parse_pem(text: &[u8]) -> Result<Pem, String> {
 }
 
 /// The PEM text of a `*.location` key: the file's contents.
-fn read_location(keys: &Keys<'_>, key: &str, path: &str) -> Result<Vec<u8>, ConfigError> {
+fn read_location(keys: &Keys<'_>, key: &str, path: &str) -> Result<Vec<u8>, Refused> {
     std::fs::read(path)
         .map_err(|error| keys.refuse(key, path, format!("cannot read the file: {error}")))
 }
 
 /// Checks a store type: PEM is read; PKCS12 and JKS are refused with what to do.
-fn check_store_type(keys: &Keys<'_>, key: &str, store: &str) -> Result<(), ConfigError> {
+fn check_store_type(keys: &Keys<'_>, key: &str, store: &str) -> Result<(), Refused> {
     match store {
         "PEM" => Ok(()),
         "PKCS12" | "JKS" => Err(keys.refuse(
@@ -277,7 +306,7 @@ fn check_store_type(keys: &Keys<'_>, key: &str, store: &str) -> Result<(), Confi
 /// The server's certificate chain and private key.
 fn keystore(
     keys: &Keys<'_>,
-) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), ConfigError> {
+) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), Refused> {
     let store = keys.get("ssl.keystore.type").unwrap_or("JKS");
     let inline_chain = keys.get("ssl.keystore.certificate.chain");
     let inline_key = keys.get("ssl.keystore.key");
@@ -422,7 +451,7 @@ fn keystore(
 }
 
 /// The certificates trusted to sign client certificates (empty when none are set).
-fn truststore(keys: &Keys<'_>) -> Result<Vec<CertificateDer<'static>>, ConfigError> {
+fn truststore(keys: &Keys<'_>) -> Result<Vec<CertificateDer<'static>>, Refused> {
     let store = keys.get("ssl.truststore.type").unwrap_or("JKS");
     if store == "PEM" && keys.get("ssl.truststore.password").is_some() {
         return Err(keys.refuse(
@@ -477,10 +506,10 @@ fn suite_name(suite: &rustls::SupportedCipherSuite) -> String {
 
 /// The TLS settings of listener `name` if its protocol is SSL or SASL_SSL.
 pub fn listener_tls(
-    config: &BrokerConfig,
+    config: &dyn SslKeySource,
     name: &str,
     protocol: SecurityProtocol,
-) -> Result<Option<ListenerTls>, ConfigError> {
+) -> Result<Option<ListenerTls>, Refused> {
     if !matches!(protocol, SecurityProtocol::Ssl | SecurityProtocol::SaslSsl) {
         return Ok(None);
     }
@@ -676,7 +705,7 @@ pub fn listener_tls(
 /// The `ssl.*` keys Kafka reconfigures without a restart (`SslConfigs.RECONFIGURABLE_CONFIGS`),
 /// set per broker with the listener prefix: `kafka-configs.sh --alter --entity-type brokers
 /// --entity-name <id> --add-config listener.name.<l>.ssl.keystore.location=...`.
-const DYNAMIC_SSL_KEYS: &[&str] = &[
+pub(crate) const DYNAMIC_SSL_KEYS: &[&str] = &[
     "ssl.keystore.type",
     "ssl.keystore.location",
     "ssl.keystore.password",
@@ -689,149 +718,11 @@ const DYNAMIC_SSL_KEYS: &[&str] = &[
     "ssl.truststore.certificates",
 ];
 
-/// `listener.name.<l>.<key>` with a key of [`DYNAMIC_SSL_KEYS`]: the listener (lower
-/// case) and the key.
-pub fn dynamic_ssl_key(key: &str) -> Option<(String, &str)> {
-    let rest = key.strip_prefix("listener.name.")?;
-    let (listener, name) = rest.split_once('.')?;
-    DYNAMIC_SSL_KEYS
-        .iter()
-        .find(|k| **k == name)
-        .map(|k| (listener.to_lowercase(), *k))
-}
-
-/// A TLS listener's overrides in a broker's dynamic configs, in the form
-/// [`BrokerConfig::with_listener_values`] takes.
-fn overrides_of(
-    listener: &str,
-    layer: Option<&std::collections::BTreeMap<String, String>>,
-) -> Vec<(String, String)> {
-    let lower = listener.to_lowercase();
-    layer
-        .into_iter()
-        .flatten()
-        .filter_map(|(key, value)| {
-            let (l, name) = dynamic_ssl_key(key)?;
-            (l == lower).then(|| (format!("listener.name.{l}.{name}"), value.clone()))
-        })
-        .collect()
-}
-
-/// Checks a broker's dynamic configs as they would be after an alteration: every TLS
-/// listener they touch must build (the files exist and read, the key matches its chain).
-/// `Err` is the message for INVALID_CONFIG.
-pub fn validate_dynamic(
-    config: &BrokerConfig,
-    layer: &std::collections::BTreeMap<String, String>,
-) -> Result<(), String> {
-    let settings = config.settings();
-    for key in layer.keys() {
-        let Some((listener, _)) = dynamic_ssl_key(key) else {
-            continue;
-        };
-        let Some((name, tls)) = settings
-            .listeners
-            .tls
-            .iter()
-            .find(|(name, _)| name.to_lowercase() == listener)
-        else {
-            return Err(format!(
-                "Invalid dynamic configuration {key}: listener {listener} is not an SSL or \
-                 SASL_SSL listener of this broker"
-            ));
-        };
-        let overlay = config.with_listener_values(overrides_of(name, Some(layer)));
-        listener_tls(&overlay, name, tls.protocol).map_err(|error| {
-            format!("Validation of dynamic config update of SSLFactory failed: {error}")
-        })?;
-    }
-    Ok(())
-}
-
-/// Each TLS listener's settings in force, replaced when the node's dynamic broker configs
-/// change a listener's `ssl.*` keys (a [`crate::image::MetadataPublisher`]): connections
-/// accepted after the change handshake with the new certificates; open ones keep theirs.
-pub struct TlsListeners {
-    config: BrokerConfig,
-    listeners: std::collections::BTreeMap<String, TlsListener>,
-}
-
-struct TlsListener {
-    current: tokio::sync::watch::Sender<Arc<ListenerTls>>,
-    /// The dynamic overrides the current settings were built with.
-    applied: std::sync::Mutex<Vec<(String, String)>>,
-}
-
-impl TlsListeners {
-    pub fn new(config: &BrokerConfig) -> TlsListeners {
-        TlsListeners {
-            config: config.clone(),
-            listeners: config
-                .settings()
-                .listeners
-                .tls
-                .iter()
-                .map(|(name, tls)| {
-                    (
-                        name.clone(),
-                        TlsListener {
-                            current: tokio::sync::watch::Sender::new(tls.clone()),
-                            applied: Default::default(),
-                        },
-                    )
-                })
-                .collect(),
-        }
-    }
-
-    /// The settings of `listener` as they change; `None` for a listener without TLS.
-    pub fn subscribe(
-        &self,
-        listener: &str,
-    ) -> Option<tokio::sync::watch::Receiver<Arc<ListenerTls>>> {
-        self.listeners.get(listener).map(|l| l.current.subscribe())
-    }
-
-    /// Rebuilds the listeners whose overrides in `layer` (the node's dynamic broker
-    /// configs) changed.
-    pub fn apply(&self, layer: Option<&std::collections::BTreeMap<String, String>>) {
-        for (name, listener) in &self.listeners {
-            let overrides = overrides_of(name, layer);
-            let mut applied = listener.applied.lock().unwrap_or_else(|p| p.into_inner());
-            if *applied == overrides {
-                continue;
-            }
-            let protocol = listener.current.borrow().protocol;
-            let overlay = self.config.with_listener_values(overrides.clone());
-            match listener_tls(&overlay, name, protocol) {
-                Ok(Some(tls)) => {
-                    tracing::info!(listener = %name, "TLS settings reloaded after a dynamic config change");
-                    listener.current.send_replace(Arc::new(tls));
-                }
-                Ok(None) => {}
-                // Checked when altered; a file changed or removed since keeps the old.
-                Err(error) => {
-                    tracing::warn!(listener = %name, %error, "TLS settings not reloaded; keeping the previous ones");
-                }
-            }
-            *applied = overrides;
-        }
-    }
-}
-
-impl crate::image::MetadataPublisher for TlsListeners {
-    fn publish(&self, image: &Arc<sluice_metadata::MetadataImage>) {
-        self.apply(image.configs(
-            sluice_metadata::BROKER_RESOURCE,
-            &self.config.node_id().to_string(),
-        ));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::BrokerConfig;
+    use crate::config::{BrokerConfig, ConfigError};
+    use crate::tls_reload::{TlsListeners, dynamic_ssl_key, validate_dynamic};
 
     fn data(file: &str) -> String {
         format!("{}/src/tls/testdata/{file}", env!("CARGO_MANIFEST_DIR"))
