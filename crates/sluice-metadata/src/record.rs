@@ -156,6 +156,30 @@ pub struct RegisterBrokerRecord {
     pub log_dirs: Vec<Uuid>,
 }
 
+/// UserScramCredentialRecord (apiKey 11, v0): a user's SCRAM credential for one
+/// mechanism (RFC 5802's stored form: the password itself is never kept).
+#[derive(Clone, PartialEq, Eq)]
+pub struct UserScramCredentialRecord {
+    pub name: String,
+    /// Kafka's `ScramMechanism` type: 1 SCRAM-SHA-256, 2 SCRAM-SHA-512.
+    pub mechanism: i8,
+    pub salt: Vec<u8>,
+    pub stored_key: Vec<u8>,
+    pub server_key: Vec<u8>,
+    pub iterations: i32,
+}
+
+impl std::fmt::Debug for UserScramCredentialRecord {
+    /// The keys stay out of logs, as Kafka's `ScramCredentialValue` hides them.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UserScramCredentialRecord")
+            .field("name", &self.name)
+            .field("mechanism", &self.mechanism)
+            .field("iterations", &self.iterations)
+            .finish_non_exhaustive()
+    }
+}
+
 /// The records Sluice models, with the version each is written at.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MetadataRecord {
@@ -196,6 +220,14 @@ pub enum MetadataRecord {
     },
     /// NoOpRecord (apiKey 20): the controller's heartbeat in the log.
     NoOp,
+    /// UserScramCredentialRecord (apiKey 11): a SCRAM credential set or replaced.
+    UserScramCredential(UserScramCredentialRecord),
+    /// RemoveUserScramCredentialRecord (apiKey 22): a user's credential for one
+    /// mechanism removed.
+    RemoveUserScramCredential {
+        name: String,
+        mechanism: i8,
+    },
     /// Any other record type, kept as its body.
     Unknown {
         api_key: u32,
@@ -218,6 +250,8 @@ impl MetadataRecord {
             MetadataRecord::ProducerIds { .. } => 15,
             MetadataRecord::BrokerRegistrationChange { .. } => 17,
             MetadataRecord::NoOp => 20,
+            MetadataRecord::UserScramCredential(_) => 11,
+            MetadataRecord::RemoveUserScramCredential { .. } => 22,
             MetadataRecord::Unknown { api_key, .. } => *api_key,
         }
     }
@@ -400,6 +434,20 @@ impl MetadataRecord {
                 w.tagged_fields(&[]);
             }
             MetadataRecord::NoOp => w.tagged_fields(&[]),
+            MetadataRecord::UserScramCredential(c) => {
+                w.string(&c.name);
+                w.i8(c.mechanism);
+                w.bytes(&c.salt);
+                w.bytes(&c.stored_key);
+                w.bytes(&c.server_key);
+                w.i32(c.iterations);
+                w.tagged_fields(&[]);
+            }
+            MetadataRecord::RemoveUserScramCredential { name, mechanism } => {
+                w.string(name);
+                w.i8(*mechanism);
+                w.tagged_fields(&[]);
+            }
             MetadataRecord::Unknown { body, .. } => w.out.extend_from_slice(body),
         }
         Ok(w.out)
@@ -637,6 +685,31 @@ impl MetadataRecord {
                 too_new(0)?;
                 r.tagged_fields()?;
                 MetadataRecord::NoOp
+            }
+            11 => {
+                too_new(0)?;
+                let name = r.string("UserScramCredentialRecord.Name")?;
+                let mechanism = r.i8("UserScramCredentialRecord.Mechanism")?;
+                let salt = r.bytes("UserScramCredentialRecord.Salt")?;
+                let stored_key = r.bytes("UserScramCredentialRecord.StoredKey")?;
+                let server_key = r.bytes("UserScramCredentialRecord.ServerKey")?;
+                let iterations = r.i32("UserScramCredentialRecord.Iterations")?;
+                r.tagged_fields()?;
+                MetadataRecord::UserScramCredential(UserScramCredentialRecord {
+                    name,
+                    mechanism,
+                    salt,
+                    stored_key,
+                    server_key,
+                    iterations,
+                })
+            }
+            22 => {
+                too_new(0)?;
+                let name = r.string("RemoveUserScramCredentialRecord.Name")?;
+                let mechanism = r.i8("RemoveUserScramCredentialRecord.Mechanism")?;
+                r.tagged_fields()?;
+                MetadataRecord::RemoveUserScramCredential { name, mechanism }
             }
             _ => MetadataRecord::Unknown {
                 api_key,
@@ -881,6 +954,28 @@ mod tests {
                 )
             ),
             Just((MetadataRecord::NoOp, 0)),
+            (
+                "[a-z=,]{1,12}",
+                1i8..3,
+                prop::collection::vec(any::<u8>(), 0..40),
+                prop::collection::vec(any::<u8>(), 0..70),
+                any::<i32>()
+            )
+                .prop_map(|(name, mechanism, salt, key, iterations)| (
+                    MetadataRecord::UserScramCredential(UserScramCredentialRecord {
+                        name,
+                        mechanism,
+                        stored_key: key.clone(),
+                        server_key: key.into_iter().rev().collect(),
+                        salt,
+                        iterations,
+                    }),
+                    0
+                )),
+            ("[a-z]{1,12}", any::<i8>()).prop_map(|(name, mechanism)| (
+                MetadataRecord::RemoveUserScramCredential { name, mechanism },
+                0
+            )),
         ]
     }
 
