@@ -409,7 +409,7 @@ async fn handle_in_order(
         .listeners
         .sasl
         .get(&*listener)
-        .map(|sasl| Authenticator::new(sasl.clone()));
+        .map(|sasl| Authenticator::new(sasl.clone(), broker.image_view()));
     let mut principal = Principal::anonymous();
     while let Some((frame, mut share)) = frames.recv().await {
         // Taken up: its place in queued.max.requests frees; its bytes stay counted
