@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Security compat suite (issue 25): SASL/PLAIN on a SASL_PLAINTEXT listener, checked by
-# librdkafka (confluent-kafka), kafka-python, raw frames and Kafka's own kafka-topics.
+# Security compat suite (issue 25): SASL/PLAIN and SCRAM-SHA-256/512 on a SASL_PLAINTEXT
+# listener, checked by librdkafka (confluent-kafka), kafka-python, raw frames and Kafka's
+# own kafka-topics and kafka-configs (scram_check.py).
 #
 #   compat/security/run.sh            # against Sluice (target/debug/sluice, built first)
 #   compat/security/run.sh --kafka    # the same checks against Apache Kafka 4.1.1
@@ -52,13 +53,20 @@ settings=(
   "advertised.listeners=PLAINTEXT://127.0.0.1:$port,SASL://127.0.0.1:$sport"
   "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT"
   "inter.broker.listener.name=PLAINTEXT"
-  "listener.name.sasl.sasl.enabled.mechanisms=PLAIN"
+  "listener.name.sasl.sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
   "listener.name.sasl.plain.sasl.jaas.config=$jaas"
+  # SCRAM's users are credentials in the metadata log; Kafka wants a login module
+  # named per mechanism anyway (Sluice reads none).
+  "listener.name.sasl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;"
+  "listener.name.sasl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;"
 )
+# The cluster's first SCRAM user, written when it is bootstrapped.
+add_scram='SCRAM-SHA-256=[name=admin,password=admin-secret]'
+
 
 if [[ "$broker" == kafka ]]; then
   mkdir -p "$work/kafka"
-  python3 - "$work/kafka" "$port" "$cport" "${settings[@]}" > "$work/bootstrap" <<'PY' || {
+  python3 - "$work/kafka" "$port" "$cport" "${settings[@]}" "$add_scram" > "$work/bootstrap" <<'PY' || {
 import sys
 sys.path.insert(0, "compat/kafka")
 import kafka_local
@@ -66,7 +74,9 @@ workdir, port, cport, *settings = sys.argv[1:]
 # kafka_local picks the PLAINTEXT and CONTROLLER ports; these are the suite's.
 ports = iter([int(port), int(cport)])
 kafka_local.free_port = lambda: next(ports)
-k = kafka_local.LocalKafka(workdir, extra_props=dict(s.split("=", 1) for s in settings))
+add_scram = settings.pop()
+k = kafka_local.LocalKafka(workdir, extra_props=dict(s.split("=", 1) for s in settings),
+                           format_args=["--add-scram", add_scram])
 k.start(detach=True)
 try:
     k.wait_ready()
@@ -84,7 +94,7 @@ else
   fi
   sets=()
   for s in "${settings[@]}"; do sets+=(--set "$s"); done
-  "$sluice" server "${sets[@]}" \
+  "$sluice" server "${sets[@]}" --add-scram "$add_scram" \
     --set "controller.quorum.bootstrap.servers=127.0.0.1:$cport" \
     --set "log.dirs=$work/data" --set "group.initial.rebalance.delay.ms=0" \
     > "$work/sluice.out" 2> "$work/sluice.err" < /dev/null &
@@ -104,6 +114,7 @@ echo "security: against $what, PLAINTEXT $plain, SASL_PLAINTEXT $sasl"
 out="$work/checks.out"
 timeout 150 python3 "$here/sasl_check.py" "$plain" "$sasl" | tee "$out"
 timeout 60 "$here/java_check.sh" "$sasl" "$libs" | tee -a "$out"
+timeout 150 python3 "$here/scram_check.py" "$plain" "$sasl" "$libs" | tee -a "$out"
 passed=$(grep -c '^PASS' "$out") failed=$(grep -c '^FAIL' "$out")
 echo "security: $passed passed, $failed failed ($(( $(date +%s) - started )) s)"
 [[ "$failed" == 0 && "$passed" -gt 0 ]]

@@ -70,6 +70,7 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::AlterPartitionReassignments, 0, 1),
     (ApiKey::ListPartitionReassignments, 0, 0),
     (ApiKey::OffsetDelete, 0, 0),
+    (ApiKey::DescribeClientQuotas, 0, 1),
     (ApiKey::DescribeUserScramCredentials, 0, 0),
     (ApiKey::AlterUserScramCredentials, 0, 0),
     (ApiKey::DescribeQuorum, 0, 2),
@@ -132,6 +133,9 @@ pub fn decode_request(api_key: ApiKey, version: i16, body: &mut Bytes) -> Result
         }
         ApiKey::DescribeLogDirs => check::<DescribeLogDirsRequest>(api_key, version, body),
         ApiKey::DescribeCluster => check::<DescribeClusterRequest>(api_key, version, body),
+        ApiKey::DescribeClientQuotas => {
+            check::<DescribeClientQuotasRequest>(api_key, version, body)
+        }
         ApiKey::DescribeUserScramCredentials => {
             check::<DescribeUserScramCredentialsRequest>(api_key, version, body)
         }

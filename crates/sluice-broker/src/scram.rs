@@ -682,6 +682,42 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn every_prefix_and_byte_flip_of_a_real_exchange_fails_or_passes_without_panic() {
+        use rand::{Rng, SeedableRng};
+        let m = ScramMechanism::Sha512;
+        let stored = m.credential_from_password("alice", "pw", 4096);
+        let mut server = ScramServer::new(m);
+        let mut client = Client::new(m, "alice", "pw");
+        let first = client.first();
+        let (server_first, _) = server.evaluate(&first, |_| Some(stored.clone())).unwrap();
+        let last = client.final_message(&server_first);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(25);
+        let mut variants: Vec<(Vec<u8>, bool)> = Vec::new();
+        for message in [&first, &last] {
+            let is_final = std::ptr::eq(message, &last);
+            for end in 0..message.len() {
+                variants.push((message[..end].to_vec(), is_final));
+            }
+            for _ in 0..200 {
+                let mut flipped = message.clone();
+                let at = rng.gen_range(0..flipped.len());
+                flipped[at] = rng.r#gen();
+                variants.push((flipped, is_final));
+            }
+        }
+        for (message, is_final) in variants {
+            let mut server = ScramServer::new(m);
+            if is_final {
+                // The same server nonce cannot be replayed: any final message here fails.
+                server.evaluate(&first, |_| Some(stored.clone())).unwrap();
+                assert!(server.evaluate(&message, |_| None).is_err());
+            } else {
+                let _ = server.evaluate(&message, |_| Some(stored.clone()));
+            }
+        }
+    }
+
+    #[test]
     fn kafkas_rules_for_authzid_tokens_and_iterations() {
         let stored = ScramMechanism::Sha256.credential_from_password("alice", "pw", 4096);
         let first = |message: &[u8], stored: &UserScramCredentialRecord| {
