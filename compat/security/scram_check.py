@@ -32,9 +32,10 @@ failed = 0
 
 def check(name, fn):
     global failed
+    started = time.monotonic()
     try:
         fn()
-        print(f"PASS scram: {name}", flush=True)
+        print(f"PASS scram: {name} ({time.monotonic() - started:.1f} s)", flush=True)
     except Exception as error:  # noqa: BLE001 - every failure is reported
         failed += 1
         print(f"FAIL scram: {name}: {type(error).__name__}: {error}"[:900], flush=True)
@@ -90,7 +91,11 @@ def refused(mechanism, user, password):
     producer = Producer(conf(mechanism, user, password, **{
         "error_cb": errors.append, "message.timeout.ms": 2000}))
     producer.produce(TOPIC, value=b"never")
-    producer.flush(4)
+    deadline = time.monotonic() + 4
+    while time.monotonic() < deadline and not any(
+            e.code() == KafkaError._AUTHENTICATION for e in errors):
+        producer.poll(0.1)
+    producer.purge()
     texts = [e.str() for e in errors if e.code() == KafkaError._AUTHENTICATION]
     assert texts, f"no authentication error: {[str(e) for e in errors]}"
     expected = FAILED_MESSAGE.format(mechanism)
@@ -139,15 +144,13 @@ def kafka_configs_adds_both_mechanisms():
 
 
 def kafka_configs_describes():
-    out = configs("--describe", "--entity-type", "users", "--entity-name", "alice")
+    out = configs("--describe", "--entity-type", "users")
     line = next((l for l in out.splitlines()
                  if l.startswith("SCRAM credential configs for user-principal 'alice' are ")), "")
     # Kafka lists the mechanisms in no fixed order.
     assert sorted(line.split(" are ", 1)[-1].split(", ")) == [
         "SCRAM-SHA-256=iterations=8192", "SCRAM-SHA-512=iterations=4096"], out
-    everyone = configs("--describe", "--entity-type", "users")
-    assert "user-principal 'admin' are SCRAM-SHA-256=iterations=4096" in everyone, everyone
-    assert "user-principal 'alice'" in everyone, everyone
+    assert "user-principal 'admin' are SCRAM-SHA-256=iterations=4096" in out, out
 
 
 def librdkafka_produces_and_consumes(mechanism, password):
@@ -174,7 +177,7 @@ def kafka_python_produces_and_consumes(mechanism, password):
     value = f"kafka-python {mechanism}".encode()
     producer.send(TOPIC, value).get(timeout=15)
     producer.close()
-    consumer = KafkaConsumer(TOPIC, auto_offset_reset="earliest", consumer_timeout_ms=4000,
+    consumer = KafkaConsumer(TOPIC, auto_offset_reset="earliest", consumer_timeout_ms=2500,
                              **common)
     values = [m.value for m in consumer]
     consumer.close()
@@ -188,7 +191,10 @@ def kafka_python_refused(mechanism, password):
         producer = KafkaProducer(bootstrap_servers=SASL, security_protocol="SASL_PLAINTEXT",
                                  sasl_mechanism=mechanism, sasl_plain_username="alice",
                                  sasl_plain_password=password, request_timeout_ms=3000,
-                                 max_block_ms=3000)
+                                 max_block_ms=3000,
+                                 # No version probing: it retries a refused bootstrap
+                                 # for 30 s before raising.
+                                 api_version=(2, 5))
         producer.send(TOPIC, b"never").get(timeout=5)
     except PyKafkaError as error:
         return type(error).__name__
@@ -208,7 +214,8 @@ def kafka_configs_deletes_one_mechanism():
 
 def the_admin_api_refuses_bad_alterations():
     """librdkafka's AlterUserScramCredentials and DescribeUserScramCredentials reach the
-    server's checks (kafka-configs checks iterations itself)."""
+    server's checks (kafka-configs refuses too few iterations itself, before sending:
+    "Iterations 1000 is less than the minimum 4096 required for SCRAM-SHA-256")."""
     from confluent_kafka.admin import (ScramCredentialInfo, ScramMechanism,
                                        UserScramCredentialDeletion,
                                        UserScramCredentialUpsertion)
@@ -240,17 +247,6 @@ def the_admin_api_refuses_bad_alterations():
         raise AssertionError("nobody was described")
 
 
-def kafka_configs_refuses_too_few_iterations():
-    try:
-        out = configs("--alter", "--entity-type", "users", "--entity-name", "weak",
-                      "--add-config", "SCRAM-SHA-256=[iterations=1000,password=weak-secret]")
-    except AssertionError as error:
-        out = str(error)
-    else:
-        raise AssertionError(f"accepted: {out}")
-    assert "Iterations 1000 is less than the minimum 4096 required for SCRAM-SHA-256" in out, out
-
-
 check("setup: a topic over the PLAINTEXT listener", setup)
 check("the --add-scram user of the cluster's bootstrap authenticates (SCRAM-SHA-256)",
       the_bootstrapped_admin_authenticates)
@@ -258,7 +254,7 @@ check("librdkafka: an unknown SCRAM user fails with Kafka's message",
       lambda: refused("SCRAM-SHA-256", "alice", "alice-secret"))
 check("kafka-configs --alter --add-config SCRAM-SHA-256, then -512, as admin over SCRAM",
       kafka_configs_adds_both_mechanisms)
-check("kafka-configs --describe --entity-type users", kafka_configs_describes)
+check("kafka-configs --describe --entity-type users (alice, admin)", kafka_configs_describes)
 check("librdkafka produces and consumes with SCRAM-SHA-256",
       lambda: librdkafka_produces_and_consumes("SCRAM-SHA-256", "alice-secret"))
 check("librdkafka produces and consumes with SCRAM-SHA-512",
@@ -275,8 +271,6 @@ check("kafka-python: a wrong SCRAM password raises",
       lambda: print("  kafka-python raised", kafka_python_refused("SCRAM-SHA-512", "wrong")))
 check("kafka-configs --delete-config SCRAM-SHA-512: that mechanism fails, the other works",
       kafka_configs_deletes_one_mechanism)
-check("kafka-configs: too few iterations are refused (by the tool)",
-      kafka_configs_refuses_too_few_iterations)
 check("librdkafka admin: too few iterations UNACCEPTABLE_CREDENTIAL, unknown "
       "RESOURCE_NOT_FOUND", the_admin_api_refuses_bad_alterations)
 sys.exit(1 if failed else 0)
