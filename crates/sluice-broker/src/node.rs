@@ -699,6 +699,12 @@ async fn wait_for_quorum(
                 .map(MetadataRecord::UserScramCredential),
         );
         broker.write_metadata(&records).await?;
+    } else if !config.bootstrap_scram().is_empty() {
+        tracing::warn!(
+            "--add-scram is ignored: this node did not bootstrap the cluster (it existed \
+             already, or the node is not a voter); kafka-configs.sh --alter --add-config \
+             'SCRAM-SHA-256=[...]' --entity-type users adds credentials"
+        );
     }
     tracing::info!(
         voters = ?quorum.voters,
