@@ -49,6 +49,8 @@ pub enum NodeError {
     NoBrokerListener,
     #[error("metadata log: {0}")]
     Metadata(#[from] MetadataLogError),
+    #[error("metadata quorum: {0}")]
+    Quorum(#[from] crate::quorum::QuorumStartError),
     #[error("{0}")]
     Broker(#[from] BrokerError),
 }
@@ -57,12 +59,7 @@ pub use crate::features::{METADATA_VERSION_LEVEL, MIN_METADATA_VERSION_LEVEL};
 /// How long a node waits at start for the quorum (a leader, joining as a learner):
 /// `initial.broker.registration.timeout.ms`, 60 s by default as in Kafka.
 fn startup_timeout(config: &BrokerConfig) -> Duration {
-    Duration::from_millis(
-        config
-            .get(STARTUP_TIMEOUT_KEY)
-            .and_then(|value| value.parse().ok())
-            .unwrap_or(60_000),
-    )
+    config.settings().quorum.startup_timeout
 }
 const STARTUP_TIMEOUT_KEY: &str = "initial.broker.registration.timeout.ms";
 /// How long a stopping broker waits for its leaderships to move.
@@ -531,7 +528,7 @@ async fn bind_listeners(
     })
 }
 
-/// A startup error about the metadata quorum.
+/// A problem with `controller.quorum.voters` or with reaching the voters it names.
 fn quorum_error(reason: String) -> NodeError {
     NodeError::Listener {
         listener: "controller.quorum.voters".into(),
@@ -633,8 +630,7 @@ async fn start_quorum(
             voters,
             on_apply,
         )
-        .await
-        .map_err(quorum_error)?,
+        .await?,
     );
     broker.attach_quorum(quorum.clone());
     Ok(quorum)

@@ -39,6 +39,10 @@ pub enum ApplyError {
     ProducerIdsBackwards { next: i64, current: i64 },
     #[error("unable to find credential to delete: user {name}, mechanism {mechanism}")]
     UnknownScramCredential { name: String, mechanism: i8 },
+    #[error("an ACL with id {0:?} already exists")]
+    AclExists(Uuid),
+    #[error("an ACL with id {0:?} was not found")]
+    UnknownAcl(Uuid),
 }
 
 /// One partition's registration.
@@ -147,6 +151,8 @@ pub struct MetadataImage {
     brokers: BTreeMap<i32, crate::RegisterBrokerRecord>,
     /// (user name, SCRAM mechanism type) → the credential (Kafka's `ScramImage`).
     scram: BTreeMap<(String, i8), UserScramCredentialRecord>,
+    /// The cluster's ACLs (AccessControlEntryRecord).
+    acls: crate::acl::AclSet,
 }
 
 impl MetadataImage {
@@ -283,6 +289,19 @@ impl MetadataImage {
                     });
                 }
             }
+            // As Kafka's AclControlManager replays them: an id is created once and
+            // removed once.
+            MetadataRecord::AccessControlEntry { id, acl } => {
+                if self.acls.contains(id) {
+                    return Err(ApplyError::AclExists(*id));
+                }
+                self.acls.add(*id, acl.clone());
+            }
+            MetadataRecord::RemoveAccessControlEntry { id } => {
+                if self.acls.remove(id).is_none() {
+                    return Err(ApplyError::UnknownAcl(*id));
+                }
+            }
             MetadataRecord::NoOp | MetadataRecord::Unknown { .. } => {}
         }
         Ok(())
@@ -369,6 +388,11 @@ impl MetadataImage {
     }
 
     /// Registered brokers in id order (fenced ones included).
+    /// The cluster's ACLs.
+    pub fn acls(&self) -> &crate::acl::AclSet {
+        &self.acls
+    }
+
     pub fn brokers(&self) -> impl Iterator<Item = &crate::RegisterBrokerRecord> {
         self.brokers.values()
     }
@@ -451,6 +475,12 @@ impl MetadataImage {
                 broker_id: -1,
                 broker_epoch: -1,
                 next_producer_id: self.next_producer_id,
+            });
+        }
+        for (id, acl) in self.acls.iter() {
+            records.push(MetadataRecord::AccessControlEntry {
+                id: *id,
+                acl: acl.clone(),
             });
         }
         records
@@ -706,6 +736,34 @@ mod tests {
         ));
         assert_eq!(image.topics().count(), 1);
     }
+    fn acl(topic: &str) -> crate::acl::Acl {
+        use crate::acl::*;
+        Acl {
+            resource_type: ResourceType::Topic,
+            resource_name: topic.into(),
+            pattern_type: PatternType::Literal,
+            principal: "User:alice".into(),
+            host: "*".into(),
+            operation: AclOperation::Read,
+            permission: AclPermission::Allow,
+        }
+    }
+
+    #[test]
+    fn an_acl_id_is_created_once_and_removed_once() {
+        let mut image = MetadataImage::default();
+        let add = MetadataRecord::AccessControlEntry {
+            id: [5; 16],
+            acl: acl("orders"),
+        };
+        image.apply(&add).unwrap();
+        assert_eq!(image.apply(&add), Err(ApplyError::AclExists([5; 16])));
+        let remove = MetadataRecord::RemoveAccessControlEntry { id: [5; 16] };
+        image.apply(&remove).unwrap();
+        assert_eq!(image.apply(&remove), Err(ApplyError::UnknownAcl([5; 16])));
+        assert!(image.acls().is_empty());
+    }
+
     #[test]
     fn snapshot_records_replay_into_the_same_image() {
         let mut image = MetadataImage::default();
@@ -730,9 +788,19 @@ mod tests {
                 broker_epoch: 0,
                 next_producer_id: 2000,
             },
+            MetadataRecord::AccessControlEntry {
+                id: [5; 16],
+                acl: acl("orders"),
+            },
+            MetadataRecord::AccessControlEntry {
+                id: [6; 16],
+                acl: acl("payments"),
+            },
+            MetadataRecord::RemoveAccessControlEntry { id: [6; 16] },
         ] {
             image.apply(&record).unwrap();
         }
+        assert_eq!(image.acls().len(), 1);
         let mut replayed = MetadataImage::default();
         for record in image.to_records() {
             let bytes = record.encode(record.latest_version()).unwrap();

@@ -8,6 +8,7 @@
 //! reader of a metadata log on disk ([`MetadataLog`]). The broker's metadata log is the
 //! Raft log of its quorum (`sluice-broker`'s `quorum` module), in the same format.
 
+pub mod acl;
 mod codec;
 pub mod image;
 pub mod metadata_log;

@@ -21,8 +21,10 @@ use sluice_storage::LogConfig;
 
 use crate::properties::{self, PropertiesError};
 
+mod authorizer;
 mod jaas;
 mod settings;
+pub use authorizer::STANDARD_AUTHORIZER;
 pub use jaas::{JaasModule, ListenerSasl, parse_jaas, plain_users};
 pub use settings::{
     CleanerSettings, ControllerSettings, DynamicConfig, DynamicSettings, InternalTopicSettings,
@@ -122,6 +124,10 @@ const DEFINITIONS: &[Definition] = &[
     def("controller.quorum.bootstrap.servers", Kind::List, Some("")),
     def("inter.broker.listener.name", Kind::Text, None),
     def("broker.rack", Kind::Text, None),
+    // Authorization (KIP-801's StandardAuthorizer; config/authorizer.rs).
+    def("authorizer.class.name", Kind::Text, Some("")),
+    def("super.users", Kind::Text, Some("")),
+    def("allow.everyone.if.no.acl.found", Kind::Bool, Some("false")),
     // SASL (KIP-43). Per listener: `listener.name.<listener>.sasl.enabled.mechanisms`
     // and `listener.name.<listener>.<mechanism>.sasl.jaas.config` ([`LISTENER_KEYS`]).
     def("sasl.enabled.mechanisms", Kind::List, Some("GSSAPI")),

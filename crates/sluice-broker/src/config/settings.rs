@@ -119,6 +119,9 @@ pub struct QuorumSettings {
     /// `metadata.log.max.entries.between.snapshots` (Sluice's: openraft counts entries
     /// where Kafka counts bytes).
     pub entries_between_snapshots: u64,
+    /// `initial.broker.registration.timeout.ms`: how long a starting node waits for the
+    /// quorum (a leader elected, or joining it as a learner) before it exits.
+    pub startup_timeout: Duration,
 }
 
 /// The active controller's keys.
@@ -172,6 +175,8 @@ pub struct Settings {
     pub log_cleaner_enable: bool,
     /// `broker.rack`.
     pub rack: Option<String>,
+    /// The authorizer (`authorizer.class.name`), `None` when requests are not authorized.
+    pub authorizer: Option<sluice_metadata::acl::AuthorizerSettings>,
 }
 
 fn list(text: &str) -> Vec<String> {
@@ -248,6 +253,9 @@ impl Settings {
                 ))
                 .unwrap_or(1)
                 .max(1),
+                startup_timeout: Duration::from_millis(
+                    u64::try_from(int("initial.broker.registration.timeout.ms")).unwrap_or(1),
+                ),
             },
             controller: ControllerSettings {
                 broker_session_timeout: millis(int("broker.session.timeout.ms")),
@@ -284,6 +292,7 @@ impl Settings {
                 .map(str::trim)
                 .filter(|rack| !rack.is_empty())
                 .map(str::to_string),
+            authorizer: super::authorizer::authorizer(config)?,
         };
         for listener in config.listeners() {
             if let Some(sasl) = listener_security(config, &settings.listeners, &listener.name)? {
@@ -532,6 +541,7 @@ mod tests {
         assert_eq!(settings.quorum.election_timeout_ms, 1000);
         assert_eq!(settings.quorum.fetch_timeout_ms, 2000);
         assert_eq!(settings.quorum.entries_between_snapshots, 5000);
+        assert_eq!(settings.quorum.startup_timeout, Duration::from_secs(60));
         assert_eq!(settings.offsets_topic.partitions, 50);
         assert_eq!(settings.offsets_topic.replication_factor, 3);
         assert_eq!(settings.transaction_topic.min_isr, Some(2));

@@ -39,7 +39,7 @@ use sluice_metadata::{METADATA_LOG_DIR, MetadataRecord};
 use sluice_protocol::{Compression, Header, NewRecord, RecordBatchBuilder, batches};
 use sluice_storage::{Log, LogConfig, LogOpenOptions};
 
-use super::{NodeId, PlannedOn, Proposal, TypeConfig};
+use super::{NodeId, PlannedOn, Proposal, QuorumStartError, TypeConfig};
 
 /// The record header naming a batch's Raft entry.
 pub const RAFT_HEADER: &str = "sluice.raft";
@@ -105,16 +105,23 @@ fn write_error(e: impl std::error::Error + 'static) -> StorageError<NodeId> {
     StorageIOError::write_logs(&e).into()
 }
 
+/// A metadata log entry that does not decode.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 struct Malformed(String);
+
+impl From<&str> for Malformed {
+    fn from(reason: &str) -> Self {
+        Malformed(reason.to_string())
+    }
+}
 
 impl LogStore {
     /// Opens (or creates) the Raft log under `metadata_dir/__cluster_metadata-0`.
     pub fn open(
         metadata_dir: &Path,
         clean_shutdown: bool,
-    ) -> std::result::Result<LogStore, String> {
+    ) -> std::result::Result<LogStore, QuorumStartError> {
         let dir = metadata_dir.join(METADATA_LOG_DIR);
         // Kafka's metadata log segments (`metadata.log.segment.bytes`, 1 GiB) and no
         // retention: snapshots bound the log. An entry may be large (a topic with
@@ -133,12 +140,20 @@ impl LogStore {
                 ..LogOpenOptions::default()
             },
         )
-        .map_err(|e| format!("{}: {e}", dir.display()))?;
-        let state = match std::fs::read(dir.join(STATE_FILE)) {
-            Ok(bytes) => serde_json::from_slice(&bytes)
-                .map_err(|e| format!("{}: {e}", dir.join(STATE_FILE).display()))?,
+        .map_err(|e| QuorumStartError::from_log(dir.clone(), e))?;
+        let state_path = dir.join(STATE_FILE);
+        let state = match std::fs::read(&state_path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| QuorumStartError::Corrupt {
+                path: state_path.clone(),
+                reason: e.to_string(),
+            })?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => QuorumState::default(),
-            Err(e) => return Err(format!("{}: {e}", dir.join(STATE_FILE).display())),
+            Err(source) => {
+                return Err(QuorumStartError::Io {
+                    path: state_path,
+                    source,
+                });
+            }
         };
         let mut store = Store {
             log,
@@ -185,22 +200,26 @@ impl LogStore {
 }
 
 impl Store {
-    fn rebuild_index(&mut self) -> std::result::Result<(), String> {
+    fn rebuild_index(&mut self) -> std::result::Result<(), QuorumStartError> {
         let purged = self.state.purged.map(|id| id.index);
         let mut offset = self.log.log_start_offset();
         while offset < self.log.log_end_offset() {
             let data = self
                 .log
                 .read(offset, 1 << 20, None, true)
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| QuorumStartError::from_log(self.dir.clone(), e))?;
             let mut advanced = false;
             for batch in batches(data.records) {
-                let batch = batch.map_err(|e| e.to_string())?;
-                let (meta, _) = decode_meta(&batch).map_err(|e| {
-                    format!(
+                let batch = batch.map_err(|e| QuorumStartError::Corrupt {
+                    path: self.dir.clone(),
+                    reason: format!("metadata log batch at offset {offset}: {e}"),
+                })?;
+                let (meta, _) = decode_meta(&batch).map_err(|e| QuorumStartError::Corrupt {
+                    path: self.dir.clone(),
+                    reason: format!(
                         "metadata log batch at offset {}: {e} (a log written by a Sluice older than the Raft quorum cannot be read: format the node again)",
                         batch.base_offset()
-                    )
+                    ),
                 })?;
                 if purged.is_none_or(|p| meta.log_id.index > p) {
                     self.index
@@ -231,7 +250,7 @@ impl Store {
             .next()
             .ok_or_else(|| read_error(Malformed(format!("no batch at offset {offset}"))))?
             .map_err(read_error)?;
-        let (meta, values) = decode_meta(&batch).map_err(|e| read_error(Malformed(e)))?;
+        let (meta, values) = decode_meta(&batch).map_err(read_error)?;
         let payload = match meta.kind.as_str() {
             "blank" => EntryPayload::Blank,
             "membership" => EntryPayload::Membership(meta.membership.ok_or_else(|| {
@@ -313,11 +332,11 @@ fn noop() -> Bytes {
 /// The entry header of a batch, and its record values.
 fn decode_meta(
     batch: &sluice_protocol::RecordBatch,
-) -> std::result::Result<(EntryMeta, Vec<Bytes>), String> {
+) -> std::result::Result<(EntryMeta, Vec<Bytes>), Malformed> {
     let mut meta = None;
     let mut values = Vec::new();
-    for record in batch.records().map_err(|e| e.to_string())? {
-        let record = record.map_err(|e| e.to_string())?;
+    for record in batch.records().map_err(|e| Malformed(e.to_string()))? {
+        let record = record.map_err(|e| Malformed(e.to_string()))?;
         if meta.is_none() {
             let header = record
                 .headers
@@ -325,7 +344,10 @@ fn decode_meta(
                 .find(|h| h.key.as_ref() == RAFT_HEADER.as_bytes())
                 .and_then(|h| h.value.clone())
                 .ok_or("no sluice.raft header")?;
-            meta = Some(serde_json::from_slice::<EntryMeta>(&header).map_err(|e| e.to_string())?);
+            meta = Some(
+                serde_json::from_slice::<EntryMeta>(&header)
+                    .map_err(|e| Malformed(e.to_string()))?,
+            );
         }
         values.push(record.value.unwrap_or_default());
     }

@@ -10,6 +10,7 @@
 //! are Sluice's own, not KRaft's wire RPCs (openraft pushes entries, KRaft pulls them).
 //! Kafka clients never see that key: ApiVersions does not list it.
 
+pub mod error;
 pub mod log_store;
 pub mod rpc;
 pub mod state_machine;
@@ -26,6 +27,7 @@ use serde::{Deserialize, Serialize};
 use sluice_metadata::{MetadataImage, MetadataRecord};
 
 use crate::config::BrokerConfig;
+pub use error::QuorumStartError;
 pub use log_store::LogStore;
 pub use rpc::{RAFT_API_KEY, RpcRequest, RpcResponse};
 pub use state_machine::{OnApply, StateMachine};
@@ -277,8 +279,13 @@ impl Quorum {
         address: String,
         voters: BTreeMap<NodeId, String>,
         on_apply: OnApply,
-    ) -> Result<Quorum, String> {
-        let node_id = NodeId::try_from(config.node_id()).map_err(|e| e.to_string())?;
+    ) -> Result<Quorum, QuorumStartError> {
+        let node_id = NodeId::try_from(config.node_id()).map_err(|_| {
+            QuorumStartError::Config(format!(
+                "node.id {} is not a valid Raft node id (it must be 0 or more)",
+                config.node_id()
+            ))
+        })?;
         let log = LogStore::open(metadata_dir, clean_shutdown)?;
         let machine = StateMachine::open(metadata_dir, on_apply)?;
         let settings = &config.settings().quorum;
@@ -298,7 +305,7 @@ impl Quorum {
             ..Config::default()
         }
         .validate()
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| QuorumStartError::Config(e.to_string()))?;
         let network = rpc::Network::new(Duration::from_millis(election_ms));
         let raft = Raft::new(
             node_id,
@@ -308,7 +315,7 @@ impl Quorum {
             machine,
         )
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| QuorumStartError::Raft(e.to_string()))?;
         let quorum = Quorum {
             raft,
             node_id,
@@ -336,7 +343,7 @@ impl Quorum {
                 .raft
                 .is_initialized()
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| QuorumStartError::Raft(e.to_string()))?;
             if !initialized {
                 match quorum.raft.initialize(members).await {
                     Ok(()) => {

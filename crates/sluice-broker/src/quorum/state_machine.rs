@@ -39,7 +39,7 @@ use openraft::{
 use serde::{Deserialize, Serialize};
 use sluice_metadata::{ApplyError, METADATA_LOG_DIR, MetadataImage, MetadataRecord};
 
-use super::{NodeId, ProposalResult, TypeConfig};
+use super::{NodeId, ProposalResult, QuorumStartError, TypeConfig};
 
 const SNAPSHOT_FILE: &str = "quorum-snapshot.json";
 
@@ -134,13 +134,21 @@ fn b64() -> base64::engine::GeneralPurpose {
     base64::engine::general_purpose::STANDARD
 }
 
-fn image_from_snapshot(data: &[u8]) -> std::result::Result<(MetadataImage, RecentWrites), String> {
-    let content: SnapshotData = serde_json::from_slice(data).map_err(|e| e.to_string())?;
+/// A metadata snapshot that does not decode or apply.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct BadSnapshot(String);
+
+fn image_from_snapshot(
+    data: &[u8],
+) -> std::result::Result<(MetadataImage, RecentWrites), BadSnapshot> {
+    let bad = |e: &dyn std::fmt::Display| BadSnapshot(e.to_string());
+    let content: SnapshotData = serde_json::from_slice(data).map_err(|e| bad(&e))?;
     let mut image = MetadataImage::default();
     for encoded in content.records {
-        let bytes = b64().decode(encoded).map_err(|e| e.to_string())?;
-        let (record, _) = MetadataRecord::decode(&bytes).map_err(|e| e.to_string())?;
-        image.apply(&record).map_err(|e| e.to_string())?;
+        let bytes = b64().decode(encoded).map_err(|e| bad(&e))?;
+        let (record, _) = MetadataRecord::decode(&bytes).map_err(|e| bad(&e))?;
+        image.apply(&record).map_err(|e| bad(&e))?;
     }
     Ok((image, RecentWrites::from_list(content.recent_writes)))
 }
@@ -178,9 +186,12 @@ impl StateMachine {
     pub fn open(
         metadata_dir: &Path,
         on_apply: OnApply,
-    ) -> std::result::Result<StateMachine, String> {
+    ) -> std::result::Result<StateMachine, QuorumStartError> {
         let dir = metadata_dir.join(METADATA_LOG_DIR);
-        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::create_dir_all(&dir).map_err(|source| QuorumStartError::Io {
+            path: dir.clone(),
+            source,
+        })?;
         let path = dir.join(SNAPSHOT_FILE);
         let mut machine = Machine {
             image: Arc::new(MetadataImage::default()),
@@ -191,13 +202,13 @@ impl StateMachine {
         };
         match std::fs::read(&path) {
             Ok(bytes) => {
-                let file: SnapshotFile = serde_json::from_slice(&bytes)
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
-                let data = b64()
-                    .decode(&file.data)
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
-                let (image, recent) =
-                    image_from_snapshot(&data).map_err(|e| format!("{}: {e}", path.display()))?;
+                let corrupt = |e: &dyn std::fmt::Display| QuorumStartError::Corrupt {
+                    path: path.clone(),
+                    reason: e.to_string(),
+                };
+                let file: SnapshotFile = serde_json::from_slice(&bytes).map_err(|e| corrupt(&e))?;
+                let data = b64().decode(&file.data).map_err(|e| corrupt(&e))?;
+                let (image, recent) = image_from_snapshot(&data).map_err(|e| corrupt(&e))?;
                 machine.image = Arc::new(image);
                 machine.recent = recent;
                 machine.last_applied = file.meta.last_log_id;
@@ -205,7 +216,7 @@ impl StateMachine {
                 machine.snapshot = Some((file.meta, data));
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(format!("{}: {e}", path.display())),
+            Err(source) => return Err(QuorumStartError::Io { path, source }),
         }
         Ok(StateMachine {
             machine: Arc::new(Mutex::new(machine)),
