@@ -123,11 +123,13 @@ def _recv_exact(s, n):
 
 
 class LocalKafka:
-    def __init__(self, workdir=None, extra_props=None, start_timeout=90):
+    def __init__(self, workdir=None, extra_props=None, start_timeout=90, format_args=()):
         self._own_workdir = workdir is None
         self.workdir = workdir or tempfile.mkdtemp(prefix="sluice-kafka-")
         self.extra_props = extra_props or {}
         self.start_timeout = start_timeout
+        # More `kafka-storage format` arguments (e.g. --add-scram ...).
+        self.format_args = list(format_args)
         self.proc = None
         self.pid = None
         self.port = None
@@ -195,7 +197,7 @@ class LocalKafka:
         self._write_config()
         fmt = subprocess.run(
             java_cmd("kafka.tools.StorageTool", "format", "--cluster-id", random_cluster_id(),
-                     "--config", self.config, "--ignore-formatted"),
+                     "--config", self.config, "--ignore-formatted", *self.format_args),
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if fmt.returncode != 0:
             raise RuntimeError("kafka storage format failed:\n" + fmt.stdout)

@@ -70,6 +70,9 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::AlterPartitionReassignments, 0, 1),
     (ApiKey::ListPartitionReassignments, 0, 0),
     (ApiKey::OffsetDelete, 0, 0),
+    (ApiKey::DescribeClientQuotas, 0, 1),
+    (ApiKey::DescribeUserScramCredentials, 0, 0),
+    (ApiKey::AlterUserScramCredentials, 0, 0),
     (ApiKey::DescribeQuorum, 0, 2),
     (ApiKey::UpdateFeatures, 0, 2),
     (ApiKey::DescribeCluster, 0, 2),
@@ -130,6 +133,15 @@ pub fn decode_request(api_key: ApiKey, version: i16, body: &mut Bytes) -> Result
         }
         ApiKey::DescribeLogDirs => check::<DescribeLogDirsRequest>(api_key, version, body),
         ApiKey::DescribeCluster => check::<DescribeClusterRequest>(api_key, version, body),
+        ApiKey::DescribeClientQuotas => {
+            check::<DescribeClientQuotasRequest>(api_key, version, body)
+        }
+        ApiKey::DescribeUserScramCredentials => {
+            check::<DescribeUserScramCredentialsRequest>(api_key, version, body)
+        }
+        ApiKey::AlterUserScramCredentials => {
+            check::<AlterUserScramCredentialsRequest>(api_key, version, body)
+        }
         ApiKey::DescribeQuorum => check::<DescribeQuorumRequest>(api_key, version, body),
         ApiKey::AlterPartitionReassignments => {
             check::<AlterPartitionReassignmentsRequest>(api_key, version, body)

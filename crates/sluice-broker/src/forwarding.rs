@@ -1,5 +1,6 @@
 //! Requests the active controller serves: ElectLeaders, AlterPartitionReassignments,
-//! CreatePartitions and UnregisterBroker are planned from the controller's image, as
+//! CreatePartitions, UnregisterBroker and AlterUserScramCredentials are planned from the
+//! controller's image, as
 //! Kafka's brokers forward them to the controller (KIP-590) instead of deciding on
 //! their own possibly stale view of the cluster.
 //!
@@ -30,6 +31,7 @@ pub fn served_by_controller(api_key: ApiKey) -> bool {
             | ApiKey::AlterPartitionReassignments
             | ApiKey::CreatePartitions
             | ApiKey::UnregisterBroker
+            | ApiKey::AlterUserScramCredentials
     )
 }
 

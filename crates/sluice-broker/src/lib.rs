@@ -4,7 +4,8 @@
 //! - pure modules: [`config`], [`properties`] (Kafka's `server.properties` format, keys,
 //!   defaults, validation), [`topic_config`] (topic keys, synonyms, sources),
 //!   [`errors`], [`features`], [`endpoint`], [`liveness`], [`elr`], [`image`] (how
-//!   services read and follow the metadata image);
+//!   services read and follow the metadata image), [`scram`] (RFC 5802/7677 against
+//!   the image's credentials);
 //! - the replica layer: [`replica`], [`replication`] (`ReplicaManager`: the hosted
 //!   replicas and their logs, leader append, high-watermark waits, follower fetching,
 //!   ISR changes), [`fetch_session`];
@@ -49,6 +50,7 @@ pub mod replica;
 pub mod replication;
 pub mod request;
 pub mod sasl;
+pub mod scram;
 pub mod security_protocol;
 pub mod tls;
 pub mod tls_reload;

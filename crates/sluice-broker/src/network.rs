@@ -481,7 +481,7 @@ async fn handle_in_order<W: AsyncWrite + Unpin>(
         .listeners
         .sasl
         .get(&*listener)
-        .map(|sasl| Authenticator::new(sasl.clone()));
+        .map(|sasl| Authenticator::new(sasl.clone(), broker.image_view()));
     while let Some((frame, mut share)) = frames.recv().await {
         // Taken up: its place in queued.max.requests frees; its bytes stay counted
         // until it is answered (the end of this turn).

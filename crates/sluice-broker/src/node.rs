@@ -13,7 +13,9 @@
 //! the quorum as a learner, through the voters or `controller.quorum.bootstrap.servers`.
 //! A voter that finds no `metadata.version` in the image bootstraps the cluster as
 //! `kafka-storage format` does: the feature levels (`metadata.version` and
-//! [`crate::features::BOOTSTRAP_LEVELS`]) and the cluster-wide `min.insync.replicas`.
+//! [`crate::features::BOOTSTRAP_LEVELS`]), the cluster-wide `min.insync.replicas`, and
+//! the SCRAM credentials of `sluice server --add-scram` (`kafka-storage format
+//! --add-scram`).
 
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -683,7 +685,22 @@ async fn wait_for_quorum(
             name: "min.insync.replicas".into(),
             value: Some(config.int_value("min.insync.replicas").to_string()),
         }));
+        // `kafka-storage format --add-scram`'s credentials: the first users of a
+        // cluster whose listeners all authenticate with SCRAM.
+        records.extend(
+            config
+                .bootstrap_scram()
+                .iter()
+                .cloned()
+                .map(MetadataRecord::UserScramCredential),
+        );
         broker.write_metadata(&records).await?;
+    } else if !config.bootstrap_scram().is_empty() {
+        tracing::warn!(
+            "--add-scram is ignored: this node did not bootstrap the cluster (it existed \
+             already, or the node is not a voter); kafka-configs.sh --alter --add-config \
+             'SCRAM-SHA-256=[...]' --entity-type users adds credentials"
+        );
     }
     tracing::info!(
         voters = ?quorum.voters,

@@ -10,31 +10,37 @@
 //! Mechanisms: `PLAIN` (RFC 4616) with the users of the listener's
 //! `listener.name.<listener>.plain.sasl.jaas.config` (`PlainLoginModule`'s
 //! `user_<name>="<password>"` options, as Kafka's default `PlainServerCallbackHandler`
-//! reads them). The authenticated principal is `User:<name>` (Kafka's
+//! reads them); `SCRAM-SHA-256` and `SCRAM-SHA-512` ([`crate::scram`]) with the
+//! credentials of the current metadata image (`UserScramCredentialRecord`s, managed with
+//! AlterUserScramCredentials). The authenticated principal is `User:<name>` (Kafka's
 //! `DefaultKafkaPrincipalBuilder`).
 
 use sluice_protocol::ErrorCode;
 
 use crate::config::ListenerSasl;
+use crate::image::ImageView;
 use crate::request::Principal;
+use crate::scram::{ScramFailure, ScramMechanism, ScramServer};
 
 /// A SASL mechanism Sluice serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mechanism {
     Plain,
+    Scram(ScramMechanism),
 }
 
 impl Mechanism {
     pub fn parse(name: &str) -> Option<Mechanism> {
         match name {
             "PLAIN" => Some(Mechanism::Plain),
-            _ => None,
+            other => ScramMechanism::from_name(other).map(Mechanism::Scram),
         }
     }
 
     pub fn name(self) -> &'static str {
         match self {
             Mechanism::Plain => "PLAIN",
+            Mechanism::Scram(scram) => scram.name(),
         }
     }
 }
@@ -88,14 +94,20 @@ const API_VERSIONS: i16 = 18;
 #[derive(Debug)]
 pub struct Authenticator {
     sasl: std::sync::Arc<ListenerSasl>,
+    /// The metadata image, whose SCRAM credentials are read at the exchange's start.
+    image: ImageView,
     state: State,
+    /// The SCRAM exchange under way.
+    scram: Option<ScramServer>,
 }
 
 impl Authenticator {
-    pub fn new(sasl: std::sync::Arc<ListenerSasl>) -> Authenticator {
+    pub fn new(sasl: std::sync::Arc<ListenerSasl>, image: ImageView) -> Authenticator {
         Authenticator {
             sasl,
+            image,
             state: State::Handshake,
+            scram: None,
         }
     }
 
@@ -162,11 +174,64 @@ impl Authenticator {
         };
         let result = match mechanism {
             Mechanism::Plain => self.plain(token),
+            Mechanism::Scram(scram) => match self.scram(scram, token) {
+                // A challenge: the exchange goes on.
+                Ok((reply, None)) => return Step::Token(Ok(reply)),
+                Ok((reply, Some(principal))) => Ok((principal, reply)),
+                Err(failure) => Err(failure),
+            },
         };
         Step::Token(result.map(|(principal, reply)| {
             self.state = State::Complete(principal);
             reply
         }))
+    }
+
+    /// One SCRAM message. Failures are answered as Kafka's `SaslServerAuthenticator`
+    /// answers a `SaslException`: one message that says nothing of what was wrong
+    /// (unknown user, wrong password, malformed message), except the authorization-id
+    /// refusal, which Kafka passes on.
+    fn scram(
+        &mut self,
+        mechanism: ScramMechanism,
+        token: &[u8],
+    ) -> Result<(Vec<u8>, Option<Principal>), AuthFailure> {
+        let image = &self.image;
+        let server = self
+            .scram
+            .get_or_insert_with(|| ScramServer::new(mechanism));
+        let outcome = server.evaluate(token, |name| {
+            image
+                .current()
+                .scram_credential(name, mechanism.type_id())
+                .cloned()
+        });
+        match outcome {
+            Ok((reply, user)) => Ok((
+                reply,
+                user.map(|name| Principal {
+                    principal_type: "User".into(),
+                    name,
+                }),
+            )),
+            Err(failure) => {
+                self.scram = None;
+                let message = match failure {
+                    ScramFailure::Authentication(message) => message,
+                    ScramFailure::Invalid(reason) => {
+                        tracing::debug!(%reason, mechanism = mechanism.name(), "SCRAM exchange failed");
+                        format!(
+                            "Authentication failed during authentication due to invalid credentials with SASL mechanism {}",
+                            mechanism.name()
+                        )
+                    }
+                };
+                Err(AuthFailure {
+                    error: ErrorCode::SASL_AUTHENTICATION_FAILED,
+                    message,
+                })
+            }
+        }
     }
 
     /// RFC 4616: `[authzid] NUL authcid NUL passwd`; the messages are Kafka's
@@ -242,10 +307,132 @@ mod tests {
 
     fn authenticator() -> Authenticator {
         let modules = parse_jaas(JAAS).unwrap();
-        Authenticator::new(Arc::new(ListenerSasl {
-            enabled_mechanisms: vec!["PLAIN".into(), "SCRAM-SHA-256".into()],
-            plain_users: plain_users(&modules),
-        }))
+        let mut image = sluice_metadata::MetadataImage::default();
+        for (user, password, mechanism) in [
+            ("alice", "alice-secret", ScramMechanism::Sha256),
+            ("bob", "bob-secret", ScramMechanism::Sha512),
+        ] {
+            image
+                .apply(&sluice_metadata::MetadataRecord::UserScramCredential(
+                    mechanism.credential_from_password(user, password, 4096),
+                ))
+                .unwrap();
+        }
+        Authenticator::new(
+            Arc::new(ListenerSasl {
+                enabled_mechanisms: vec![
+                    "PLAIN".into(),
+                    "SCRAM-SHA-256".into(),
+                    "SCRAM-SHA-512".into(),
+                    "GSSAPI".into(),
+                ],
+                plain_users: plain_users(&modules),
+            }),
+            ImageView::fixed(image),
+        )
+    }
+
+    /// Runs a SCRAM exchange; the final step's result.
+    fn scram(
+        version: i16,
+        mechanism: ScramMechanism,
+        user: &str,
+        password: &str,
+    ) -> (Authenticator, Step) {
+        let mut auth = authenticator();
+        assert_eq!(
+            auth.on_request(SASL_HANDSHAKE, 1, Some(mechanism.name())),
+            Step::Handshake {
+                error: ErrorCode::NONE
+            }
+        );
+        let mut client = crate::scram::tests::Client::new(mechanism, user, password);
+        if version >= 1 {
+            assert_eq!(
+                auth.on_request(SASL_AUTHENTICATE, 2, None),
+                Step::Authenticate
+            );
+        }
+        let first = match auth.on_token(&client.first()) {
+            Step::Token(Ok(first)) => first,
+            other => return (auth, other),
+        };
+        assert!(auth.principal().is_none(), "authenticated before the proof");
+        if version >= 1 {
+            assert_eq!(
+                auth.on_request(SASL_AUTHENTICATE, 2, None),
+                Step::Authenticate
+            );
+        }
+        let last = auth.on_token(&client.final_message(&first));
+        (auth, last)
+    }
+
+    #[test]
+    fn scram_authenticates_against_the_images_credentials() {
+        for (mechanism, user, password) in [
+            (ScramMechanism::Sha256, "alice", "alice-secret"),
+            (ScramMechanism::Sha512, "bob", "bob-secret"),
+        ] {
+            let (auth, last) = scram(1, mechanism, user, password);
+            let Step::Token(Ok(server_final)) = last else {
+                panic!("{mechanism:?}: {last:?}");
+            };
+            assert!(server_final.starts_with(b"v="));
+            assert_eq!(
+                auth.principal().unwrap().to_string(),
+                format!("User:{user}")
+            );
+        }
+    }
+
+    #[test]
+    fn scram_failures_carry_kafkas_message_only() {
+        let expected = |mechanism: &str| {
+            Step::Token(Err(AuthFailure {
+                error: ErrorCode::SASL_AUTHENTICATION_FAILED,
+                message: format!(
+                    "Authentication failed during authentication due to invalid credentials with SASL mechanism {mechanism}"
+                ),
+            }))
+        };
+        // Wrong password, unknown user, a user of the other mechanism only.
+        for (mechanism, user, password) in [
+            (ScramMechanism::Sha256, "alice", "wrong"),
+            (ScramMechanism::Sha256, "mallory", "alice-secret"),
+            (ScramMechanism::Sha256, "bob", "bob-secret"),
+            (ScramMechanism::Sha512, "alice", "alice-secret"),
+        ] {
+            let (auth, last) = scram(1, mechanism, user, password);
+            assert_eq!(last, expected(mechanism.name()), "{user}");
+            assert!(auth.principal().is_none());
+        }
+        // Garbage as the first message.
+        let mut auth = authenticator();
+        auth.on_request(SASL_HANDSHAKE, 1, Some("SCRAM-SHA-512"));
+        assert_eq!(auth.on_token(b"n,,n"), expected("SCRAM-SHA-512"));
+    }
+
+    #[test]
+    fn scram_tokens_after_a_v0_handshake_are_bare_frames() {
+        let mut auth = authenticator();
+        auth.on_request(SASL_HANDSHAKE, 0, Some("SCRAM-SHA-256"));
+        let mut client =
+            crate::scram::tests::Client::new(ScramMechanism::Sha256, "alice", "alice-secret");
+        assert!(auth.expects_bare_token());
+        let Step::Token(Ok(first)) = auth.on_token(&client.first()) else {
+            panic!()
+        };
+        assert!(
+            auth.expects_bare_token(),
+            "the exchange goes on in bare frames"
+        );
+        assert!(matches!(
+            auth.on_token(&client.final_message(&first)),
+            Step::Token(Ok(_))
+        ));
+        assert!(!auth.expects_bare_token());
+        assert_eq!(auth.principal().unwrap().to_string(), "User:alice");
     }
 
     #[test]
@@ -323,7 +510,7 @@ mod tests {
         );
         // Enabled by name but not served: refused the same way.
         assert_eq!(
-            auth.on_request(SASL_HANDSHAKE, 1, Some("SCRAM-SHA-256")),
+            auth.on_request(SASL_HANDSHAKE, 1, Some("GSSAPI")),
             Step::Handshake {
                 error: ErrorCode::UNSUPPORTED_SASL_MECHANISM
             }

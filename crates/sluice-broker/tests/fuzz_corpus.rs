@@ -445,6 +445,35 @@ fn request_frame(api_key: ApiKey, version: i16, correlation_id: i32) -> Result<V
                     ]),
             ])
             .encode(&mut out, v),
+        ApiKey::DescribeClientQuotas => DescribeClientQuotasRequest::default()
+            .with_components(vec![
+                describe_client_quotas_request::ComponentData::default()
+                    .with_entity_type(text("user"))
+                    .with_match_type(0)
+                    .with_match(Some(text("alice"))),
+            ])
+            .encode(&mut out, v),
+        ApiKey::DescribeUserScramCredentials => DescribeUserScramCredentialsRequest::default()
+            .with_users(Some(vec![
+                describe_user_scram_credentials_request::UserName::default()
+                    .with_name(text("alice")),
+            ]))
+            .encode(&mut out, v),
+        ApiKey::AlterUserScramCredentials => AlterUserScramCredentialsRequest::default()
+            .with_deletions(vec![
+                alter_user_scram_credentials_request::ScramCredentialDeletion::default()
+                    .with_name(text("bob"))
+                    .with_mechanism(2),
+            ])
+            .with_upsertions(vec![
+                alter_user_scram_credentials_request::ScramCredentialUpsertion::default()
+                    .with_name(text("alice"))
+                    .with_mechanism(1)
+                    .with_iterations(8192)
+                    .with_salt(Bytes::from_static(b"0123456789abcdef"))
+                    .with_salted_password(Bytes::from_static(&[7; 32])),
+            ])
+            .encode(&mut out, v),
         ApiKey::ListGroups => ListGroupsRequest::default()
             .with_states_filter(if v >= 4 { vec![text("Stable")] } else { vec![] })
             .with_types_filter(if v >= 5 {

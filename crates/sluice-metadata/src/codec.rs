@@ -56,6 +56,11 @@ impl Writer {
             None => self.uvarint(0),
         }
     }
+    /// Compact bytes (length + 1, then the bytes).
+    pub fn bytes(&mut self, value: &[u8]) {
+        self.uvarint(value.len() as u32 + 1);
+        self.out.extend_from_slice(value);
+    }
     pub fn i32_array(&mut self, values: &[i32]) {
         self.uvarint(values.len() as u32 + 1);
         values.iter().for_each(|v| self.i32(*v));
@@ -166,6 +171,17 @@ impl<'a> Reader<'a> {
         String::from_utf8(bytes.to_vec())
             .map(Some)
             .map_err(|_| MetadataError::Malformed(format!("{what}: not UTF-8")))
+    }
+
+    /// Compact non-null bytes.
+    pub fn bytes(&mut self, what: &'static str) -> Result<Vec<u8>, MetadataError> {
+        let length = self.uvarint(what)?;
+        if length == 0 {
+            return Err(MetadataError::Malformed(format!(
+                "{what}: null where bytes are required"
+            )));
+        }
+        Ok(self.take(length as usize - 1, what)?.to_vec())
     }
 
     pub fn string(&mut self, what: &'static str) -> Result<String, MetadataError> {

@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 
 use crate::codec::Uuid;
 use crate::record::TOPIC_RESOURCE;
-use crate::record::{MetadataRecord, PartitionChangeRecord, PartitionRecord};
+use crate::record::{
+    MetadataRecord, PartitionChangeRecord, PartitionRecord, UserScramCredentialRecord,
+};
 
 /// Why a record could not be applied.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -35,6 +37,8 @@ pub enum ApplyError {
     },
     #[error("producer id block ends at {next}, before the current end {current}")]
     ProducerIdsBackwards { next: i64, current: i64 },
+    #[error("unable to find credential to delete: user {name}, mechanism {mechanism}")]
+    UnknownScramCredential { name: String, mechanism: i8 },
     #[error("an ACL with id {0:?} already exists")]
     AclExists(Uuid),
     #[error("an ACL with id {0:?} was not found")]
@@ -145,6 +149,8 @@ pub struct MetadataImage {
     next_producer_id: i64,
     /// Broker id → its latest registration.
     brokers: BTreeMap<i32, crate::RegisterBrokerRecord>,
+    /// (user name, SCRAM mechanism type) → the credential (Kafka's `ScramImage`).
+    scram: BTreeMap<(String, i8), UserScramCredentialRecord>,
     /// The cluster's ACLs (AccessControlEntryRecord).
     acls: crate::acl::AclSet,
 }
@@ -268,6 +274,21 @@ impl MetadataImage {
                     broker.in_controlled_shutdown = true;
                 }
             }
+            MetadataRecord::UserScramCredential(credential) => {
+                self.scram.insert(
+                    (credential.name.clone(), credential.mechanism),
+                    credential.clone(),
+                );
+            }
+            MetadataRecord::RemoveUserScramCredential { name, mechanism } => {
+                // Strict, as Kafka's `ScramControlManager.replay` is.
+                if self.scram.remove(&(name.clone(), *mechanism)).is_none() {
+                    return Err(ApplyError::UnknownScramCredential {
+                        name: name.clone(),
+                        mechanism: *mechanism,
+                    });
+                }
+            }
             // As Kafka's AclControlManager replays them: an id is created once and
             // removed once.
             MetadataRecord::AccessControlEntry { id, acl } => {
@@ -284,6 +305,20 @@ impl MetadataImage {
             MetadataRecord::NoOp | MetadataRecord::Unknown { .. } => {}
         }
         Ok(())
+    }
+
+    /// A user's SCRAM credential for one mechanism type (1 SCRAM-SHA-256, 2 SCRAM-SHA-512).
+    pub fn scram_credential(
+        &self,
+        name: &str,
+        mechanism: i8,
+    ) -> Option<&UserScramCredentialRecord> {
+        self.scram.get(&(name.to_string(), mechanism))
+    }
+
+    /// Every SCRAM credential, by user name then mechanism type.
+    pub fn scram_credentials(&self) -> impl Iterator<Item = &UserScramCredentialRecord> {
+        self.scram.values()
     }
 
     /// A change planned on partition epoch `planned` applies only while the partition
@@ -429,6 +464,12 @@ impl MetadataImage {
                 }));
             }
         }
+        records.extend(
+            self.scram
+                .values()
+                .cloned()
+                .map(MetadataRecord::UserScramCredential),
+        );
         if self.next_producer_id > 0 {
             records.push(MetadataRecord::ProducerIds {
                 broker_id: -1,
@@ -470,6 +511,67 @@ mod tests {
             name: name.into(),
             value: value.map(str::to_string),
         })
+    }
+
+    fn scram(name: &str, mechanism: i8, iterations: i32) -> MetadataRecord {
+        MetadataRecord::UserScramCredential(UserScramCredentialRecord {
+            name: name.into(),
+            mechanism,
+            salt: vec![1, 2, 3],
+            stored_key: vec![4; 32],
+            server_key: vec![5; 32],
+            iterations,
+        })
+    }
+
+    #[test]
+    fn scram_credentials_replay_as_kafkas_scram_image() {
+        let mut image = MetadataImage::default();
+        image.apply(&scram("alice", 1, 4096)).unwrap();
+        image.apply(&scram("alice", 2, 8192)).unwrap();
+        image.apply(&scram("bob", 1, 4096)).unwrap();
+        // An upsert replaces the credential of that mechanism only.
+        image.apply(&scram("alice", 1, 10000)).unwrap();
+        assert_eq!(
+            image.scram_credential("alice", 1).unwrap().iterations,
+            10000
+        );
+        assert_eq!(image.scram_credential("alice", 2).unwrap().iterations, 8192);
+        assert!(image.scram_credential("carol", 1).is_none());
+        let remove = |name: &str, mechanism| MetadataRecord::RemoveUserScramCredential {
+            name: name.into(),
+            mechanism,
+        };
+        image.apply(&remove("alice", 1)).unwrap();
+        assert!(image.scram_credential("alice", 1).is_none());
+        assert!(image.scram_credential("alice", 2).is_some());
+        // Removing what is not there is refused, and changes nothing.
+        let before = image.clone();
+        assert_eq!(
+            image.apply(&remove("alice", 1)).unwrap_err(),
+            ApplyError::UnknownScramCredential {
+                name: "alice".into(),
+                mechanism: 1
+            }
+        );
+        assert_eq!(image, before);
+        // A snapshot carries the credentials.
+        let mut replayed = MetadataImage::default();
+        for record in image.to_records() {
+            replayed.apply(&record).unwrap();
+        }
+        assert_eq!(replayed, image);
+        let users: Vec<_> = replayed
+            .scram_credentials()
+            .map(|c| (c.name.as_str(), c.mechanism))
+            .collect();
+        assert_eq!(users, [("alice", 2), ("bob", 1)]);
+        // The keys never reach a log line.
+        let shown = format!("{:?}", scram("alice", 1, 4096));
+        assert!(
+            !shown.contains("[4, 4") && !shown.contains("salt"),
+            "{shown}"
+        );
     }
 
     /// The sequence of Kafka 4.1.1's captured log (§9), replayed.

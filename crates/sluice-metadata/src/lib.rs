@@ -19,7 +19,7 @@ pub use image::{ApplyError, MetadataImage, PartitionImage, TopicImage};
 pub use metadata_log::{METADATA_LOG_DIR, MetadataLog, MetadataLogError};
 pub use record::{
     BROKER_RESOURCE, BrokerEndpoint, ConfigRecord, MetadataRecord, PartitionChangeRecord,
-    PartitionRecord, RegisterBrokerRecord, TOPIC_RESOURCE, TopicRecord,
+    PartitionRecord, RegisterBrokerRecord, TOPIC_RESOURCE, TopicRecord, UserScramCredentialRecord,
 };
 
 /// Why a metadata record could not be decoded.

@@ -90,6 +90,13 @@ enum Command {
         /// The console's HTTP address with `--with-console`.
         #[arg(long, default_value = console::DEFAULT_LISTEN)]
         console_listen: String,
+        /// A SCRAM credential the node writes when it bootstraps a new cluster, as
+        /// `kafka-storage format --add-scram` does:
+        /// `SCRAM-SHA-256=[name=admin,password=admin-secret]` (also `iterations=`,
+        /// `salt=` with `saltedpassword=`, base64); repeatable. Ignored by a node whose
+        /// cluster already exists.
+        #[arg(long = "add-scram", value_name = "MECHANISM=[name=...,password=...]")]
+        add_scram: Vec<String>,
     },
     /// Serve the web console against any Kafka-protocol cluster (Sluice or Apache
     /// Kafka), with its schema registry and Connect worker if given.
@@ -207,9 +214,11 @@ fn main() -> anyhow::Result<()> {
             monitor_config,
             with_console,
             console_listen,
+            add_scram,
         } => server(
             config,
             &overrides,
+            &add_scram,
             Companions {
                 registry: with_registry.then_some(registry_listen),
                 connect: with_connect.then_some(connect_listen),
@@ -334,6 +343,7 @@ struct Companions {
 fn server(
     config_path: Option<PathBuf>,
     overrides: &[String],
+    add_scram: &[String],
     companions: Companions,
 ) -> anyhow::Result<()> {
     use anyhow::Context;
@@ -387,7 +397,13 @@ fn server(
             None
         }
     };
-    let loaded = sluice_broker::BrokerConfig::load(&text, &overrides)?;
+    let mut loaded = sluice_broker::BrokerConfig::load(&text, &overrides)?;
+    let bootstrap_scram = add_scram
+        .iter()
+        .map(|text| sluice_broker::scram::parse_add_scram(text))
+        .collect::<Result<Vec<_>, String>>()
+        .map_err(|reason| anyhow::anyhow!("--add-scram: {reason}"))?;
+    loaded.config = loaded.config.with_bootstrap_scram(bootstrap_scram);
     for warning in &loaded.warnings {
         tracing::warn!("{warning}");
     }

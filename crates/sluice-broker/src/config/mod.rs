@@ -649,6 +649,9 @@ pub struct BrokerConfig {
     listener_values: BTreeMap<String, String>,
     /// The values typed, once, at load.
     settings: std::sync::Arc<Settings>,
+    /// SCRAM credentials written when this node bootstraps the cluster (`sluice server
+    /// --add-scram`, as `kafka-storage format --add-scram`); ignored once it exists.
+    bootstrap_scram: Vec<sluice_metadata::UserScramCredentialRecord>,
 }
 
 /// A configuration and the warnings it produced (unknown keys).
@@ -738,6 +741,7 @@ impl BrokerConfig {
             explicit: explicit_keys,
             listener_values,
             settings: Default::default(),
+            bootstrap_scram: Vec::new(),
         };
         config.check_required()?;
         config.settings = std::sync::Arc::new(Settings::parse(&config)?);
@@ -940,6 +944,20 @@ impl BrokerConfig {
 
     fn bool(&self, key: &str) -> bool {
         self.get(key) == Some("true")
+    }
+
+    /// Adds SCRAM credentials for the cluster's bootstrap (`--add-scram`).
+    pub fn with_bootstrap_scram(
+        mut self,
+        credentials: Vec<sluice_metadata::UserScramCredentialRecord>,
+    ) -> BrokerConfig {
+        self.bootstrap_scram = credentials;
+        self
+    }
+
+    /// The SCRAM credentials the cluster's bootstrap writes.
+    pub fn bootstrap_scram(&self) -> &[sluice_metadata::UserScramCredentialRecord] {
+        &self.bootstrap_scram
     }
 
     pub fn node_id(&self) -> i32 {

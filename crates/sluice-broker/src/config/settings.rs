@@ -361,11 +361,18 @@ fn listener_security(
         plain_users: BTreeMap::new(),
     };
     for mechanism in &enabled {
+        // SCRAM's users are the metadata log's credentials ([`crate::scram`]): no
+        // server-side JAAS options to read (Kafka's ScramLoginModule has none).
+        if scram_mechanism(mechanism) {
+            continue;
+        }
         if mechanism != "PLAIN" {
             return Err(refuse(
                 mechanisms_key.into(),
                 &enabled.join(","),
-                format!("SASL mechanism {mechanism} is not served yet (PLAIN is)"),
+                format!(
+                    "SASL mechanism {mechanism} is not served yet (PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 are)"
+                ),
             ));
         }
         let jaas_key = format!(
@@ -399,6 +406,11 @@ fn listener_security(
         sasl.plain_users = super::plain_users(&modules);
     }
     Ok(Some(sasl))
+}
+
+/// Whether `mechanism` is one of the SCRAM mechanisms Sluice serves.
+fn scram_mechanism(mechanism: &str) -> bool {
+    crate::scram::ScramMechanism::from_name(mechanism).is_some()
 }
 
 /// The log cleaner's keys that change without a restart.
@@ -648,6 +660,34 @@ mod tests {
             "node.id=1\nprocess.roles=broker,controller\ncontroller.listener.names=CONTROLLER\n{text}"
         );
         BrokerConfig::load(&text, &[]).map(|loaded| loaded.config)
+    }
+
+    #[test]
+    fn scram_mechanisms_are_served_beside_plain() {
+        let config = load(&format!(
+            "{SASL_LISTENERS}listener.name.SASL.sasl.enabled.mechanisms=SCRAM-SHA-512,PLAIN,SCRAM-SHA-256\n\
+             listener.name.sasl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_alice=\"a-secret\";\n"
+        ))
+        .unwrap();
+        assert_eq!(
+            config.settings().listeners.sasl["SASL"].enabled_mechanisms,
+            ["SCRAM-SHA-512", "PLAIN", "SCRAM-SHA-256"]
+        );
+        // SCRAM alone needs no JAAS configuration.
+        let config = load(&format!(
+            "{SASL_LISTENERS}sasl.enabled.mechanisms=SCRAM-SHA-256\n"
+        ))
+        .unwrap();
+        assert_eq!(
+            config.settings().listeners.sasl["SASL"].enabled_mechanisms,
+            ["SCRAM-SHA-256"]
+        );
+        let error = load(&format!(
+            "{SASL_LISTENERS}sasl.enabled.mechanisms=SCRAM-SHA-1\n"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(error.contains("SCRAM-SHA-1 is not served yet"), "{error}");
     }
 
     #[test]

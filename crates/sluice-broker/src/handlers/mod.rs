@@ -14,6 +14,8 @@ mod offsets;
 pub(crate) mod produce;
 mod producer_id;
 mod quorum;
+mod quotas;
+mod scram;
 mod topics;
 mod txn;
 
@@ -78,6 +80,17 @@ pub async fn handle(context: RequestContext, api_key: ApiKey, mut body: Bytes) -
         }
         ApiKey::DescribeLogDirs => serve!(DescribeLogDirsRequest, log_dirs::describe_log_dirs),
         ApiKey::DescribeCluster => serve!(DescribeClusterRequest, metadata::describe_cluster),
+        ApiKey::DescribeClientQuotas => {
+            serve!(DescribeClientQuotasRequest, quotas::describe_client_quotas)
+        }
+        ApiKey::DescribeUserScramCredentials => serve!(
+            DescribeUserScramCredentialsRequest,
+            scram::describe_user_scram_credentials
+        ),
+        ApiKey::AlterUserScramCredentials => serve!(
+            AlterUserScramCredentialsRequest,
+            scram::alter_user_scram_credentials
+        ),
         ApiKey::DescribeQuorum => serve!(DescribeQuorumRequest, quorum::describe_quorum),
         ApiKey::AlterPartitionReassignments => serve!(
             AlterPartitionReassignmentsRequest,
