@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Security compat suite (issue 25): SASL/PLAIN and SCRAM-SHA-256/512 on a SASL_PLAINTEXT
-# listener, checked by librdkafka (confluent-kafka), kafka-python, raw frames and Kafka's
-# own kafka-topics and kafka-configs (scram_check.py).
+# Security compat suite (issue 25): SASL/PLAIN and SCRAM-SHA-256/512 on SASL_PLAINTEXT, TLS
+# (SSL, mTLS) and SASL_SSL listeners, checked by librdkafka (confluent-kafka), kafka-python,
+# raw frames and Kafka's own kafka-topics and kafka-configs.
 #
 #   compat/security/run.sh            # against Sluice (target/debug/sluice, built first)
 #   compat/security/run.sh --kafka    # the same checks against Apache Kafka 4.1.1
@@ -197,14 +197,19 @@ echo "security: against $what, PLAINTEXT $plain, SASL_PLAINTEXT $sasl"
 out="$work/checks.out"
 timeout 150 python3 "$here/sasl_check.py" "$plain" "$sasl" | tee "$out"
 timeout 60 "$here/java_check.sh" "$sasl" "$libs" | tee -a "$out"
-# (SASL_PLAINTEXT, PLAIN for alice and bob, SCRAM-SHA-256/512 with admin from --add-scram)
-# and CONTROLLER, with the same keys for both brokers. Ends with "security: N passed, M
-# failed".
-# TLS: three more listeners, SSL (client auth requested), MTLS (required) and SASLSSL
-# (SASL_SSL with PLAIN), with certificates made at start by openssl; checked by
-# tls_check.py (librdkafka, kafka-python, raw) and java_tls_check.sh (kafka-topics,
-# kafka-configs). The whole suite takes about 90 s against Sluice (scram_check.py about
-# 20 s of it, the TLS checks about 45 s).
+timeout 150 python3 "$here/scram_check.py" "$plain" "$sasl" "$libs" | tee -a "$out" \
+  || echo "FAIL scram: scram_check.py exited with a failure" | tee -a "$out"
+broker_log=""
+[[ "$broker" == sluice ]] && broker_log="$work/sluice.err"
+tls_started=$(date +%s)
+timeout 150 python3 "$here/tls_check.py" "$plain" "127.0.0.1:$tport" "127.0.0.1:$mport" \
+  "127.0.0.1:$ssport" "$certs" "$broker_log" | tee -a "$out" \
+  || echo "FAIL tls: tls_check.py exited with a failure" | tee -a "$out"
+tls_java=$(date +%s)
+timeout 120 "$here/java_tls_check.sh" "127.0.0.1:$tport" "127.0.0.1:$mport" "$certs" "$libs" \
+  "$plain" | tee -a "$out" \
+  || echo "FAIL java: java_tls_check.sh exited with a failure" | tee -a "$out"
+echo "security: TLS checks $(( tls_java - tls_started )) s (clients), $(( $(date +%s) - tls_java )) s (Java tools)"
 passed=$(grep -c '^PASS' "$out") failed=$(grep -c '^FAIL' "$out")
 echo "security: $passed passed, $failed failed ($(( $(date +%s) - started )) s)"
 [[ "$failed" == 0 && "$passed" -gt 0 ]]
