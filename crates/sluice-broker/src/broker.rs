@@ -6,8 +6,8 @@
 //!   [`crate::image::ImageView`]; handlers read only the image, never a copy of their own;
 //! - the services below it: the [`crate::replication::ReplicaManager`] (the replicas
 //!   this node hosts, their logs, leader append, follower fetching), the group and
-//!   transaction coordinators, each told of every new image in that order
-//!   ([`crate::image::MetadataPublisher`]);
+//!   transaction coordinators, each told of every new image in that order, after the
+//!   dynamic broker settings ([`crate::image::MetadataPublisher`]);
 //! - the ways into the metadata quorum: [`Broker::write_metadata`] (writes any node
 //!   makes, forwarded to the quorum's leader) and [`Broker::write_as_controller`] (the
 //!   active controller's plans, never forwarded).

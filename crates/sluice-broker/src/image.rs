@@ -1,7 +1,8 @@
 //! How services see the metadata image without knowing who applies it: an
 //! [`ImageView`] reads the current image (replaced whole after each metadata change),
-//! and a [`MetadataPublisher`] is told of each new image, in the order the node
-//! registered them (replicas before the coordinators that wait on their roles).
+//! and a [`MetadataPublisher`] is told of each new image, in the order `Broker::new`
+//! lists them (the dynamic settings, the replicas, then the coordinators that wait on
+//! their roles).
 
 use std::sync::Arc;
 

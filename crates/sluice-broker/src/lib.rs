@@ -5,19 +5,21 @@
 //!   defaults, validation), [`topic_config`] (topic keys, synonyms, sources),
 //!   [`errors`], [`features`], [`endpoint`], [`liveness`], [`elr`], [`image`] (how
 //!   services read and follow the metadata image), [`scram`] (RFC 5802/7677 against
-//!   the image's credentials);
+//!   the image's credentials), [`principal`], [`security_protocol`], [`tls`] (rustls
+//!   listeners and mTLS principals);
+//! - [`coordinator`] (the runtime under [`group`] and [`txn`]; it writes through the
+//!   `PartitionWriter` trait, which the replica manager implements);
 //! - the replica layer: [`replica`], [`replication`] (`ReplicaManager`: the hosted
 //!   replicas and their logs, leader append, high-watermark waits, follower fetching,
 //!   ISR changes), [`fetch_session`];
-//! - [`coordinator`] (the runtime under [`group`] and [`txn`], writing through the
-//!   replica manager);
 //! - [`broker`]: the node's state holding those services; [`quorum`]: the Raft metadata
 //!   quorum;
 //! - what uses a `Broker`: [`controller`], [`forwarding`], [`request`] (the request
 //!   context), `handlers` (one module per API family), [`apis`] (the API table and
 //!   dispatch, the quorum's private requests), [`network`] (frames, pipelining, limits;
 //!   [`connection_quotas`]),
-//!   [`log_cleaner`], [`metrics`] (the Prometheus `/metrics` endpoint), and [`node`],
+//!   [`tls_reload`] (certificates reloaded on a dynamic config change), [`log_cleaner`],
+//!   [`metrics`] (the Prometheus `/metrics` endpoint), and [`node`],
 //!   which runs a node (`sluice server`) and wires the services together.
 
 pub mod apis;

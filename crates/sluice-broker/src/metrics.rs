@@ -14,7 +14,8 @@
 //! the [`Broker`] (metadata image and local replicas), so they cannot drift from the
 //! state they describe; only per-request counts and latencies are recorded as requests
 //! are handled, and the broker-wide `BrokerTopicMetrics` (messages and bytes in, bytes
-//! out) are counters the Produce and Fetch handlers add to (`Broker::traffic`).
+//! out) are counters the leader append and the Fetch handler add to
+//! (`ReplicaManager::traffic`).
 //!
 //! What it costs on the hot path, per request: one `Instant::now()` pair, two relaxed
 //! atomic adds (the request count, the latency window's cursor) and one relaxed atomic

@@ -1,7 +1,8 @@
 //! The configuration as each subsystem reads it: parsed once, when the configuration is
 //! loaded, into typed sections (as Kafka's `KafkaConfig` accessors and its per-module
 //! configs). Kafka's defaults stay in the key definitions ([`super::DEFINITIONS`]);
-//! nothing here or in a caller repeats one, and no request path looks a key up by name.
+//! nothing here repeats one. (A few request paths still read a key by name: Fetch's
+//! byte caps, auto-creation, CreateTopics' defaults; see ARCHITECTURE.md.)
 //!
 //! The keys Sluice lets change without a restart (`kafka-configs.sh --alter
 //! --entity-type brokers`) are resolved into [`DynamicSettings`] from the metadata
