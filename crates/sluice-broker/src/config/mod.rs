@@ -27,8 +27,9 @@ mod settings;
 pub use authorizer::STANDARD_AUTHORIZER;
 pub use jaas::{JaasModule, ListenerSasl, parse_jaas, plain_users};
 pub use settings::{
-    CleanerSettings, ControllerSettings, DynamicConfig, DynamicSettings, InternalTopicSettings,
-    ListenerSettings, NetworkSettings, QuorumSettings, SecurityProtocol, Settings,
+    CleanerSettings, ControllerSettings, DynamicConfig, DynamicSettings, FetchLimits,
+    InternalTopicSettings, ListenerSettings, NetworkSettings, QuorumSettings, SecurityProtocol,
+    Settings, TopicDefaults,
 };
 
 /// Why a configuration was refused.
@@ -997,10 +998,10 @@ impl BrokerConfig {
     }
 
     pub fn num_partitions(&self) -> i32 {
-        self.int("num.partitions") as i32
+        self.settings.topic_defaults.num_partitions
     }
     pub fn default_replication_factor(&self) -> i16 {
-        self.int("default.replication.factor") as i16
+        self.settings.topic_defaults.replication_factor
     }
     /// An integer key, validated at load (Kafka's default when not set).
     pub fn int_value(&self, key: &str) -> i64 {
@@ -1011,7 +1012,7 @@ impl BrokerConfig {
         self.bool(key)
     }
     pub fn auto_create_topics(&self) -> bool {
-        self.bool("auto.create.topics.enable")
+        self.settings.topic_defaults.auto_create
     }
     pub fn socket_request_max_bytes(&self) -> usize {
         self.int("socket.request.max.bytes") as usize

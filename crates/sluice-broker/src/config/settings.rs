@@ -1,8 +1,7 @@
 //! The configuration as each subsystem reads it: parsed once, when the configuration is
 //! loaded, into typed sections (as Kafka's `KafkaConfig` accessors and its per-module
 //! configs). Kafka's defaults stay in the key definitions ([`super::DEFINITIONS`]);
-//! nothing here repeats one. (A few request paths still read a key by name: Fetch's
-//! byte caps, auto-creation, CreateTopics' defaults; see ARCHITECTURE.md.)
+//! nothing here or in a caller repeats one, and no request path looks a key up by name.
 //!
 //! The keys Sluice lets change without a restart (`kafka-configs.sh --alter
 //! --entity-type brokers`) are resolved into [`DynamicSettings`] from the metadata
@@ -145,10 +144,30 @@ pub struct Settings {
     pub fetch_session_cache_slots: usize,
     /// `log.cleaner.enable`.
     pub log_cleaner_enable: bool,
+    /// What a new topic gets when its request leaves it to the broker.
+    pub topic_defaults: TopicDefaults,
+    /// The broker's caps on a Fetch response.
+    pub fetch: FetchLimits,
     /// `broker.rack`.
     pub rack: Option<String>,
     /// The authorizer (`authorizer.class.name`), `None` when requests are not authorized.
     pub authorizer: Option<sluice_metadata::acl::AuthorizerSettings>,
+}
+
+/// `num.partitions`, `default.replication.factor`, `auto.create.topics.enable`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TopicDefaults {
+    pub num_partitions: i32,
+    pub replication_factor: i16,
+    pub auto_create: bool,
+}
+
+/// `fetch.max.bytes` (a consumer's Fetch) and `replica.fetch.response.max.bytes` (a
+/// follower's), in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FetchLimits {
+    pub max_bytes: i64,
+    pub replica_response_max_bytes: i64,
 }
 
 fn list(text: &str) -> Vec<String> {
@@ -260,6 +279,15 @@ impl Settings {
                 .bool_value("transaction.partition.verification.enable"),
             fetch_session_cache_slots: count("max.incremental.fetch.session.cache.slots"),
             log_cleaner_enable: config.bool_value("log.cleaner.enable"),
+            topic_defaults: TopicDefaults {
+                num_partitions: i32::try_from(int("num.partitions")).unwrap_or(1),
+                replication_factor: i16::try_from(int("default.replication.factor")).unwrap_or(1),
+                auto_create: config.bool_value("auto.create.topics.enable"),
+            },
+            fetch: FetchLimits {
+                max_bytes: int("fetch.max.bytes"),
+                replica_response_max_bytes: int("replica.fetch.response.max.bytes"),
+            },
             rack: config
                 .get("broker.rack")
                 .map(str::trim)
@@ -545,6 +573,21 @@ mod tests {
         assert_eq!(settings.quorum.fetch_timeout_ms, 2000);
         assert_eq!(settings.quorum.entries_between_snapshots, 5000);
         assert_eq!(settings.quorum.startup_timeout, Duration::from_secs(60));
+        assert_eq!(
+            settings.topic_defaults,
+            TopicDefaults {
+                num_partitions: 1,
+                replication_factor: 1,
+                auto_create: true
+            }
+        );
+        assert_eq!(
+            settings.fetch,
+            FetchLimits {
+                max_bytes: 57_671_680,
+                replica_response_max_bytes: 10_485_760
+            }
+        );
         assert_eq!(settings.offsets_topic.partitions, 50);
         assert_eq!(settings.offsets_topic.replication_factor, 3);
         assert_eq!(settings.transaction_topic.min_isr, Some(2));

@@ -266,11 +266,12 @@ fn begin_session(
 /// followers). A request asking for 0 or less gets the first batch only (it still
 /// comes whole), never an unbounded response.
 fn response_max_bytes(broker: &Broker, fetcher: Fetcher, request: &FetchRequest) -> usize {
-    let broker_max_bytes = broker.config.int_value(if fetcher.is_follower() {
-        "replica.fetch.response.max.bytes"
+    let limits = &broker.config.settings().fetch;
+    let broker_max_bytes = if fetcher.is_follower() {
+        limits.replica_response_max_bytes
     } else {
-        "fetch.max.bytes"
-    });
+        limits.max_bytes
+    };
     i64::from(request.max_bytes).clamp(0, broker_max_bytes.max(0)) as usize
 }
 
