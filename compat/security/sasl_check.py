@@ -14,6 +14,8 @@ import time
 import uuid
 
 from confluent_kafka import Consumer, KafkaError, Producer
+
+import kafka_python_login
 from confluent_kafka.admin import AdminClient, NewTopic
 
 PLAIN, SASL = sys.argv[1], sys.argv[2]
@@ -99,20 +101,7 @@ def kafka_python_authenticates():
 
 
 def kafka_python_refused():
-    from kafka import KafkaProducer
-    from kafka.errors import KafkaError as PyKafkaError
-    try:
-        producer = KafkaProducer(bootstrap_servers=SASL, security_protocol="SASL_PLAINTEXT",
-                                 sasl_mechanism="PLAIN", sasl_plain_username="alice",
-                                 sasl_plain_password="wrong", request_timeout_ms=3000,
-                                 max_block_ms=3000,
-                                 # No version probing: it retries a refused bootstrap
-                                 # for 30 s before raising.
-                                 api_version=(2, 5))
-        producer.send(TOPIC, b"never").get(timeout=5)
-    except PyKafkaError as error:
-        return type(error).__name__
-    raise AssertionError("a wrong password was accepted")
+    return kafka_python_login.refused(SASL, TOPIC, "PLAIN", "alice", "wrong")
 
 
 # -- raw frames ----------------------------------------------------------------------------

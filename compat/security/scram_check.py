@@ -19,6 +19,8 @@ import time
 import uuid
 
 from confluent_kafka import Consumer, KafkaError, Producer
+
+import kafka_python_login
 from confluent_kafka.admin import AdminClient, NewTopic
 
 PLAIN, SASL, LIBS = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -185,20 +187,7 @@ def kafka_python_produces_and_consumes(mechanism, password):
 
 
 def kafka_python_refused(mechanism, password):
-    from kafka import KafkaProducer
-    from kafka.errors import KafkaError as PyKafkaError
-    try:
-        producer = KafkaProducer(bootstrap_servers=SASL, security_protocol="SASL_PLAINTEXT",
-                                 sasl_mechanism=mechanism, sasl_plain_username="alice",
-                                 sasl_plain_password=password, request_timeout_ms=3000,
-                                 max_block_ms=3000,
-                                 # No version probing: it retries a refused bootstrap
-                                 # for 30 s before raising.
-                                 api_version=(2, 5))
-        producer.send(TOPIC, b"never").get(timeout=5)
-    except PyKafkaError as error:
-        return type(error).__name__
-    raise AssertionError("a wrong password was accepted")
+    return kafka_python_login.refused(SASL, TOPIC, mechanism, "alice", password)
 
 
 def kafka_configs_deletes_one_mechanism():
