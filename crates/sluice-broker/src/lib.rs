@@ -48,6 +48,7 @@ pub mod node;
 pub mod principal;
 pub mod properties;
 pub mod quorum;
+pub mod refused;
 pub mod replica;
 pub mod replication;
 pub mod request;

@@ -3,24 +3,11 @@
 
 use sluice_metadata::acl::AuthorizerSettings;
 
+use crate::refused::Refused;
+
 /// Kafka's KRaft authorizer, the one Sluice implements (its rules are in
 /// `sluice_metadata::acl`).
 pub const STANDARD_AUTHORIZER: &str = "org.apache.kafka.metadata.authorizer.StandardAuthorizer";
-
-/// A refused authorizer setting: the key, its value and why (a `ConfigError::Invalid`
-/// for the caller).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refused {
-    pub key: &'static str,
-    pub value: String,
-    pub reason: String,
-}
-
-impl std::fmt::Display for Refused {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}={}: {}", self.key, self.value, self.reason)
-    }
-}
 
 /// The authorizer's settings, or `None` when `authorizer.class.name` is empty (Kafka's
 /// default: every request is allowed, and the ACL APIs answer SECURITY_DISABLED).
@@ -43,9 +30,9 @@ pub fn authorizer(
     }
 }
 
-fn invalid(key: &'static str, value: &str, reason: String) -> Refused {
+fn invalid(key: &str, value: &str, reason: String) -> Refused {
     Refused {
-        key,
+        key: key.into(),
         value: value.into(),
         reason,
     }

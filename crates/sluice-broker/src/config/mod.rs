@@ -672,8 +672,8 @@ impl crate::tls::SslKeySource for BrokerConfig {
     }
 }
 
-impl From<crate::tls::Refused> for ConfigError {
-    fn from(refused: crate::tls::Refused) -> Self {
+impl From<crate::refused::Refused> for ConfigError {
+    fn from(refused: crate::refused::Refused) -> Self {
         ConfigError::Invalid {
             key: refused.key,
             value: refused.value,

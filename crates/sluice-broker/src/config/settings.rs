@@ -297,12 +297,7 @@ impl Settings {
                 text("authorizer.class.name"),
                 text("super.users"),
                 config.bool_value("allow.everyone.if.no.acl.found"),
-            )
-            .map_err(|refused| ConfigError::Invalid {
-                key: refused.key.into(),
-                value: refused.value,
-                reason: refused.reason,
-            })?,
+            )?,
         };
         for listener in config.listeners() {
             if let Some(sasl) = listener_security(config, &settings.listeners, &listener.name)? {

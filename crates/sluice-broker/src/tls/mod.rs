@@ -37,6 +37,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsAcceptor;
 
 use crate::principal::Principal;
+pub use crate::refused::Refused;
 use crate::security_protocol::SecurityProtocol;
 pub use principal::{PrincipalMapper, subject_dn};
 
@@ -156,25 +157,6 @@ pub trait SslKeySource {
     fn listener_value(&self, listener: &str, key: &str) -> Option<&str>;
     /// The listener's value, else the broker-wide one.
     fn security_value(&self, listener: &str, key: &str) -> Option<&str>;
-}
-
-/// A refused TLS setting: the key as the operator wrote it, its value (never a secret)
-/// and why; the configuration reports it as an invalid value.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refused {
-    pub key: String,
-    pub value: String,
-    pub reason: String,
-}
-
-impl std::fmt::Display for Refused {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "invalid value {} for configuration {}: {}",
-            self.value, self.key, self.reason
-        )
-    }
 }
 
 /// Reads a listener's `ssl.*` keys: its `listener.name.<l>.` form, else the broker's.
